@@ -1,0 +1,33 @@
+"""Shared machinery: the Captum-compatible base, validation, chunking, progress bars and seeding."""
+
+from torchxplain._core.attribution import ExplainerBase, TensorOrTuple
+from torchxplain._core.chunking import DEFAULT_MAX_MEMORY, chunk_bounds, parse_memory, rows_per_chunk
+from torchxplain._core.progress import progress, progress_enabled
+from torchxplain._core.seeding import make_generator, seed_everything
+from torchxplain._core.validation import (
+    as_tensor,
+    check_binary,
+    check_finite,
+    check_matrix,
+    check_same_device,
+    float_dtype,
+)
+
+__all__ = [
+    "DEFAULT_MAX_MEMORY",
+    "ExplainerBase",
+    "TensorOrTuple",
+    "as_tensor",
+    "check_binary",
+    "check_finite",
+    "check_matrix",
+    "check_same_device",
+    "chunk_bounds",
+    "float_dtype",
+    "make_generator",
+    "parse_memory",
+    "progress",
+    "progress_enabled",
+    "rows_per_chunk",
+    "seed_everything",
+]

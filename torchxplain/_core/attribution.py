@@ -1,0 +1,89 @@
+"""Captum-compatible explainer base: an ``nn.Module`` that is also a Captum ``Attribution``."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from captum.attr import PerturbationAttribution
+from captum.log import log_usage
+from torch import Tensor, nn
+
+TensorOrTuple = Tensor | tuple[Tensor, ...]
+
+
+class ExplainerBase(nn.Module, PerturbationAttribution):
+    """Base class of every torchxplain explainer.
+
+    It is an ``nn.Module`` (its own tensors are buffers/parameters, so ``.to()`` moves them and
+    ``state_dict`` holds them) and a Captum ``PerturbationAttribution`` (so ``NoiseTunnel``,
+    ``captum.metrics.infidelity`` and ``sensitivity_max`` accept it). The user's model is stored
+    in ``self.__dict__`` so that it is never registered as a submodule: the explainer's
+    ``state_dict``, ``.to()`` and ``.train()`` leave the user's model alone.
+
+    Subclasses implement :meth:`_attribute` on a tuple of tensors and return a tuple of tensors
+    with the same shapes; :meth:`attribute` handles the tensor/tuple structure and turns gradients
+    back on (Captum's wrappers and Lightning call under ``no_grad``/``inference_mode``).
+    """
+
+    def __init__(self, forward_func: Callable[..., Tensor] | None = None) -> None:
+        nn.Module.__init__(self)
+        self.__dict__["forward_func"] = forward_func
+
+    @log_usage()
+    def attribute(
+        self,
+        inputs: TensorOrTuple,
+        baselines: Any = None,
+        target: Any = None,
+        additional_forward_args: Any = None,
+        feature_mask: TensorOrTuple | None = None,
+        show_progress: bool = False,
+        **kwargs: Any,
+    ) -> TensorOrTuple:
+        """Attribute the model output at ``inputs`` to the input features.
+
+        Args:
+            inputs: a tensor ``(N, n)`` or a tuple of such tensors (dim 0 = batch).
+            baselines: method-specific reference (see the subclass); ``None`` uses the method's default.
+            target: output index for multi-output models (Captum's meaning).
+            additional_forward_args: extra arguments for the forward function (Captum's meaning).
+            feature_mask: integer group ids broadcastable to each input (Captum's meaning).
+            show_progress: show a tqdm progress bar for long computations.
+
+        Returns:
+            Attributions with the same structure and shapes as ``inputs``, on their device and dtype.
+        """
+        is_tuple = isinstance(inputs, tuple)
+        inputs_t = inputs if is_tuple else (inputs,)
+        if feature_mask is not None and not isinstance(feature_mask, tuple):
+            feature_mask = (feature_mask,)
+        with torch.inference_mode(False), torch.enable_grad():
+            inputs_t = tuple(x.clone() if x.is_inference() else x for x in inputs_t)
+            out = self._attribute(
+                inputs_t,
+                baselines=baselines,
+                target=target,
+                additional_forward_args=additional_forward_args,
+                feature_mask=feature_mask,
+                show_progress=show_progress,
+                **kwargs,
+            )
+        return out if is_tuple else out[0]
+
+    def _attribute(
+        self,
+        inputs: tuple[Tensor, ...],
+        *,
+        baselines: Any,
+        target: Any,
+        additional_forward_args: Any,
+        feature_mask: tuple[Tensor, ...] | None,
+        show_progress: bool,
+        **kwargs: Any,
+    ) -> tuple[Tensor, ...]:
+        raise NotImplementedError
+
+    def forward(self, *args: Any, **kwargs: Any) -> TensorOrTuple:
+        """Alias of :meth:`attribute`, so that an explainer can be called like a module."""
+        return self.attribute(*args, **kwargs)

@@ -1,0 +1,79 @@
+"""Input validation at the public boundary: early errors that say what was wrong and how to fix it."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def as_tensor(x: object, name: str, dtype: torch.dtype | None = None) -> Tensor:
+    """Return ``x`` as a tensor (numpy arrays and nested lists are converted; tensors are kept).
+
+    Raises:
+        TypeError: if ``x`` cannot be read as a numeric tensor.
+    """
+    if isinstance(x, Tensor):
+        return x if dtype is None else x.to(dtype)
+    try:
+        t = torch.as_tensor(x)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(f"{name} must be a tensor or array-like of numbers, got {type(x).__name__}") from err
+    return t if dtype is None else t.to(dtype)
+
+
+def check_matrix(x: Tensor, name: str, n_features: int | None = None, allow_empty: bool = False) -> Tensor:
+    """Check that ``x`` is a 2-D ``(rows, n_features)`` tensor and return it.
+
+    A 1-D tensor of length ``n_features`` is *not* silently reshaped: pass ``x[None]`` for one row.
+    """
+    if x.ndim != 2:
+        want = f"(rows, {n_features})" if n_features is not None else "(rows, features)"
+        raise ValueError(f"{name} must be a 2-D tensor of shape {want}, got shape {tuple(x.shape)}")
+    if n_features is not None and x.shape[1] != n_features:
+        raise ValueError(
+            f"{name} has {x.shape[1]} features (shape {tuple(x.shape)}), expected {n_features}"
+        )
+    if not allow_empty and x.shape[0] == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(x.shape)}); pass at least one row")
+    return x
+
+
+def check_finite(x: Tensor, name: str) -> Tensor:
+    """Raise ``ValueError`` naming the first row and column holding a NaN or infinity."""
+    if x.is_floating_point() or x.is_complex():
+        bad = ~torch.isfinite(x)
+        if bool(bad.any()):
+            idx = tuple(int(i) for i in bad.nonzero()[0])
+            raise ValueError(f"{name} contains NaN or infinite values (first at index {idx})")
+    return x
+
+
+def check_binary(x: Tensor, name: str) -> Tensor:
+    """Raise ``ValueError`` naming the first column (and row) whose value is not 0 or 1."""
+    check_finite(x, name)
+    bad = (x != 0) & (x != 1)
+    if bool(bad.any()):
+        row, col = (int(i) for i in bad.nonzero()[0][-2:]) if x.ndim >= 2 else (0, int(bad.nonzero()[0][0]))
+        value = x.reshape(-1, x.shape[-1])[row, col].item() if x.ndim >= 2 else x[col].item()
+        raise ValueError(
+            f"{name} must hold binary features in {{0, 1}}; column {col} (row {row}) holds {value}. "
+            "Encode categorical features one-hot and pass groups/feature_mask to explain them per variable"
+        )
+    return x
+
+
+def check_same_device(**tensors: Tensor) -> torch.device:
+    """Return the common device of the named tensors, or raise ``ValueError`` naming the mismatch."""
+    devices = {name: t.device for name, t in tensors.items()}
+    if len(set(devices.values())) > 1:
+        listing = ", ".join(f"{n} on {d}" for n, d in devices.items())
+        raise ValueError(f"tensors are on different devices ({listing}); move them with .to(device) first")
+    return next(iter(devices.values()))
+
+
+def float_dtype(*tensors: Tensor) -> torch.dtype:
+    """The floating dtype results use: the widest floating dtype among ``tensors``, else float32."""
+    floats = [t.dtype for t in tensors if t.is_floating_point()]
+    if not floats:
+        return torch.get_default_dtype()
+    return max(floats, key=lambda d: torch.finfo(d).bits)
