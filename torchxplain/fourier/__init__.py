@@ -1,0 +1,19 @@
+"""Walsh–Hadamard (Fourier) representations and the closed-form SHAP values built on them."""
+
+from torchxplain.fourier.spectrum import FourierSpectrum
+from torchxplain.fourier.values import (
+    BackgroundTerm,
+    banzhaf_values,
+    precompute_background,
+    shapley_interactions,
+    shapley_values,
+)
+
+__all__ = [
+    "BackgroundTerm",
+    "FourierSpectrum",
+    "banzhaf_values",
+    "precompute_background",
+    "shapley_interactions",
+    "shapley_values",
+]

@@ -1,0 +1,180 @@
+"""Sparse Walsh–Hadamard (Fourier) spectra of functions on the Boolean cube {0,1}^n."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from torchxplain._core import check_binary, check_finite, check_matrix, chunk_bounds, rows_per_chunk
+
+
+class FourierSpectrum:
+    """A sparse spectrum ``h(x) = Σ_f a_f (-1)^{<f, x>}`` on ``x ∈ {0,1}^n``.
+
+    The paper's ``1/sqrt(2^n)`` normalisation is absorbed into the amplitudes, so ``a_f`` is the mean of
+    ``h(x) (-1)^{<f,x>}`` over the cube and ``a_0`` is the mean of ``h``.
+
+    Args:
+        frequencies: ``(k, n)`` bool (or 0/1) tensor, one frequency per row.
+        amplitudes: ``(k,)`` floating tensor, in the units of the model output.
+    """
+
+    def __init__(self, frequencies: Tensor, amplitudes: Tensor) -> None:
+        if not isinstance(frequencies, Tensor) or not isinstance(amplitudes, Tensor):
+            raise TypeError("frequencies and amplitudes must be torch tensors")
+        if frequencies.ndim != 2:
+            raise ValueError(f"frequencies must have shape (k, n), got {tuple(frequencies.shape)}")
+        if amplitudes.ndim != 1 or amplitudes.shape[0] != frequencies.shape[0]:
+            raise ValueError(
+                f"amplitudes must have shape ({frequencies.shape[0]},) to match frequencies "
+                f"{tuple(frequencies.shape)}, got {tuple(amplitudes.shape)}"
+            )
+        if frequencies.dtype != torch.bool:
+            check_binary(frequencies, "frequencies")
+            frequencies = frequencies.bool()
+        if not amplitudes.is_floating_point():
+            raise TypeError(f"amplitudes must be a floating tensor, got {amplitudes.dtype}")
+        check_finite(amplitudes, "amplitudes")
+        if frequencies.device != amplitudes.device:
+            raise ValueError(
+                f"frequencies are on {frequencies.device} but amplitudes on {amplitudes.device}; "
+                "move both to the same device"
+            )
+        self.frequencies = frequencies
+        self.amplitudes = amplitudes
+
+    @property
+    def n_features(self) -> int:
+        """Number of binary input features ``n``."""
+        return self.frequencies.shape[1]
+
+    @property
+    def device(self) -> torch.device:
+        return self.amplitudes.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.amplitudes.dtype
+
+    def __len__(self) -> int:
+        return self.frequencies.shape[0]
+
+    def __repr__(self) -> str:
+        return (
+            f"FourierSpectrum(k={len(self)}, n={self.n_features}, degree={self.degree}, "
+            f"dtype={self.dtype}, device={self.device})"
+        )
+
+    @property
+    def degrees(self) -> Tensor:
+        """``(k,)`` int64: the number of features in each frequency."""
+        return self.frequencies.sum(dim=1)
+
+    @property
+    def degree(self) -> int:
+        """The largest frequency degree (0 for an empty or constant spectrum)."""
+        return int(self.degrees.max()) if len(self) else 0
+
+    @property
+    def energy(self) -> Tensor:
+        """Scalar ``Σ_f a_f²`` (by Parseval, the mean of ``h(x)²`` over the cube)."""
+        return (self.amplitudes**2).sum()
+
+    def evaluate(self, x: Tensor, max_memory: int | str | None = None) -> Tensor:
+        """Evaluate ``h`` on binary inputs.
+
+        Args:
+            x: ``(B, n)`` tensor with entries in {0, 1}.
+            max_memory: memory budget for the ``(B, k)`` parity matrix (bytes or e.g. ``"1GB"``).
+
+        Returns:
+            ``(B,)`` tensor in the amplitudes' dtype, on ``x``'s device.
+        """
+        check_matrix(x, "x", self.n_features)
+        check_binary(x, "x")
+        dtype = self.dtype
+        freq = self.frequencies.to(device=x.device, dtype=dtype)
+        amp = self.amplitudes.to(x.device)
+        xf = x.to(dtype)
+        out = []
+        step = rows_per_chunk(len(self) * xf.element_size() * 2, x.shape[0], max_memory)
+        for start, stop in chunk_bounds(x.shape[0], step):
+            parity = torch.remainder(xf[start:stop] @ freq.T, 2.0)
+            out.append((1.0 - 2.0 * parity) @ amp)
+        return torch.cat(out) if out else xf.new_zeros(0)
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return self.evaluate(x)
+
+    def coalesce(self) -> FourierSpectrum:
+        """Merge duplicate frequencies by summing their amplitudes and drop exact zeros."""
+        if len(self) == 0:
+            return self
+        uniq, inverse = torch.unique(self.frequencies, dim=0, return_inverse=True)
+        amp = torch.zeros(uniq.shape[0], dtype=self.dtype, device=self.device)
+        amp = amp.index_add(0, inverse, self.amplitudes)
+        keep = amp != 0
+        return FourierSpectrum(uniq[keep], amp[keep])
+
+    def prune(self, k: int | None = None, threshold: float | None = None,
+              energy: float | None = None) -> FourierSpectrum:
+        """Keep the largest-magnitude frequencies.
+
+        Args:
+            k: keep at most the ``k`` largest ``|a_f|``.
+            threshold: drop frequencies with ``|a_f| < threshold``.
+            energy: keep the fewest largest frequencies whose ``Σ a_f²`` reaches this fraction of
+                the total energy (e.g. ``0.9995``, the paper's setting); must be in (0, 1].
+
+        Returns:
+            A new spectrum with frequencies sorted by decreasing ``|a_f|``.
+        """
+        if k is not None and k < 0:
+            raise ValueError(f"k must be non-negative, got {k}")
+        if threshold is not None and threshold < 0:
+            raise ValueError(f"threshold must be non-negative, got {threshold}")
+        if energy is not None and not 0.0 < energy <= 1.0:
+            raise ValueError(f"energy must be a fraction in (0, 1], got {energy}")
+        order = torch.argsort(self.amplitudes.detach().abs(), descending=True, stable=True)
+        amp = self.amplitudes[order]
+        keep = len(self)
+        if k is not None:
+            keep = min(keep, k)
+        if threshold is not None:
+            keep = min(keep, int((amp.detach().abs() >= threshold).sum()))
+        if energy is not None and len(self):
+            cum = torch.cumsum(amp.detach() ** 2, 0)
+            needed = int(torch.searchsorted(cum, energy * cum[-1])) + 1
+            keep = min(keep, needed)
+        idx = order[:keep]
+        return FourierSpectrum(self.frequencies[idx], self.amplitudes[idx])
+
+    def to(self, *args: Any, **kwargs: Any) -> FourierSpectrum:
+        """Move to a device and/or cast the amplitudes (``torch.Tensor.to`` arguments)."""
+        amp = self.amplitudes.to(*args, **kwargs)
+        return FourierSpectrum(self.frequencies.to(amp.device), amp)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain, pickle-free form: ``{"n_features", "frequencies": (k, n) bool, "amplitudes": (k,)}``."""
+        return {
+            "n_features": self.n_features,
+            "frequencies": self.frequencies.detach().cpu(),
+            "amplitudes": self.amplitudes.detach().cpu(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FourierSpectrum:
+        """Inverse of :meth:`to_dict` (also accepts nested lists for the tensors, e.g. from JSON)."""
+        missing = {"frequencies", "amplitudes"} - set(data)
+        if missing:
+            raise KeyError(f"spectrum dict is missing {sorted(missing)}")
+        freq = torch.as_tensor(data["frequencies"])
+        amp = torch.as_tensor(data["amplitudes"])
+        if not amp.is_floating_point():
+            amp = amp.to(torch.get_default_dtype())
+        n = data.get("n_features", freq.shape[-1] if freq.ndim == 2 else None)
+        if freq.numel() == 0 and n is not None:
+            freq = freq.reshape(0, int(n))
+        return cls(freq.bool() if freq.dtype != torch.bool else freq, amp)
