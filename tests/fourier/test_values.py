@@ -9,8 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fourier import brute_force
-from torchxplain.fourier import FourierSpectrum, banzhaf_values, precompute_background, shapley_interactions
-from torchxplain.fourier import shapley_values
+from torchxplain.fourier import (
+    FourierSpectrum,
+    banzhaf_values,
+    precompute_background,
+    shapley_interactions,
+    shapley_values,
+)
 
 
 def random_case(seed: int, n: int, k: int, n_bg: int, n_q: int, max_degree: int | None = None):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from captum.attr import PerturbationAttribution
@@ -25,6 +26,9 @@ class ExplainerBase(nn.Module, PerturbationAttribution):
     with the same shapes; :meth:`attribute` handles the tensor/tuple structure and turns gradients
     back on (Captum's wrappers and Lightning call under ``no_grad``/``inference_mode``).
     """
+
+    #: True when ``forward_func`` is the explainer's own module (e.g. a fitted surrogate), not the user's.
+    owns_forward_func: bool = False
 
     def __init__(self, forward_func: Callable[..., Tensor] | None = None) -> None:
         nn.Module.__init__(self)

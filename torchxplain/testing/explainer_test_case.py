@@ -1,0 +1,167 @@
+"""A reusable pytest mixin that checks an explainer against the Captum contract and torchxplain's invariants.
+
+Usage::
+
+    class TestMyExplainer(ExplainerTestCase):
+        def make_explainer(self, dtype):
+            return MyExplainer(model.to(dtype), ...)
+
+        def make_inputs(self, dtype):
+            return torch.rand(6, 4, dtype=dtype)
+
+Each ``check_*`` function is also usable on its own and raises ``AssertionError`` with a message
+saying which contract was broken.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+from captum.attr import Attribution, NoiseTunnel
+from captum.metrics import infidelity, sensitivity_max
+from torch import Tensor, nn
+
+from torchxplain._core import ExplainerBase
+
+
+def check_captum_contract(explainer: Any) -> None:
+    """The explainer is a Captum ``Attribution`` whose ``attribute`` NoiseTunnel can unwrap."""
+    assert isinstance(explainer, Attribution), f"{type(explainer).__name__} is not a captum Attribution"
+    assert hasattr(explainer, "forward_func"), "explainer has no forward_func (NoiseTunnel reads it)"
+    assert hasattr(explainer.attribute, "__wrapped__"), (
+        "attribute is not decorated with captum.log.log_usage() (NoiseTunnel calls attribute.__wrapped__)"
+    )
+
+
+def check_shape_and_structure(explainer: Any, inputs: Tensor, **kwargs: Any) -> Tensor:
+    """A tensor gives a tensor of the input's shape, dtype and device; a tuple gives a tuple of those."""
+    attr = explainer.attribute(inputs, **kwargs)
+    assert isinstance(attr, Tensor), f"tensor input gave {type(attr).__name__}, expected a Tensor"
+    assert attr.shape == inputs.shape, f"attribution shape {tuple(attr.shape)} != input shape {tuple(inputs.shape)}"
+    assert attr.dtype == inputs.dtype, f"attribution dtype {attr.dtype} != input dtype {inputs.dtype}"
+    assert attr.device == inputs.device, f"attribution device {attr.device} != input device {inputs.device}"
+    assert bool(torch.isfinite(attr).all()), "attributions contain NaN or inf"
+    attr_t = explainer.attribute((inputs,), **kwargs)
+    assert isinstance(attr_t, tuple) and len(attr_t) == 1, "tuple input must give a 1-tuple of attributions"
+    torch.testing.assert_close(attr_t[0], attr, msg="tuple input gave other values than tensor input")
+    return attr
+
+
+def check_batch_invariance(explainer: Any, inputs: Tensor, atol: float, **kwargs: Any) -> None:
+    """Explaining a batch equals explaining its rows one by one."""
+    batch = explainer.attribute(inputs, **kwargs)
+    rows = torch.cat([explainer.attribute(inputs[i:i + 1], **kwargs) for i in range(inputs.shape[0])])
+    torch.testing.assert_close(batch, rows, atol=atol, rtol=0, msg="batch attribution != row-by-row attribution")
+
+
+def check_noise_tunnel(explainer: Any, inputs: Tensor, **kwargs: Any) -> None:
+    """``NoiseTunnel(explainer)`` runs (under its ``no_grad``) and returns input-shaped attributions."""
+    nt = NoiseTunnel(explainer)
+    attr = nt.attribute(inputs, nt_samples=2, stdevs=0.01, **kwargs)
+    assert attr.shape == inputs.shape, f"NoiseTunnel attribution shape {tuple(attr.shape)} != {tuple(inputs.shape)}"
+    assert bool(torch.isfinite(attr).all()), "NoiseTunnel attributions contain NaN or inf"
+
+
+def check_captum_metrics(explainer: Any, inputs: Tensor, forward_func: Any, **kwargs: Any) -> None:
+    """``captum.metrics.infidelity`` and ``sensitivity_max`` accept the attributions."""
+    attr = explainer.attribute(inputs, **kwargs)
+
+    def perturb(x: Tensor) -> tuple[Tensor, Tensor]:
+        noise = 0.01 * torch.randn_like(x)
+        return noise, x - noise
+
+    score = infidelity(forward_func, perturb, inputs, attr, **kwargs)
+    assert score.shape == (inputs.shape[0],) and bool(torch.isfinite(score).all()), "infidelity failed"
+    sens = sensitivity_max(explainer.attribute, inputs, perturb_radius=0.01, n_perturb_samples=2, **kwargs)
+    assert sens.shape == (inputs.shape[0],) and bool(torch.isfinite(sens).all()), "sensitivity_max failed"
+
+
+def check_user_model_untouched(explainer: Any) -> None:
+    """``.to(float64)``, ``.train()`` and ``state_dict`` leave the user's model alone."""
+    model = explainer.forward_func
+    if not isinstance(model, nn.Module) or getattr(explainer, "owns_forward_func", False):
+        return
+    before = {k: (v.dtype, v.clone()) for k, v in model.state_dict().items()}
+    mode = model.training
+    moved = copy.copy(explainer)
+    moved.to(torch.float64).train()
+    after = model.state_dict()
+    for key, (dtype, value) in before.items():
+        assert after[key].dtype == dtype, f"explainer.to() changed the user's model parameter {key}"
+        torch.testing.assert_close(after[key], value, msg=f"explainer changed the user's parameter {key}")
+    assert model.training == mode, "explainer.train() changed the user's model mode"
+
+
+def check_state_dict_is_own(explainer: Any) -> None:
+    """The explainer's ``state_dict`` holds none of the user's model weights."""
+    if not isinstance(explainer, nn.Module):
+        return
+    model = explainer.forward_func
+    state = explainer.state_dict(keep_vars=True)
+    if isinstance(model, nn.Module) and not getattr(explainer, "owns_forward_func", False):
+        user = {id(t) for t in model.state_dict(keep_vars=True).values()}
+        leaked = [k for k, v in state.items() if id(v) in user]
+        assert not leaked, f"explainer state_dict holds the user's model weights: {leaked}"
+    assert all(not k.startswith("forward_func.") for k in state), "forward_func was registered as a submodule"
+
+
+class ExplainerTestCase:
+    """Mixin for pytest classes: subclass it and implement :meth:`make_explainer` and :meth:`make_inputs`.
+
+    Class attributes tune it: ``atol`` (batch invariance tolerance in float64), ``attribute_kwargs``
+    (extra arguments of every ``attribute`` call), ``noise_tunnel`` and ``captum_metrics`` (set False
+    only for explainers whose inputs cannot take continuous noise, with the reason in a comment).
+    """
+
+    atol: float = 1e-8
+    attribute_kwargs: dict[str, Any] = {}
+    noise_tunnel: bool = True
+    captum_metrics: bool = True
+
+    def make_explainer(self, dtype: torch.dtype) -> ExplainerBase:
+        raise NotImplementedError
+
+    def make_inputs(self, dtype: torch.dtype) -> Tensor:
+        raise NotImplementedError
+
+    def test_captum_contract(self) -> None:
+        check_captum_contract(self.make_explainer(torch.float32))
+
+    def test_shape_and_structure_float32(self) -> None:
+        check_shape_and_structure(self.make_explainer(torch.float32), self.make_inputs(torch.float32),
+                                  **self.attribute_kwargs)
+
+    def test_shape_and_structure_float64(self) -> None:
+        check_shape_and_structure(self.make_explainer(torch.float64), self.make_inputs(torch.float64),
+                                  **self.attribute_kwargs)
+
+    def test_float32_close_to_float64(self) -> None:
+        x64 = self.make_inputs(torch.float64)
+        a32 = self.make_explainer(torch.float32).attribute(x64.float(), **self.attribute_kwargs).detach()
+        a64 = self.make_explainer(torch.float64).attribute(x64, **self.attribute_kwargs).detach()
+        scale = float(a64.abs().max().clamp_min(1e-12))
+        err = float((a32.double() - a64).abs().max())
+        assert err <= 1e-3 * scale, f"float32 differs from float64 by {err:.3g} (scale {scale:.3g})"
+
+    def test_batch_invariance(self) -> None:
+        check_batch_invariance(self.make_explainer(torch.float64), self.make_inputs(torch.float64), self.atol,
+                               **self.attribute_kwargs)
+
+    def test_noise_tunnel(self) -> None:
+        if self.noise_tunnel:
+            check_noise_tunnel(self.make_explainer(torch.float64), self.make_inputs(torch.float64),
+                               **self.attribute_kwargs)
+
+    def test_captum_metrics(self) -> None:
+        if self.captum_metrics:
+            explainer = self.make_explainer(torch.float64)
+            check_captum_metrics(explainer, self.make_inputs(torch.float64), explainer.forward_func,
+                                 **self.attribute_kwargs)
+
+    def test_user_model_untouched(self) -> None:
+        check_user_model_untouched(self.make_explainer(torch.float32))
+
+    def test_state_dict_is_own(self) -> None:
+        check_state_dict_is_own(self.make_explainer(torch.float32))
