@@ -1,0 +1,1 @@
+"""Small built-in data sets and seeded generators."""
