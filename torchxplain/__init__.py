@@ -1,7 +1,10 @@
 """torchxplain: FourierSHAP, GOALS and IDX as Captum-compatible torch modules."""
 
 from torchxplain import fourier
+from torchxplain import goals
 from torchxplain.fourier import FourierShap, FourierSpectrum, SparseFourierSurrogate
+from torchxplain.fourier import tree_spectrum
+from torchxplain.goals import Goals
 
 __version__ = "0.1.0"
 
@@ -9,5 +12,8 @@ __all__ = [
     "FourierShap",
     "FourierSpectrum",
     "SparseFourierSurrogate",
+    "Goals",
     "fourier",
+    "goals",
+    "tree_spectrum",
 ]
