@@ -87,13 +87,14 @@ class RefBC:
         return [list(o) for o in itertools.product(*[range(len(self.values[v])) for v in self.obs])]
 
 
-def random_bc(rng, naive: bool, n_obs: int, n_cls: int, max_card: int = 3):
+def random_bc(rng, naive: bool, n_obs: int, n_cls: int, max_card: int = 3, class_card: int | None = None):
     """A random NBC (n_cls ignored) or BCC as plain dicts, drawn with ``random.Random`` ``rng``."""
     values = {}
     obs = [f"o{i}" for i in range(n_obs)]
     cls = ["c0"] if naive else [f"c{i}" for i in range(n_cls)]
     for v in obs + cls:
-        values[v] = [f"{v}_{k}" for k in range(rng.randint(2, max_card))]
+        k = class_card if (class_card and v in cls) else rng.randint(2, max_card)
+        values[v] = [f"{v}_{i}" for i in range(k)]
     structure = {}
     if naive:
         structure["c0"] = list(obs)

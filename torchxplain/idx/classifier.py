@@ -171,6 +171,30 @@ class BayesianClassifier(nn.Module):
         self.register_buffer("observation_index", torch.tensor([index[o] for o in self.observations]))
         self.register_buffer("value_mask", torch.arange(n_values)[None, :] < torch.tensor(card)[:, None])
         self._level_index = [torch.tensor([index[c] for c in level]) for level in self.levels]
+        self.bin_edges: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_pgmpy(cls, network: Any, observations: Sequence[str] | None = None, **kwargs: Any) -> BayesianClassifier:
+        """Chain classifier from a pgmpy network (see :func:`torchxplain.idx.io.from_pgmpy`)."""
+        from torchxplain.idx.io import from_pgmpy
+
+        return from_pgmpy(network, observations, **kwargs)
+
+    @classmethod
+    def from_sklearn(cls, model: Any, feature_names: Sequence[str], **kwargs: Any) -> BayesianClassifier:
+        """Naive BC from a fitted ``CategoricalNB`` (see :func:`torchxplain.idx.io.from_sklearn`)."""
+        from torchxplain.idx.io import from_sklearn
+
+        return from_sklearn(model, feature_names, **kwargs)
+
+    @classmethod
+    def fit(cls, frame: Any, structure: str | Mapping[str, Sequence[str]], alpha: float = 1.0,
+            **kwargs: Any) -> BayesianClassifier:
+        """Naive or chain BC fitted from a DataFrame (see :func:`torchxplain.idx.io.fit`)."""
+        from torchxplain.idx.io import fit
+
+        return fit(frame, structure, alpha, **kwargs)
 
     # ------------------------------------------------------------------ structure
     @staticmethod
@@ -239,7 +263,13 @@ class BayesianClassifier(nn.Module):
                 raise ValueError(
                     f"inputs DataFrame lacks observation columns {missing}; it has {list(inputs.columns)}"
                 )
-            return self.encode(inputs[list(self.observations)].to_dict("records"))
+            frame = inputs[list(self.observations)]
+            edges = {c: e for c, e in self.bin_edges.items() if c in frame.columns and frame[c].dtype.kind in "iuf"}
+            if edges:
+                from torchxplain.idx.io import apply_bins
+
+                frame = apply_bins(frame, edges)
+            return self.encode(frame.astype(str).to_dict("records"))
         if isinstance(inputs, (list, tuple)) and inputs and isinstance(inputs[0], Mapping):
             rows = []
             for r, row in enumerate(inputs):

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
+import importlib.resources
+import io
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -62,3 +66,69 @@ def play_outside_data() -> Any:
 
     rows = [line.split() for line in _PLAY_OUTSIDE_ROWS.strip().splitlines()]
     return pd.DataFrame(rows, columns=["w", "t", "p", "r", "o"])
+
+
+VOTES_COLUMNS = (
+    "party", "handicapped-infants", "water-project-cost-sharing", "adoption-of-the-budget-resolution",
+    "physician-fee-freeze", "el-salvador-aid", "religious-groups-in-schools", "anti-satellite-test-ban",
+    "aid-to-nicaraguan-contras", "mx-missile", "immigration", "synfuels-corporation-cutback",
+    "education-spending", "superfund-right-to-sue", "crime", "duty-free-exports",
+    "export-administration-act-south-africa",
+)
+CAR_COLUMNS = ("buying", "maint", "doors", "persons", "lug_boot", "safety", "class")
+CAR_VALUES = {
+    "buying": ("vhigh", "high", "med", "low"), "maint": ("vhigh", "high", "med", "low"),
+    "doors": ("2", "3", "4", "5more"), "persons": ("2", "4", "more"), "lug_boot": ("small", "med", "big"),
+    "safety": ("low", "med", "high"), "class": ("unacc", "acc", "good", "vgood"),
+}
+
+
+def _read_shipped(name: str, columns: Sequence[str]) -> Any:
+    import pandas as pd
+
+    raw = (importlib.resources.files("torchxplain") / "data" / name).read_bytes()
+    return pd.read_csv(io.BytesIO(gzip.decompress(raw)), header=None, names=list(columns), dtype=str)
+
+
+def votes() -> Any:
+    """UCI Congressional Voting Records 1984: 435 rows, ``party`` and 16 votes ``y``/``n``/``?`` (CC BY 4.0)."""
+    return _read_shipped("votes_house_84.data.gz", VOTES_COLUMNS)
+
+
+def car() -> Any:
+    """UCI Car Evaluation: 1,728 rows, 6 categorical attributes and ``class`` (CC BY 4.0)."""
+    return _read_shipped("car_evaluation.data.gz", CAR_COLUMNS)
+
+
+def pgmpy_network(name: str) -> Any:
+    """A discrete Bayesian network bundled with pgmpy (``"asia"``, ``"child"``, ``"alarm"``, ...), read offline.
+
+    Reads ``pgmpy/utils/example_models/<name>.bif.gz`` from the installed wheel (never the network).
+    """
+    from pgmpy.readwrite import BIFReader
+
+    path = importlib.resources.files("pgmpy") / "utils" / "example_models" / f"{name}.bif.gz"
+    if not path.is_file():
+        raise ValueError(f"pgmpy bundles no network {name!r} (looked for {path})")
+    return BIFReader(string=gzip.decompress(path.read_bytes()).decode()).get_model()
+
+
+def asia(dtype: torch.dtype = torch.float64) -> BayesianClassifier:
+    """The Asia network as a chain classifier (observations ``xray``, ``dysp``; 6 classifications)."""
+    from torchxplain.idx.io import from_pgmpy
+
+    return from_pgmpy(pgmpy_network("asia"), dtype=dtype)
+
+
+def child(dtype: torch.dtype = torch.float64) -> BayesianClassifier:
+    """The Child network as a chain classifier (7 observations, 13 classifications, 25 influences)."""
+    from torchxplain.idx.io import from_pgmpy
+
+    return from_pgmpy(pgmpy_network("child"), dtype=dtype)
+
+
+def all_inputs(bc: BayesianClassifier) -> torch.Tensor:
+    """Every assignment of the observations as codes ``(prod |V(o)|, |O|)`` (row-major)."""
+    cards = [len(bc.value_names[o]) for o in bc.observations]
+    grids = torch.meshgrid(*[torch.arange(k) for k in cards], indexing="ij")
+    return torch.stack([g.reshape(-1) for g in grids], dim=1).to(bc.cardinality.device)

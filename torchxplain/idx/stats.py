@@ -1,0 +1,75 @@
+"""Aggregate statistics over many explanations: relation shares (Table 4), agreement (Table 5),
+violations of dialectical monotonicity (Table 6)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from torch import Tensor
+
+from torchxplain.idx.classifier import BayesianClassifier
+from torchxplain.idx.explain import relation_tensors
+
+SHARE_COLUMNS = {("sd", "support"): "SD+", ("sd", "attack"): "SD-", ("md", "support"): "MD+",
+                 ("md", "attack"): "MD-", ("cf", "critical"): "CF!", ("cf", "potential"): "CF*"}
+
+
+def structural_share(bc: BayesianClassifier) -> float:
+    """Percentage of influences between two classifications (Table 4's ``R^C`` columns)."""
+    cls = set(bc.classifications)
+    return 100.0 * sum(x in cls and y in cls for x, y in bc.influences) / len(bc.influences)
+
+
+def shares_from_relations(relations: dict[str, dict[str, Tensor]]) -> dict[str, float]:
+    """Percentage of (input, influence) pairs in each relation, from :func:`relation_tensors` output."""
+    out = {}
+    for (kit, name), col in SHARE_COLUMNS.items():
+        if kit in relations:
+            out[col] = 100.0 * relations[kit][name].double().mean().item()
+    return out
+
+
+def relation_shares(bc: BayesianClassifier, inputs: Any, kits: Sequence[str] = ("sd", "md", "cf"),
+                    **kwargs: Any) -> dict[str, float]:
+    """Table 4: the percentage of (input, influence) pairs in each relation, plus ``"R^C"``.
+
+    Every influence of every input counts (the per-influence view), as in the paper's Table 4.
+    ``kwargs`` go to :func:`relation_tensors`.
+    """
+    _, rel = relation_tensors(bc, inputs, tuple(kits), **kwargs)
+    out = shares_from_relations(rel)
+    out["R^C"] = structural_share(bc)
+    return out
+
+
+def agreement(first: dict[str, Tensor], second: dict[str, Tensor], columns: Tensor | None = None) -> float:
+    """Table 5: percentage of (input, pair) cells where two dialectical kits agree on attack or support.
+
+    ``first``/``second`` map ``"attack"``/``"support"`` to bool ``(B, P)`` over the same pairs; ``columns``
+    optionally selects the pairs (e.g. the input-output influences).
+    """
+    hit = (first["attack"] & second["attack"]) | (first["support"] & second["support"])
+    if columns is not None:
+        hit = hit[:, columns]
+    return 100.0 * hit.double().mean().item()
+
+
+def monotonicity_violations(relations: dict[str, Tensor], md: dict[str, Tensor]) -> float:
+    """Table 6: percentage of a dialectical kit's relations that break dialectical monotonicity.
+
+    A support (attack) violates it unless every other value of the influencer lowers (raises) the
+    influencee's posterior, i.e. unless it is also an MD support (attack) over the same pairs.
+    """
+    rel = relations["attack"] | relations["support"]
+    bad = (relations["attack"] & ~md["attack"]) | (relations["support"] & ~md["support"])
+    total = rel.sum().item()
+    return 100.0 * bad.sum().item() / total if total else 0.0
+
+
+def shares_table(rows: dict[str, dict[str, float]]) -> Any:
+    """A pandas DataFrame of shares (one row per name), for printing next to the paper's numbers."""
+    import pandas as pd
+
+    return pd.DataFrame(rows).T.round(1)
+
