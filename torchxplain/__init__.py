@@ -4,6 +4,7 @@ from torchxplain import fourier
 from torchxplain import goals
 from torchxplain.fourier import FourierShap, FourierSpectrum, SparseFourierSurrogate
 from torchxplain.fourier import tree_spectrum
+from torchxplain.fourier import fit_sparse_fourier
 from torchxplain.goals import Goals
 
 __version__ = "0.1.0"
@@ -13,6 +14,7 @@ __all__ = [
     "FourierSpectrum",
     "SparseFourierSurrogate",
     "Goals",
+    "fit_sparse_fourier",
     "fourier",
     "goals",
     "tree_spectrum",
