@@ -1,8 +1,10 @@
 """Walsh–Hadamard (Fourier) representations and the closed-form SHAP values built on them."""
 
 from torchxplain.fourier.explainers import FourierShap
+from torchxplain.fourier.recovery import FitReport, fit_sparse_fourier
 from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.surrogate import SparseFourierSurrogate
+from torchxplain.fourier.trees import TreeEncoding, tree_spectrum
 from torchxplain.fourier.values import (
     BackgroundTerm,
     banzhaf_values,
@@ -13,11 +15,15 @@ from torchxplain.fourier.values import (
 
 __all__ = [
     "BackgroundTerm",
+    "FitReport",
     "FourierShap",
     "FourierSpectrum",
     "SparseFourierSurrogate",
+    "TreeEncoding",
     "banzhaf_values",
+    "fit_sparse_fourier",
     "precompute_background",
     "shapley_interactions",
     "shapley_values",
+    "tree_spectrum",
 ]

@@ -92,6 +92,15 @@ class FourierShap(ExplainerBase):
         """
         return cls(None, background, groups=groups, relaxed=relaxed, max_memory=max_memory, spectrum=spectrum)
 
+    @classmethod
+    def from_trees(cls, model: Any, background: Tensor, target: int | None = None, **options: Any) -> FourierShap:
+        """An explainer of a tree ensemble's exact spectrum (scikit-learn, XGBoost, LightGBM); its values equal
+        interventional TreeSHAP's. Options (``encoding``, ``feature_groups``, ``energy``, ``threshold``, ...) are
+        documented in :func:`torchxplain.fourier.tree_explainer.from_trees`."""
+        from torchxplain.fourier.tree_explainer import from_trees
+
+        return from_trees(cls, model, background, target, **options)
+
     @property
     def spectrum(self) -> FourierSpectrum:
         """The explained spectrum."""

@@ -1,0 +1,83 @@
+"""LightGBM adapter: ``Booster`` and the scikit-learn wrappers (``LGBMRegressor``, ``LGBMClassifier``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from torchxplain.fourier.adapters.base import TreeEnsemble, check_target, concat_trees
+
+SUPPORTED = "lightgbm Booster, LGBMRegressor, LGBMClassifier (numerical splits, constant leaves)"
+
+
+def matches(model: Any) -> bool:
+    """Whether ``model`` is a LightGBM booster or sklearn wrapper (False if lightgbm is not installed)."""
+    try:
+        import lightgbm
+    except ImportError:
+        return False
+    return isinstance(model, (lightgbm.Booster, lightgbm.LGBMModel))
+
+
+def _flatten(root: dict[str, Any], name: str) -> dict[str, np.ndarray]:
+    """Pre-order node arrays of one dumped tree (parsing at the edge; the spectrum itself is vectorised)."""
+    nodes: list[dict[str, Any]] = []
+    left: list[int] = []
+    right: list[int] = []
+    stack: list[tuple[dict[str, Any], int, bool]] = [(root, -1, False)]
+    while stack:
+        node, parent, is_right = stack.pop()
+        index = len(nodes)
+        nodes.append(node)
+        left.append(-1)
+        right.append(-1)
+        if parent >= 0:
+            (right if is_right else left)[parent] = index
+        if "leaf_value" in node:
+            if "leaf_coeff" in node or "leaf_features" in node:
+                raise ValueError(f"{name} uses linear trees (linear_tree=True), which are not supported")
+            continue
+        if node["decision_type"] != "<=":
+            raise ValueError(
+                f"{name} has a categorical split (decision_type {node['decision_type']!r}), which is not "
+                "supported; one-hot encode categorical features instead"
+            )
+        stack.append((node["right_child"], index, True))
+        stack.append((node["left_child"], index, False))
+    internal = ["leaf_value" not in n for n in nodes]
+    threshold = np.array([n.get("threshold", 0.0) for n in nodes], dtype=np.float64)
+    default_left = np.array([bool(n.get("default_left", True)) for n in nodes])
+    missing = [n.get("missing_type", "None") for n in nodes]
+    # missing_type None: NaN is read as 0 and compared; NaN: NaN takes the default side; Zero: 0 and NaN do.
+    nan_right = np.where(np.array(missing) == "None", threshold < 0.0, ~default_left) & np.array(internal)
+    return {
+        "left": np.array(left), "right": np.array(right),
+        "feature": np.array([n.get("split_feature", -1) for n in nodes]), "threshold": threshold,
+        "nan_right": nan_right, "zero_is_missing": np.array(missing) == "Zero",
+        "value": np.array([n.get("leaf_value", 0.0) for n in nodes], dtype=np.float64),
+    }
+
+
+def parse(model: Any, target: int | None) -> TreeEnsemble:
+    """Read a LightGBM model into a :class:`TreeEnsemble` explaining the raw score
+    (``predict(raw_score=True)``); ``target`` picks the class of a multiclass model. Like ``predict``, the
+    dump stops at the best iteration when early stopping recorded one.
+    """
+    import lightgbm
+
+    name = type(model).__name__
+    if isinstance(model, lightgbm.LGBMModel):
+        if not getattr(model, "fitted_", False):
+            raise ValueError(f"{name} is not fitted; call .fit() before extracting its spectrum")
+        model = model.booster_
+    dump = model.dump_model()
+    per_iteration = int(dump["num_tree_per_iteration"])
+    out = check_target(target, per_iteration, f"{name} (raw score)")
+    infos = dump["tree_info"]
+    chosen = [info for i, info in enumerate(infos) if i % per_iteration == out]
+    trees = [_flatten(info["tree_structure"], name) for info in chosen]
+    weight = 1.0 / max(len(chosen), 1) if dump.get("average_output", False) else 1.0
+    description = f"{name} (raw score" + (f", class {out})" if per_iteration > 1 else ")")
+    return concat_trees(trees, [weight] * len(trees), offset=0.0, n_features=int(dump["max_feature_idx"]) + 1,
+                        strict=False, input_dtype=np.dtype(np.float64), description=description)
