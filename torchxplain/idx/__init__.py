@@ -1,6 +1,7 @@
 """IDX: influence-driven explanations of Bayesian network classifiers (Rago et al., PRICAI 2021)."""
 
-from torchxplain.idx import datasets
+from torchxplain.idx import datasets, stats
+from torchxplain.idx.attribution import attribution_relations, lime_values, shap_values
 from torchxplain.idx.classifier import BayesianClassifier
 from torchxplain.idx.explain import Explanation, connected, explain, relation_tensors
 from torchxplain.idx.properties import (
@@ -15,6 +16,10 @@ from torchxplain.idx.properties import (
 
 __all__ = [
     "BayesianClassifier",
+    "attribution_relations",
+    "lime_values",
+    "shap_values",
+    "stats",
     "CounterfactualTables",
     "Explanation",
     "ModifiedPosteriors",
