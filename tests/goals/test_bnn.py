@@ -377,3 +377,36 @@ def test_bad_input_is_rejected_early_with_clear_messages(fitted):
         LastLayerBNN(make_net()[:-1], 6, likelihood="poisson")
     with pytest.raises(ValueError, match="0/1"):
         LastLayerBNN(make_net()[:-1], 6, likelihood="bernoulli").fit(x, y, epochs=1)
+
+
+# ---------------------------------------------------------------- RATE for the Bayesian last layer
+
+
+def test_bnn_rate_matches_the_latent_route_and_a_brute_force_kl():
+    from torchxplain.goals.bnn_rate import bnn_rate
+    from torchxplain.goals.rate import rate
+
+    x, _ = make_data(n=50, j=4)
+    features = make_net(j=4, width=6)[:-1]
+    g = torch.Generator().manual_seed(8)
+    loc = torch.randn(6, generator=g, dtype=torch.float64)
+    root = torch.randn(6, 6, generator=g, dtype=torch.float64)
+    for cov in (torch.rand(6, generator=g, dtype=torch.float64) + 0.1, root @ root.T / 6):
+        backend = BNNBackend(features, loc, cov, x)
+        for projection in ("pinv", "cov"):
+            ours, kld = bnn_rate(backend, projection=projection)
+            ref, ref_kld = rate(x, *backend.latent_posterior(), projection=projection)  # the N x N route
+            torch.testing.assert_close(kld, ref_kld, atol=1e-9, rtol=1e-7)
+            torch.testing.assert_close(ours.sum(), torch.ones((), dtype=torch.float64))
+        # KL[p(beta_-j) || p(beta_-j | beta_j = 0)] by explicit Gaussian conditioning, feature 1
+        with torch.no_grad():
+            ph = torch.linalg.pinv(x - x.mean(0)) @ features(x)
+        mu = ph @ loc
+        s = ph @ (torch.diag(cov) if cov.ndim == 1 else cov) @ ph.T
+        keep = torch.tensor([0, 2, 3])
+        cond_mu = mu[keep] - s[keep, 1] / s[1, 1] * mu[1]
+        cond_s = s[keep][:, keep] - torch.outer(s[keep, 1], s[1, keep]) / s[1, 1]
+        marg = torch.distributions.MultivariateNormal(mu[keep], s[keep][:, keep])
+        cond = torch.distributions.MultivariateNormal(cond_mu, cond_s)
+        brute = torch.distributions.kl_divergence(marg, cond)
+        torch.testing.assert_close(bnn_rate(backend)[1][1], brute, atol=1e-9, rtol=1e-7)
