@@ -2,6 +2,7 @@
 
 from torchxplain import fourier
 from torchxplain import goals
+from torchxplain import idx
 from torchxplain.fourier import FourierShap, FourierSpectrum, SparseFourierSurrogate
 from torchxplain.fourier import tree_spectrum
 from torchxplain.fourier import fit_sparse_fourier
@@ -17,5 +18,6 @@ __all__ = [
     "fit_sparse_fourier",
     "fourier",
     "goals",
+    "idx",
     "tree_spectrum",
 ]
