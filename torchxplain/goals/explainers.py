@@ -10,6 +10,7 @@ import gpytorch
 from torch import Tensor
 
 from torchxplain._core import ExplainerBase, check_finite, check_matrix, check_same_device
+from torchxplain.goals.bnn import BNNBackend, LastLayerBNN, PyroHead
 from torchxplain.goals.gp import GPBackend
 from torchxplain.goals.importance import GlobalImportance
 
@@ -22,7 +23,14 @@ def _make_backend(model: Any, likelihood: Any, xi: float | Tensor, **options: An
     """
     if isinstance(model, gpytorch.models.ExactGP):
         return GPBackend(model, likelihood, xi, **options)
-    raise TypeError(f"Goals supports fitted gpytorch.models.ExactGP models, got {type(model).__name__}")
+    if isinstance(model, (LastLayerBNN, PyroHead)):
+        if likelihood is not None:
+            raise ValueError("a Bayesian last-layer network carries its own likelihood; pass likelihood=None")
+        return BNNBackend.from_model(model, xi, **options)
+    raise TypeError(
+        f"Goals supports fitted gpytorch.models.ExactGP and LastLayerBNN models (or a Pyro model via "
+        f"Goals.from_pyro), got {type(model).__name__}"
+    )
 
 
 class Goals(ExplainerBase):
@@ -40,6 +48,8 @@ class Goals(ExplainerBase):
         feature_names: optional names of the J features (used by :meth:`global_importance`).
         **options: backend options; for GPs ``max_memory`` (e.g. ``"1GB"``), ``jitter`` and ``show_progress``
             (progress bars for long computations; Captum's per-call ``show_progress`` is not used).
+            For a fitted :class:`~torchxplain.goals.bnn.LastLayerBNN` (``likelihood=None``): ``output`` (the
+            class of a categorical head), ``shortcut``, ``max_memory`` and ``show_progress``.
 
     Example:
         >>> g = Goals(gp, xi=1.0)                 # doctest: +SKIP
@@ -65,6 +75,20 @@ class Goals(ExplainerBase):
         self.__dict__["model"] = model
         self.backend = backend
         self.feature_names = None if feature_names is None else list(feature_names)
+
+    @classmethod
+    def from_pyro(cls, model: Any, guide: Any, head: str = "head", *, train_inputs: Tensor,
+                  xi: float | Tensor = 1.0, features: Any = None, feature_names: Sequence[str] | None = None,
+                  **options: Any) -> Goals:
+        """GOALS for a user's fitted Pyro model whose submodule ``head`` is a Bayesian ``nn.Linear``.
+
+        The guide (``AutoNormal``, ``AutoDiagonalNormal``, ``AutoMultivariateNormal`` or
+        ``AutoLowRankMultivariateNormal``) must hold the site ``f"{head}.weight"``; ``train_inputs``
+        ``(N, J)`` are the rows global scores average over; ``features`` optionally computes the head's input
+        (enables the first-layer shortcut). See :meth:`torchxplain.goals.bnn.BNNBackend.from_pyro`.
+        """
+        return cls(PyroHead(model, guide, head, train_inputs, features), xi=xi, feature_names=feature_names,
+                   **options)
 
     @property
     def train_inputs(self) -> Tensor:
