@@ -192,3 +192,60 @@ def test_n1200_fitted_model_uses_exact_solve():
     torch.testing.assert_close(got, gpytorch_shift_scores(model, xq, 1.0), atol=1e-8, rtol=0)
     train_got = Goals(model).global_importance().mean
     np.testing.assert_allclose(train_got.numpy(), explicit_b_scores(model, 1.0).mean(0), atol=1e-8, rtol=0)
+
+
+def _gpytorch_delta_variance(model, xq, xi):
+    """Local variances from GPyTorch's own joint predictive covariance of [f(x_q), f(x_q + xi_j e_j)]."""
+    import gpytorch
+
+    q, j = xq.shape
+    xi = torch.as_tensor(xi, dtype=torch.float64).expand(j)
+    model.eval()
+    out = torch.empty(q, j, dtype=torch.float64)
+    with torch.no_grad(), gpytorch.settings.max_cholesky_size(10**9), gpytorch.settings.fast_pred_var(False):
+        for f in range(j):
+            cov = model(torch.cat([xq, xq + xi[f] * torch.eye(j, dtype=torch.float64)[f]])).covariance_matrix
+            idx = torch.arange(q)
+            out[:, f] = cov[idx, idx] + cov[q + idx, q + idx] - 2 * cov[idx, q + idx]
+    model.train()
+    return out
+
+
+def _variant(name):
+    import gpytorch
+
+    model = make_gp(n=18, j=3)
+    x, y = model.train_inputs[0], model.train_targets
+    if name == "linear_mean":
+        model.mean_module = gpytorch.means.LinearMean(3).double()
+        model.mean_module.weights.data = torch.tensor([[0.5], [-1.0], [0.25]], dtype=torch.float64)
+        model.mean_module.bias.data.fill_(0.2)
+    elif name == "zero_mean":
+        model.mean_module = gpytorch.means.ZeroMean()
+    elif name == "fixed_noise":
+        noise = torch.linspace(0.02, 0.2, 18, dtype=torch.float64)
+        lik = gpytorch.likelihoods.FixedNoiseGaussianLikelihood(noise=noise).double()
+        new = type(model)(x, y, lik, model.covar_module, model.mean_module)
+        model = new
+    elif name == "unscaled_rbf":
+        model.covar_module = gpytorch.kernels.RBFKernel(ard_num_dims=3).double()
+        model.covar_module.lengthscale = torch.tensor([0.7, 1.1, 2.0], dtype=torch.float64)
+    elif name == "active_dims":
+        k = gpytorch.kernels.RBFKernel(active_dims=torch.tensor([0, 2])).double()
+        k.lengthscale = 0.9
+        model.covar_module = gpytorch.kernels.ScaleKernel(k).double()
+    return model
+
+
+@pytest.mark.parametrize("name", ["linear_mean", "zero_mean", "fixed_noise", "unscaled_rbf", "active_dims"])
+def test_model_variants_match_gpytorch_posterior(name):
+    model = _variant(name)
+    xi = torch.tensor([0.9, -0.6, 1.4], dtype=torch.float64)
+    xq = torch.randn(4, 3, generator=torch.Generator().manual_seed(9), dtype=torch.float64)
+    g = Goals(model, xi=xi)
+    torch.testing.assert_close(g.attribute(xq), gpytorch_shift_scores(model, xq, xi), atol=1e-8, rtol=0)
+    torch.testing.assert_close(
+        g.local_variance(xq), _gpytorch_delta_variance(model, xq, xi), atol=1e-10, rtol=0
+    )
+    if name == "active_dims":
+        assert torch.allclose(g.attribute(xq)[:, 1], torch.zeros(4, dtype=torch.float64), atol=1e-12)

@@ -109,7 +109,7 @@ class GPBackend(nn.Module):
         n, j = x.shape
         self.max_memory = max_memory
         self.show_progress = show_progress
-        self.kernel: KernelOps = kernel_ops(model.covar_module, j)
+        self.kernel: KernelOps = kernel_ops(model.covar_module, j).to(x.device)
         self.register_buffer("xi", check_xi(xi, j).to(x.device))
         self.register_buffer("x", x.clone())
         x64 = x.double()
