@@ -163,6 +163,9 @@ class BayesianClassifier(nn.Module):
         self.register_buffer("log_prior", log_prior.to(dtype))
         self.register_buffer("sd_weight", weights.to(dtype))
         self.register_buffer("log_cpt", log_cpt.to(dtype))
+        # row e * V + k holds log P(x_e = k | y_e) over the values of y_e; a last row of zeros pads absent slots
+        rows = torch.cat([log_cpt.transpose(1, 2).reshape(-1, n_values), torch.zeros(1, n_values, dtype=torch.float64)])
+        self.register_buffer("cpt_rows", rows.to(dtype))
         self.register_buffer("cardinality", torch.tensor(card, dtype=torch.long))
         self.register_buffer("source", torch.tensor([index[x] for x, _ in self.influences], dtype=torch.long))
         self.register_buffer("target", torch.tensor([index[c] for _, c in self.influences], dtype=torch.long))
@@ -316,25 +319,31 @@ class BayesianClassifier(nn.Module):
         return [{v: self.value_names[v][k] for v, k in zip(self.variables, row)} for row in rows]
 
     # ------------------------------------------------------------------ inference
+    def _rows(self, sigma: Tensor, influence: Tensor) -> Tensor:
+        """Row index into :attr:`cpt_rows` of ``log P(sigma(x_e) | y_e)`` for influences ``influence``
+        (any shape, ``-1`` = absent, mapped to the zero row): shape ``(B, *influence.shape)``."""
+        n_values = self.log_cpt.shape[2]
+        safe = influence.clamp(min=0)
+        values = sigma.index_select(1, self.source[safe].reshape(-1)).reshape(sigma.shape[0], *influence.shape)
+        return torch.where(influence >= 0, safe * n_values + values, self.cpt_rows.shape[0] - 1)
+
+    def _gather_rows(self, rows: Tensor) -> Tensor:
+        """``cpt_rows[rows]`` as an embedding lookup: shape ``(*rows.shape, V)``."""
+        return torch.nn.functional.embedding(rows, self.cpt_rows)
+
     def contributions(self, sigma: Tensor) -> Tensor:
         """``log P(sigma(x) | y)`` for every influence ``(x, y)``: ``(B, E, V)`` over the values of ``y``."""
-        e = torch.arange(len(self.influences), device=sigma.device)
-        return self.log_cpt[e[None, :], :, sigma[:, self.source]]
+        return self._gather_rows(self._rows(sigma, torch.arange(len(self.influences), device=sigma.device)))
 
     def _level_logits(self, sigma: Tensor, level: Tensor) -> Tensor:
         """Unnormalised log posteriors ``(B, |level|, V)`` of the classifications in ``level``.
 
-        Children are summed in slot order so that every other code path summing the same factors
-        (modified inputs, tabulated decisions) reproduces these numbers bit for bit.
+        Children are summed in slot order, like the tabulated decisions of the counterfactual kit, so
+        that both give the same decisions bit for bit.
         """
-        logits = self.log_prior[level].unsqueeze(0).expand(sigma.shape[0], -1, -1)
-        ar = torch.arange(sigma.shape[0], device=sigma.device)[:, None]
+        logits = self.log_prior[level].unsqueeze(0)
         for j in range(self.slot_influence.shape[1]):
-            e = self.slot_influence[level, j]
-            present = e >= 0
-            e_safe = e.clamp(min=0)
-            term = self.log_cpt[e_safe[None, :], :, sigma[ar, self.source[e_safe][None, :]]]
-            logits = logits + torch.where(present[None, :, None], term, torch.zeros_like(term))
+            logits = logits + self._gather_rows(self._rows(sigma, self.slot_influence[level, j]))
         return logits
 
     def forward(self, codes: Tensor) -> tuple[Tensor, Tensor]:

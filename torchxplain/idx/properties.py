@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, rows_per_chunk
-from torchxplain.idx.classifier import BayesianClassifier, safe_log_softmax
+from torchxplain.idx.classifier import BayesianClassifier
 
 DEFAULT_MAX_CF_ASSIGNMENTS = 2**21
 
@@ -53,27 +53,32 @@ def modified_posteriors(
 ) -> ModifiedPosteriors:
     """Posteriors under every modified input (Def. 6) of every influence, in one batched computation.
 
+    Log factors are summed in log space (exact zeros are ``-inf``); the final normalisation over the
+    influencee's values runs on max-shifted probabilities as one batched product per influence.
     Memory is ``O(B * E * V * V)``; callers chunk over ``B`` (see :func:`relation_tensors`).
     """
     log_post, sigma = bc(codes)
-    n_rows = codes.shape[0]
     n_values = bc.log_prior.shape[1]
-    contrib = bc.contributions(sigma)  # (B, E, Vy)
-    # for each influence e = (x, y): logits with x := k, summed in slot order like the forward pass
+    n_infl = len(bc.influences)
     y = bc.target
-    logits = bc.log_prior[y][None, :, None, :].expand(n_rows, -1, n_values, -1)
-    swapped = bc.log_cpt.transpose(1, 2)[None]  # (1, E, Vx, Vy): log P(x_k | y)
+    # leave-one-out sums: prior of y plus every other influencer's factor, (B, E, Vy), -inf safe (no subtraction)
+    contrib = torch.cat([bc.contributions(sigma), torch.zeros_like(log_post[:, :1])], dim=1)
+    loo = bc.log_prior[y].unsqueeze(0)
     for j in range(bc.slot_influence.shape[1]):
-        other = bc.slot_influence[y, j]  # (E,) influence in slot j of y
-        present = other >= 0
-        term = contrib[:, other.clamp(min=0)][:, :, None, :]  # (B, E, 1, Vy)
-        term = torch.where(present[None, :, None, None], term, torch.zeros_like(term))
-        term = torch.where((bc.slot == j)[None, :, None, None], swapped, term)
-        logits = logits + term
-    valid_y = bc.value_mask[y][None, :, None, :]
-    log_mod = safe_log_softmax(logits, valid_y)
+        other = bc.slot_influence[y, j]
+        keep = (other >= 0) & (bc.slot != j)
+        loo = loo + contrib[:, torch.where(keep, other, torch.full_like(other, n_infl))]
+    # modified input x := k: P(y | a'_k) ∝ exp(loo) * P(x_k | y). With loo shifted by its maximum this is
+    # one batched product per influence, Z[b, e, k] = sum_y exp(loo)[b, e, y] P(x_k | y)[e, y, k].
+    top = loo.amax(dim=2, keepdim=True)
+    scaled = (loo - torch.where(torch.isfinite(top), top, torch.zeros_like(top))).exp()  # (B, E, Vy), max 1
+    cpt = bc.log_cpt.exp()  # (E, Vy, Vx)
+    z = torch.einsum("bey,eyk->bek", scaled, cpt)
     current_y = sigma[:, y]  # (B, E)
-    prob = log_mod.gather(3, current_y[:, :, None, None].expand(-1, -1, n_values, 1)).squeeze(3).exp()
+    e_idx = torch.arange(n_infl, device=codes.device)[None, :]
+    numerator = scaled.gather(2, current_y[:, :, None]) * cpt[e_idx, current_y]  # (B, E, Vx)
+    card_y = bc.cardinality[y].to(z.dtype)[None, :, None]
+    prob = torch.where(z > 0, numerator / torch.where(z > 0, z, torch.ones_like(z)), 1.0 / card_y)  # 0/0: uniform
     current_x = sigma[:, bc.source]  # (B, E)
     ks = torch.arange(n_values, device=codes.device)
     exists = ks[None, None, :] < bc.cardinality[bc.source][None, :, None]
