@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from torchxplain._core import chunk_bounds, progress, rows_per_chunk
 from torchxplain.goals.importance import REDUCTIONS, GlobalImportance
-from torchxplain.goals.kernels import KernelOps, kernel_ops, shift_rows
+from torchxplain.goals.kernels import KernelOps, feature_pairs, kernel_ops, shift_rows
 
 _SUPPORTED_LIKELIHOODS = (
     gpytorch.likelihoods.GaussianLikelihood,
@@ -174,8 +174,7 @@ class GPBackend(nn.Module):
     def _mean_shift_difference(self, xq: Tensor) -> Tensor:
         """``(Q, J)`` prior-mean part ``mean(x_q) - mean(x_q + xi_j e_j)`` for non-constant mean modules."""
         q, j = xq.shape
-        q_idx = torch.arange(q, device=xq.device).repeat_interleave(j)
-        cols = torch.arange(j, device=xq.device).repeat(q)
+        q_idx, cols = feature_pairs(q, j, xq.device)
         out = torch.empty(q * j, dtype=xq.dtype, device=xq.device)
         for a, b in chunk_bounds(q * j, rows_per_chunk(16 * j, q * j, self.max_memory)):
             out[a:b] = self._mean(shift_rows(xq[q_idx[a:b]], cols[a:b], self.xi[cols[a:b]]))
@@ -189,8 +188,7 @@ class GPBackend(nn.Module):
         q, j = xq.shape
         n = self.x.shape[0]
         x64, xq64 = self.x.double(), xq.double()
-        q_idx = torch.arange(q, device=xq.device).repeat_interleave(j)
-        cols = torch.arange(j, device=xq.device).repeat(q)
+        q_idx, cols = feature_pairs(q, j, xq.device)
         out = torch.empty(q * j, dtype=torch.float64, device=xq.device)
         step = rows_per_chunk(8 * 4 * (n + j), q * j, self.max_memory)
         for a, b in progress(chunk_bounds(q * j, step), self.show_progress, desc="GOALS local variances"):

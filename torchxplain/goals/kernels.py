@@ -82,7 +82,7 @@ class KernelOps(nn.Module):
                 for a, b in chunk_bounds(xq.shape[0], rows_per_chunk(8 * (n + j), xq.shape[0], max_memory))
             ]
         )
-        q_idx, cols = _pairs(xq.shape[0], j, xq.device)
+        q_idx, cols = feature_pairs(xq.shape[0], j, xq.device)
         out = torch.empty(q_idx.numel(), dtype=xq.dtype, device=xq.device)
         bounds = chunk_bounds(q_idx.numel(), rows_per_chunk(16 * (n + j), q_idx.numel(), max_memory))
         for a, b in progress(bounds, show_progress, desc="GOALS shifted means"):
@@ -127,7 +127,7 @@ class KernelOps(nn.Module):
         return self.cross(shift_rows(x, cj, xi_j.expand(n)), shift_rows(x, cl, xi_l.expand(n))).sum()
 
 
-def _pairs(q: int, j: int, device: torch.device) -> tuple[Tensor, Tensor]:
+def feature_pairs(q: int, j: int, device: torch.device) -> tuple[Tensor, Tensor]:
     """Row and column indices of all ``q * j`` (row, feature) pairs, row-major."""
     q_idx = torch.arange(q, device=device).repeat_interleave(j)
     cols = torch.arange(j, device=device).repeat(q)
