@@ -8,6 +8,7 @@ of feature j gives a *negative* score), in the units of ``y`` per shift ``xi_j``
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Sequence
 
@@ -121,8 +122,6 @@ class GPBackend(nn.Module):
         elif isinstance(mean, gpytorch.means.ConstantMean):
             const = mean.constant.detach().double().reshape(())
         else:
-            import copy
-
             const = torch.zeros((), dtype=torch.float64)
             self.mean_module = copy.deepcopy(mean).double().eval().requires_grad_(False)
         self.register_buffer("mean_constant", const.to(x.device))
