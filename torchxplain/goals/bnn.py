@@ -277,7 +277,9 @@ class BNNBackend(nn.Module):
         return h @ self.loc, (h * self.cov if self.cov.ndim == 1 else h @ self.cov) @ h.T
 
     def _training_summary(self) -> tuple[Tensor, Tensor]:
-        if self._summary is None or self._summary[0].device != self.x.device:
+        stale = self._summary is not None and (self._summary[0].device, self._summary[0].dtype) != (
+            self.x.device, self.x.dtype)
+        if self._summary is None or stale:
             self._summary = self._run(
                 lambda: training_summary(
                     self.fmap,

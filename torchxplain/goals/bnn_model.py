@@ -245,7 +245,8 @@ class LastLayerBNN(_LocalParams, PyroModule):
             train_features: also learn the extractor's weights (point estimates); by default they stay fixed.
             seed: seeds the shuffling and the ELBO's draws (the global RNG state is restored afterwards).
 
-        Returns ``self``; ``self.losses`` holds the mean ELBO loss of every epoch.
+        Returns ``self``; ``self.losses`` holds the mean negative ELBO (full-data estimate) of every epoch.
+        Calling ``fit`` again continues from the current posterior (with a fresh optimiser).
         """
         X, y = self._check_data(X, y)
         n = X.shape[0]
@@ -305,7 +306,7 @@ class LastLayerBNN(_LocalParams, PyroModule):
         elbo = Trace_ELBO(num_particles=num_particles)
         gen = make_generator(seed, X.device)
         n = X.shape[0]
-        for _ in progress(range(epochs), None if show_progress is None else show_progress, desc="SVI epochs"):
+        for _ in progress(range(epochs), show_progress, desc="SVI epochs"):
             order = torch.randperm(n, generator=gen, device=X.device)
             total = X.new_zeros(())
             for start, stop in chunk_bounds(n, step):
@@ -325,7 +326,8 @@ class LastLayerBNN(_LocalParams, PyroModule):
         dtype = self.head.prior_scale.dtype
         if X.dtype != dtype:
             raise TypeError(f"X must have the model's dtype {dtype}, got {X.dtype}")
-        h = self.features(X[:2])
+        with torch.no_grad(), _mode(self.features, False):
+            h = self.features(X[:2])
         if h.ndim != 2 or h.shape[1] != self.feature_dim:
             raise ValueError(f"features(X) must have shape (batch, {self.feature_dim}), got {tuple(h.shape)}")
         if self.likelihood == "categorical":
@@ -349,7 +351,9 @@ class LastLayerBNN(_LocalParams, PyroModule):
 
         Returns ``(Q,)`` tensors (``(Q, K)`` for categorical), exact for the Gaussian head posterior.
         """
-        x = check_matrix(as_tensor(x, "x"), "x", self.n_inputs)
+        x = check_finite(check_matrix(as_tensor(x, "x"), "x", self.n_inputs), "x")
+        if x.dtype != self.head.prior_scale.dtype:
+            raise TypeError(f"x must have the model's dtype {self.head.prior_scale.dtype}, got {x.dtype}")
         names = ["head.weight"] + (["head.bias"] if self.has_bias else [])
         loc, cov = guide_moments(self.guide, names)
         k, width = self.n_outputs, self.feature_dim
