@@ -153,3 +153,13 @@ def test_car_loader():
     bc = BayesianClassifier.fit(df, "class", alpha=1.0, values=datasets.CAR_VALUES)
     _, rel = relation_tensors(bc, df)
     assert rel["cf"]["critical"].shape == (1728, 6)
+
+
+def test_votes_binary_variant():
+    df = datasets.votes("mode")
+    assert not (df == "?").any().any()
+    assert set(df["crime"]) == {"y", "n"}
+    raw = datasets.votes()
+    assert ((raw["crime"] == df["crime"]) | (raw["crime"] == "?")).all()
+    with pytest.raises(ValueError, match="missing"):
+        datasets.votes("drop")

@@ -90,9 +90,19 @@ def _read_shipped(name: str, columns: Sequence[str]) -> Any:
     return pd.read_csv(io.BytesIO(gzip.decompress(raw)), header=None, names=list(columns), dtype=str)
 
 
-def votes() -> Any:
-    """UCI Congressional Voting Records 1984: 435 rows, ``party`` and 16 votes ``y``/``n``/``?`` (CC BY 4.0)."""
-    return _read_shipped("votes_house_84.data.gz", VOTES_COLUMNS)
+def votes(missing: str = "keep") -> Any:
+    """UCI Congressional Voting Records 1984: 435 rows, ``party`` and 16 votes (CC BY 4.0).
+
+    ``missing="keep"`` keeps ``?`` (neither yea nor nay) as a third value; ``"mode"`` replaces it by the
+    column's most frequent vote, giving binary observations as in the paper's Table 3.
+    """
+    frame = _read_shipped("votes_house_84.data.gz", VOTES_COLUMNS)
+    if missing == "mode":
+        for col in VOTES_COLUMNS[1:]:
+            frame[col] = frame[col].replace("?", frame.loc[frame[col] != "?", col].mode()[0])
+    elif missing != "keep":
+        raise ValueError(f"missing must be 'keep' or 'mode', got {missing!r}")
+    return frame
 
 
 def car() -> Any:
