@@ -33,6 +33,8 @@ from torchxplain._core import (
 from torchxplain.fourier.spectrum import FourierSpectrum
 
 _HALF_EXACT_MAX = 2048  # float16 holds every integer up to 2048 exactly
+_CPU_BLOCK = 2**18  # elements per (pairs × frequencies) block: about 1 MiB in float32, cache-resident
+_CUDA_BLOCK = 2**26
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ def shapley_values(spectrum: FourierSpectrum, x: Tensor, background: Tensor | Ba
             raise ValueError("relaxed=True supports singleton players only; pass groups=None")
         return _relaxed_shapley(spectrum, xq, term, max_memory)
     if groups is None:
-        return _singleton_gemm(spectrum, xq, term, _shapley_weight, max_memory)
+        return _singleton_gemm(spectrum, xq, term, "shapley", max_memory)
     return _grouped_first_order(spectrum, xq, term, groups, m, _shapley_weight, max_memory)
 
 
@@ -103,7 +105,7 @@ def banzhaf_values(spectrum: FourierSpectrum, x: Tensor, background: Tensor | Ba
     """
     term, xq, groups, m = _prepare(spectrum, x, background, groups, relaxed=False)
     if groups is None:
-        return _singleton_gemm(spectrum, xq, term, _banzhaf_weight, max_memory)
+        return _singleton_gemm(spectrum, xq, term, "banzhaf", max_memory)
     return _grouped_first_order(spectrum, xq, term, groups, m, _banzhaf_weight, max_memory)
 
 
@@ -181,23 +183,42 @@ def _pair_counts(d: Tensor, freq_t: Tensor) -> Tensor:
     return d @ freq_t
 
 
-def _singleton_gemm(spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm, weight,
+def _signed_query_amplitudes(spectrum: FourierSpectrum, xq: Tensor, freq_t: Tensor) -> Tensor:
+    """``(Q, k)`` ``t_{x*,f} = a_f (-1)^{<f, x*>}``."""
+    return (1.0 - 2.0 * torch.remainder(xq @ freq_t, 2.0)) * spectrum.amplitudes.to(xq.device)
+
+
+def _singleton_gemm(spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm, kind: str,
                     max_memory: int | str | None) -> Tensor:
+    """Shapley (``kind="shapley"``) or Banzhaf values of singleton players in the two-GEMM form.
+
+    ``c`` is odd exactly when ``(-1)^{<f,x>} ≠ (-1)^{<f,x*>}``, so ``s · [c odd] = (s - t) / 2`` with
+    ``t = a_f (-1)^{<f,x*>}``: the weights cost one subtraction and one division per (pair, frequency).
+    Blocks of (queries, background rows, frequencies) are sized to stay cache-resident.
+    """
     bg, s = term.background, term.signed_amplitudes
     q_rows, b_rows, n, k = xq.shape[0], bg.shape[0], spectrum.n_features, len(spectrum)
     freq = spectrum.frequencies.to(device=xq.device, dtype=xq.dtype)
     freq_t = freq.T.contiguous()
-    qc, bc = _block_shape(q_rows, b_rows, (n + 3 * k) * xq.element_size(), max_memory)
-    out = []
+    t = _signed_query_amplitudes(spectrum, xq, freq_t)
+    cap = parse_memory(max_memory) // (3 * xq.element_size())
+    elements = min(cap, _CUDA_BLOCK if xq.is_cuda else _CPU_BLOCK)
+    bc = max(1, min(b_rows, elements))
+    kc = max(1, min(k, elements // bc))
+    qc = max(1, min(q_rows, elements // (bc * kc)))
+    acc = xq.new_zeros(q_rows, n)
     for q0, q1 in chunk_bounds(q_rows, qc):
-        acc = xq.new_zeros(q1 - q0, n)
         for b0, b1 in chunk_bounds(b_rows, bc):
             d = (xq[q0:q1, None, :] - bg[None, b0:b1, :]).abs_()  # x ⊕ x* on {0,1}
             d2 = d.reshape(-1, n)
-            w = weight(_pair_counts(d2, freq_t)).view(q1 - q0, b1 - b0, k) * s[None, b0:b1]
-            acc = acc + ((w.view(-1, k) @ freq).view_as(d) * d).sum(1)
-        out.append(acc)
-    return torch.cat(out) * (-2.0 / b_rows)
+            phi = xq.new_zeros(d2.shape)
+            for f0, f1 in chunk_bounds(k, kc):
+                counts = _pair_counts(d2, freq_t[:, f0:f1])
+                w = (s[None, b0:b1, f0:f1] - t[q0:q1, None, f0:f1]).reshape(counts.shape)
+                w = w / counts.clamp_(min=1.0) if kind == "shapley" else w * (counts == 1.0)
+                phi = phi + w @ freq[f0:f1]
+            acc[q0:q1] += (phi.view_as(d) * d).sum(1)
+    return acc * (-1.0 / b_rows)
 
 
 def _block_shape(q_rows: int, b_rows: int, bytes_per_pair: int, max_memory: int | str | None) -> tuple[int, int]:
