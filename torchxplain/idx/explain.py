@@ -225,11 +225,8 @@ def _build(
         else:
             relevant = frozenset(v for rel in relations.values() for pair in rel for v in pair)
         probabilities = {bc.variables[i]: probs[b][i] for i in cls_idx} if probs is not None else {}
-        sc = (
-            {p: s for p, s in zip(pairs, score_rows[b]) if p in set().union(*relations.values())}
-            if score_rows is not None
-            else {}
-        )
+        related = set().union(*relations.values())
+        sc = {p: s for p, s in zip(pairs, score_rows[b]) if p in related} if score_rows is not None else {}
         out.append(
             Explanation(kit, assignment, explanandum, relevant, relations, bc.observations, probabilities, sc)
         )

@@ -28,7 +28,7 @@ class ModifiedPosteriors:
 
     Attributes:
         prob: ``(B, E, V)``: ``P(sigma(a, y) | a'_{x_k})`` for influence ``e = (x, y)``, value ``k`` of ``x``;
-            at ``k = sigma(a, x)`` this is ``P(sigma(a, y) | a)`` exactly.
+            at ``k = sigma(a, x)`` this is ``P(sigma(a, y) | a)`` (the baseline every comparison uses).
         diff: ``(B, E, V)``: ``prob - P(sigma(a, y) | a)``, snapped to 0 within the tie tolerance; 0 at
             ``k = sigma(a, x)`` and beyond the values of ``x``.
         alternative: ``(B, E, V)`` bool: ``k`` is a value of ``x`` other than ``sigma(a, x)``.
