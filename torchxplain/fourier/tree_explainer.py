@@ -99,9 +99,7 @@ class TreeFourierShap(FourierShap):
                          spectrum=spectrum, max_memory=max_memory)
         self.encoding = encoding
         self.target = target
-        self.register_buffer("raw_background", background)
         self.register_buffer("feature_slot", slot[players])
-        self.n_players = int(players.max()) + 1
         self.__dict__["forward_func"] = self.predict
         self.owns_forward_func = True
 

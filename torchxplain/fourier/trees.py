@@ -216,11 +216,16 @@ def _unpack(words: Tensor, n: int) -> Tensor:
 
 def _coalesce(words: Tensor, amp: Tensor, scale: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """Merge duplicate packed frequencies, summing amplitudes and their absolute contributions."""
-    key = words[:, 0] if words.shape[1] == 1 else words
-    uniq, inverse = torch.unique(key, dim=0, return_inverse=True)
-    merged_amp = amp.new_zeros(uniq.shape[0]).index_add_(0, inverse, amp)
-    merged_scale = scale.new_zeros(uniq.shape[0]).index_add_(0, inverse, scale)
-    return uniq.reshape(uniq.shape[0], -1), merged_amp, merged_scale
+    # Dense row ids one word at a time with 1-D sorts (torch.unique(dim=0) is far slower on CPU).
+    inverse = torch.zeros(words.shape[0], dtype=torch.int64, device=words.device)
+    for j in range(words.shape[1]):
+        _, rank = torch.unique(words[:, j], return_inverse=True)
+        _, inverse = torch.unique(inverse * (int(rank.max()) + 1) + rank, return_inverse=True)
+    size = int(inverse.max()) + 1
+    uniq = words.new_zeros(size, words.shape[1]).index_copy_(0, inverse, words)  # duplicates are equal rows
+    merged_amp = amp.new_zeros(size).index_add_(0, inverse, amp)
+    merged_scale = scale.new_zeros(size).index_add_(0, inverse, scale)
+    return uniq, merged_amp, merged_scale
 
 
 def ensemble_spectrum(ensemble: TreeEnsemble, node_feature: np.ndarray, n: int, *,
