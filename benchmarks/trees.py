@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -26,17 +25,47 @@ from sklearn.ensemble import RandomForestRegressor
 from threadpoolctl import threadpool_limits
 
 from torchxplain import FourierShap, tree_spectrum
+from torchxplain.data.landscapes import load_entacmaea
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _data import DATA_ROOT, DatasetMissing, entacmaea, gb1, sgemm  # noqa: E402
+DATA_ROOT = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+SGEMM_PARAMS = ("MWG", "NWG", "KWG", "MDIMC", "NDIMC", "MDIMA", "NDIMB", "KWI", "VWM", "VWN",
+                "STRM", "STRN", "SA", "SB")
+
+
+def _one_hot(frame: pd.DataFrame) -> np.ndarray:
+    return np.concatenate([(frame[c].to_numpy()[:, None] == np.sort(frame[c].unique())[None]).astype(np.float64)
+                           for c in frame.columns], axis=1)
+
+
+def _csv(*parts: str) -> pd.DataFrame:
+    path = DATA_ROOT.joinpath(*parts)
+    if not path.exists():
+        raise FileNotFoundError(path)
+    return pd.read_csv(path)
+
+
+def entacmaea() -> tuple[np.ndarray, np.ndarray]:
+    """All 2^13 Entacmaea genotypes (Poelwijk et al. 2019, shipped with the package), red brightness."""
+    x, y = load_entacmaea("brightness_red", dtype=torch.float64)
+    return x.numpy(), y.numpy()
+
+
+def sgemm() -> tuple[np.ndarray, np.ndarray]:
+    """SGEMM GPU kernel runs (20k-row subsample): 14 parameters one-hot = 40 bits; log mean run time."""
+    frame = _csv("sgemm_gpu_subsample", "sgemm_subsample_20k.csv")
+    return _one_hot(frame[list(SGEMM_PARAMS)]), np.log(frame["run_mean_ms"].to_numpy())
+
+
+def gb1() -> tuple[np.ndarray, np.ndarray]:
+    """GB1 four-site landscape (Wu et al. 2016): 4 sites x 20 residues one-hot = 80 bits; fitness."""
+    frame = _csv("gb1_wu2016", "gb1_wu2016.csv.gz")
+    sites = frame["variant"].str.split("", expand=True).iloc[:, 1:5]
+    return _one_hot(sites), frame["fitness"].to_numpy()
 
 
 def avgfp() -> tuple[np.ndarray, np.ndarray]:
     """avGFP (Sarkisyan et al. 2016): 1 where site 1..236 is mutated; target log brightness (stop codons dropped)."""
-    path = DATA_ROOT / "avgfp_sarkisyan2016" / "avgfp_sarkisyan2016_aa.csv.gz"
-    if not path.exists():
-        raise DatasetMissing(str(path))
-    frame = pd.read_csv(path)
+    frame = _csv("avgfp_sarkisyan2016", "avgfp_sarkisyan2016_aa.csv.gz")
     frame = frame[~frame.aa_genotype_native.str.contains(r"\*")]
     x = np.zeros((len(frame), 236))
     for row, genotype in enumerate(frame.aa_genotype_native):
@@ -48,15 +77,11 @@ def avgfp() -> tuple[np.ndarray, np.ndarray]:
 
 def load(n: int, rows: int, seed: int) -> tuple[str, np.ndarray, np.ndarray]:
     """``(name, x, y)`` for width ``n``; random binary data when the real data set is absent."""
-    loaders = {13: entacmaea, 40: sgemm, 80: gb1}
+    loaders = {13: ("Entacmaea", entacmaea), 40: ("SGEMM", sgemm), 80: ("GB1", gb1), 236: ("avGFP", avgfp)}
     try:
-        if n == 236:
-            x, y = avgfp()
-            name = "avGFP"
-        else:
-            data = loaders[n]()
-            name, x, y = data.name, data.x.double().numpy(), data.y.double().numpy()
-    except (DatasetMissing, KeyError):
+        name, loader = loaders[n]
+        x, y = loader()
+    except (FileNotFoundError, KeyError):
         rng = np.random.default_rng(seed)
         x = rng.integers(0, 2, (rows, n)).astype(np.float64)
         y = x @ rng.normal(size=n) + 2 * x[:, 0] * x[:, 1] + 0.1 * rng.normal(size=rows)
