@@ -157,6 +157,8 @@ def main() -> None:
         child = datasets.child().to(args.device)
         x = datasets.all_inputs(child)
         print_shares("child", compare("child", child, x, ("md", "sd", "cf"), loop_rows, repeats), child)
+        sd = relation_shares(child.with_sd_weights("uniform"), x, ("sd",))
+        print(f"  SD+/SD- with uniform SD weights: {sd['SD+']:.1f}/{sd['SD-']:.1f} (BN marginals above)")
         start = time.perf_counter()
         explanations = [explain(child, x, kit) for kit in ("md", "sd", "cf")]
         print(f"  explain(): {sum(map(len, explanations)):,} Explanation objects (3 kits) in "

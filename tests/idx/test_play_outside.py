@@ -129,3 +129,28 @@ def test_module_moves_dtype_and_results_do_not_change():
     bc32 = datasets.play_outside().to(torch.float32)
     assert bc32.log_cpt.dtype == torch.float32
     assert torch.equal(bc.decide(INPUTS), bc32.decide(INPUTS))
+
+
+def test_with_sd_weights_changes_only_sd():
+    bc = datasets.play_outside()
+    uniform = bc.with_sd_weights("uniform")
+    assert torch.allclose(uniform.sd_weight[bc.index_of("r"), :2], torch.tensor([0.5, 0.5], dtype=torch.float64))
+    assert torch.equal(bc.sd_weight[bc.index_of("r"), :2], torch.tensor([0.67, 0.33], dtype=torch.float64))
+    # weights on t's first value only: the SD test of (t, y) compares with P(sigma(a, y) | t = l) alone
+    from reference import RefBC
+
+    from torchxplain.idx.datasets import _PLAY_OUTSIDE_CPTS
+
+    skewed = bc.with_sd_weights({"t": [1.0, 0.0, 0.0]})
+    values = {v: list(bc.value_names[v]) for v in bc.variables}
+    prior = {v: bc.log_prior[bc.index_of(v), : len(values[v])].exp().tolist() for v in bc.variables}
+    weights = {**prior, "t": [1.0, 0.0, 0.0]}
+    ref = RefBC(values, dict(bc.structure), prior, _PLAY_OUTSIDE_CPTS, weights)
+    codes = [list(r) for r in datasets.all_inputs(bc).tolist()]
+    for ex, obs in zip(explain(skewed, torch.tensor(codes), "sd"), codes):
+        _, want = ref.relations(obs)
+        assert {k: set(v) for k, v in ex.relations.items()} == want["sd"], obs
+    with pytest.raises(ValueError, match=r"weights\['t'\] must have shape \(3,\)"):
+        bc.with_sd_weights({"t": [0.5, 0.5]})
+    with pytest.raises(ValueError, match="unknown variable"):
+        bc.with_sd_weights({"zz": [1.0]})

@@ -199,6 +199,28 @@ class BayesianClassifier(nn.Module):
 
         return fit(frame, structure, alpha, **kwargs)
 
+    def with_sd_weights(self, weights: Mapping[str, Any] | str) -> BayesianClassifier:
+        """A copy whose SD weights (Def. 8's ``P(x_k)``) are replaced.
+
+        Args:
+            weights: variable name -> weights over its values (others keep theirs), or ``"uniform"``.
+        """
+        import copy
+
+        out = copy.deepcopy(self)
+        out.__dict__.pop("_cf_cache", None)
+        if isinstance(weights, str):
+            if weights != "uniform":
+                raise ValueError(f"weights must be a mapping or 'uniform', got {weights!r}")
+            out.sd_weight.copy_(self.value_mask.to(self.sd_weight.dtype) / self.cardinality[:, None])
+            return out
+        for var, w in weights.items():
+            i = self.index_of(var)
+            k = int(self.cardinality[i])
+            t = _as_probabilities(w, f"weights[{var!r}]", (k,))
+            out.sd_weight[i, :k] = t.to(out.sd_weight.dtype)
+        return out
+
     # ------------------------------------------------------------------ structure
     @staticmethod
     def _check_sums(p: Tensor, name: str, rows: Sequence[str] | None = None) -> None:
