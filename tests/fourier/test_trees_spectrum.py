@@ -120,6 +120,28 @@ def test_lightgbm_zero_as_missing() -> None:
     np.testing.assert_allclose(out, model.predict(x, raw_score=True), atol=TOL * np.abs(y).max(), rtol=0)
 
 
+def test_early_stopping_and_lightgbm_random_forest_mode() -> None:
+    """Early-stopped models are explained up to their best iteration, as their predict does; LightGBM's
+    random-forest mode averages its trees (its raw_score is the plain sum, so compare with predict)."""
+    lgb = pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    x, y = diabetes()
+    fit_rows, valid = slice(0, 300), slice(300, None)
+    booster = lgb.LGBMRegressor(n_estimators=200, num_leaves=8, verbose=-1, n_jobs=1).fit(
+        x[fit_rows], y[fit_rows], eval_set=[(x[valid], y[valid])], callbacks=[lgb.early_stopping(3, verbose=False)])
+    assert booster.best_iteration_ < 200
+    xgbm = xgb.XGBRegressor(n_estimators=200, max_depth=3, early_stopping_rounds=3, n_jobs=1).fit(
+        x[fit_rows], y[fit_rows], eval_set=[(x[valid], y[valid])], verbose=False)
+    assert xgbm.best_iteration < 199
+    forest = lgb.LGBMRegressor(boosting_type="rf", n_estimators=6, num_leaves=8, bagging_freq=1,
+                               bagging_fraction=0.7, verbose=-1, n_jobs=1).fit(x, y)
+    for model, ref, tol in ((booster, booster.predict(x), TOL), (forest, forest.predict(x), TOL),
+                            (xgbm, xgbm.predict(x, output_margin=True), 2e-6)):
+        encoding = TreeEncoding.from_model(model)
+        out = tree_spectrum(model, encoding=encoding).evaluate(encoding.transform(torch.from_numpy(x))).numpy()
+        np.testing.assert_allclose(out, ref, atol=tol * np.abs(y).max(), rtol=0)
+
+
 def test_xgboost_booster_and_random_forest_mode() -> None:
     xgb = pytest.importorskip("xgboost")
     x, y = binary_data(13, seed=5)

@@ -62,7 +62,9 @@ def _flatten(root: dict[str, Any], name: str) -> dict[str, np.ndarray]:
 def parse(model: Any, target: int | None) -> TreeEnsemble:
     """Read a LightGBM model into a :class:`TreeEnsemble` explaining the raw score
     (``predict(raw_score=True)``); ``target`` picks the class of a multiclass model. Like ``predict``, the
-    dump stops at the best iteration when early stopping recorded one.
+    dump stops at the best iteration when early stopping recorded one. For ``boosting_type='rf'`` the score is
+    the average over the trees, the margin behind ``predict`` (LightGBM's ``predict(raw_score=True)`` returns
+    the un-averaged sum there).
     """
     import lightgbm
 
