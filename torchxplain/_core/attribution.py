@@ -88,6 +88,33 @@ class ExplainerBase(nn.Module, PerturbationAttribution):
     ) -> tuple[Tensor, ...]:
         raise NotImplementedError
 
+    def _config(self) -> dict[str, Any]:
+        """JSON-able constructor metadata for :meth:`save`; subclasses that support persistence override it."""
+        raise TypeError(f"{type(self).__name__} does not support save(): it defines no _config()")
+
+    @classmethod
+    def _from_config(cls, config: dict[str, Any], state: dict[str, Tensor],
+                     forward_func: Callable[..., Tensor] | None) -> ExplainerBase:
+        """Rebuild an explainer from ``_config()`` and its tensor ``state_dict`` (inverse of :meth:`_config`)."""
+        raise TypeError(f"{cls.__name__} does not support load(): it defines no _from_config()")
+
+    def save(self, path: str) -> str:
+        """Write the explainer (``state_dict`` + JSON metadata, no pickle) to ``path``; the model is not saved."""
+        from torchxplain._core.persistence import save_explainer
+
+        return save_explainer(self, path)
+
+    @classmethod
+    def load(cls, path: str, forward_func: Callable[..., Tensor] | None = None,
+             map_location: str | torch.device | None = None) -> ExplainerBase:
+        """Load an explainer saved with :meth:`save` (``forward_func``: the model to attach, if any)."""
+        from torchxplain._core.persistence import load_explainer
+
+        explainer = load_explainer(path, forward_func=forward_func, map_location=map_location)
+        if not isinstance(explainer, cls):
+            raise TypeError(f"{path!r} holds a {type(explainer).__name__}, not a {cls.__name__}")
+        return explainer
+
     def forward(self, *args: Any, **kwargs: Any) -> TensorOrTuple:
         """Alias of :meth:`attribute`, so that an explainer can be called like a module."""
         return self.attribute(*args, **kwargs)

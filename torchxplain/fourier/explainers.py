@@ -110,6 +110,20 @@ class FourierShap(ExplainerBase):
     def n_features(self) -> int:
         return self.surrogate.n_features
 
+    def _config(self) -> dict[str, Any]:
+        """Constructor metadata for ``save``; the spectrum, background and groups are in the ``state_dict``."""
+        return {"n_features": self.n_features, "target": self.target, "relaxed": self.relaxed,
+                "max_memory": self.max_memory, "has_groups": self.groups is not None}
+
+    @classmethod
+    def _from_config(cls, config: dict[str, Any], state: dict[str, Tensor],
+                     forward_func: Callable[..., Tensor] | None) -> FourierShap:
+        """Rebuild from ``_config()`` and the ``state_dict``; without ``forward_func`` the surrogate is the model."""
+        spectrum = FourierSpectrum(state["surrogate.frequencies"], state["surrogate.amplitudes"])
+        groups = state["groups"] if config["has_groups"] else None
+        return cls(forward_func, state["background"], target=config["target"], groups=groups,
+                   relaxed=config["relaxed"], max_memory=config["max_memory"], spectrum=spectrum)
+
     def _attribute(self, inputs: tuple[Tensor, ...], *, baselines: Any, target: Any,
                    additional_forward_args: Any, feature_mask: tuple[Tensor, ...] | None,
                    show_progress: bool, **kwargs: Any) -> tuple[Tensor, ...]:

@@ -1,0 +1,108 @@
+"""Pickle-free explainer persistence: a plain tensor ``state_dict`` plus JSON metadata in one file.
+
+The file is written with ``torch.save`` but holds only a ``dict`` of strings, ints and tensors::
+
+    {"format": "torchxplain-explainer", "version": 1,
+     "metadata": '<JSON: {"class": ..., "config": {...}, "torchxplain": ...}>',
+     "state": {name: Tensor, ...}}
+
+so it always loads with ``torch.load(path, weights_only=True)``: no Python object is ever unpickled.
+Which classes can be loaded is an explicit registry (:func:`loadable_classes`), never a class path read from
+the file. A class opts in by implementing ``_config() -> dict`` (JSON-able constructor metadata) and the
+classmethod ``_from_config(config, state, forward_func)``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+FORMAT = "torchxplain-explainer"
+VERSION = 1
+
+
+def loadable_classes() -> dict[str, type]:
+    """The explainer classes :func:`load_explainer` may build, by name (imported here, not looked up)."""
+    from torchxplain.fourier.explainers import FourierShap
+
+    return {"FourierShap": FourierShap}
+
+
+def _class_name(explainer: Any) -> str:
+    registry = loadable_classes()
+    for name, cls in registry.items():
+        if type(explainer) is cls:
+            return name
+    raise TypeError(
+        f"{type(explainer).__name__} cannot be saved: loadable classes are {sorted(registry)}"
+    )
+
+
+def save_explainer(explainer: Any, path: str | os.PathLike[str]) -> str:
+    """Write ``explainer`` to ``path`` (its ``state_dict`` on CPU plus its JSON-able ``_config()``).
+
+    The user's model is not saved (it is not part of the explainer's state); pass it to
+    :func:`load_explainer` again if the explainer needs it.
+
+    Returns:
+        The path, as a string.
+    """
+    name = _class_name(explainer)
+    config = explainer._config()
+    try:
+        metadata = json.dumps({"class": name, "config": config}, sort_keys=True)
+    except TypeError as err:
+        raise TypeError(f"{name}._config() must return JSON-serialisable values: {err}") from None
+    state = {}
+    for key, value in explainer.state_dict().items():
+        if not isinstance(value, Tensor):
+            raise TypeError(f"state_dict entry {key!r} is a {type(value).__name__}, not a tensor")
+        state[key] = value.detach().cpu().clone()
+    path = os.fspath(path)
+    torch.save({"format": FORMAT, "version": VERSION, "metadata": metadata, "state": state}, path)
+    return path
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The JSON metadata of a saved explainer (``{"class", "config"}``), loaded with ``weights_only=True``."""
+    return json.loads(_read(path)["metadata"])
+
+
+def _read(path: str | os.PathLike[str]) -> dict[str, Any]:
+    data = torch.load(os.fspath(path), map_location="cpu", weights_only=True)
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"{os.fspath(path)!r} is not a saved torchxplain explainer")
+    if data.get("version") != VERSION:
+        raise ValueError(
+            f"{os.fspath(path)!r} has format version {data.get('version')}; this torchxplain reads {VERSION}"
+        )
+    return data
+
+
+def load_explainer(path: str | os.PathLike[str], forward_func: Callable[..., Tensor] | None = None,
+                   map_location: str | torch.device | None = None) -> Any:
+    """Rebuild an explainer written by :func:`save_explainer`.
+
+    Args:
+        path: the file.
+        forward_func: the user's model to attach (``None``: the class's default, e.g. FourierShap's
+            own surrogate).
+        map_location: device for the explainer's tensors (default: CPU).
+
+    Returns:
+        An explainer of the saved class whose ``state_dict`` equals the saved one.
+    """
+    data = _read(path)
+    meta = json.loads(data["metadata"])
+    registry = loadable_classes()
+    if meta.get("class") not in registry:
+        raise ValueError(f"saved class {meta.get('class')!r} is not loadable; loadable are {sorted(registry)}")
+    state = {k: v.to(map_location) if map_location is not None else v for k, v in data["state"].items()}
+    explainer = registry[meta["class"]]._from_config(meta["config"], state, forward_func)
+    explainer.load_state_dict(state, strict=True)
+    return explainer
