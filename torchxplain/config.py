@@ -31,6 +31,26 @@ class FourierOptions:
 
 
 @dataclass(frozen=True)
+class TreesOptions:
+    """Trees section: a random forest on scikit-learn's diabetes data, explained by its exact spectrum."""
+
+    n_trees: int = 20
+    max_depth: int = 6
+    n_explain: int = 100
+    n_background: int = 100
+
+
+@dataclass(frozen=True)
+class GoalsOptions:
+    """GOALS section: an exact GP on the Eq. 17–18 simulation design."""
+
+    n_samples: int = 500
+    n_features: int = 25
+    n_causal: int = 5
+    iterations: int = 100
+
+
+@dataclass(frozen=True)
 class ReportConfig:
     """A report job: which method families to run, where to write, how big.
 
@@ -43,6 +63,8 @@ class ReportConfig:
     show_progress: bool = True
     families: tuple[str, ...] = FAMILIES
     fourier: FourierOptions = field(default_factory=FourierOptions)
+    trees: TreesOptions = field(default_factory=TreesOptions)
+    goals: GoalsOptions = field(default_factory=GoalsOptions)
 
 
 def load_config(path: str | Path, cls: type = ReportConfig) -> Any:

@@ -70,7 +70,14 @@ def test_quick_demo_writes_a_report_with_valid_pngs(tmp_path):
     for name in images:
         data = (out / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
+    assert {"fourier_beeswarm.png", "trees_beeswarm.png", "goals_importance.png", "idx_play_outside.png"} <= set(images)
     numbers = json.loads((out / "numbers.json").read_text())
     fourier = numbers["FourierSHAP: MLP on the Entacmaea fluorescence landscape"]
     assert fourier["surrogate R2 on all genotypes"] > 0.9
-    assert (out / "fourier_shap_values.csv").stat().st_size > 0
+    assert fourier["max efficiency error (vs surrogate)"] < 1e-4
+    trees = numbers["Trees: exact interventional SHAP of a random forest"]
+    assert trees["max efficiency error"] < 1e-8
+    goals = numbers["GOALS: variable importance of a Gaussian process with posterior uncertainty"]
+    assert goals["ROC-AUC of causal features"] > 0.5
+    for name in ("fourier_shap_values", "tree_shap_values", "goals_global_importance", "idx_relations"):
+        assert (out / f"{name}.csv").stat().st_size > 0
