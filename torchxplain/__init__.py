@@ -7,14 +7,17 @@ from torchxplain.fourier import FourierShap, FourierSpectrum, SparseFourierSurro
 from torchxplain.fourier import tree_spectrum
 from torchxplain.fourier import fit_sparse_fourier
 from torchxplain.goals import Goals
+from torchxplain.integrations.after_fit import AfterFitResult, explain_after_fit
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AfterFitResult",
     "FourierShap",
     "FourierSpectrum",
     "SparseFourierSurrogate",
     "Goals",
+    "explain_after_fit",
     "fit_sparse_fourier",
     "fourier",
     "goals",

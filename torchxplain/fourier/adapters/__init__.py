@@ -17,6 +17,11 @@ _ADAPTERS = (_sklearn, _xgboost, _lightgbm)
 SUPPORTED_MODELS = "; ".join(adapter.SUPPORTED for adapter in _ADAPTERS)
 
 
+def supports(model: Any) -> bool:
+    """Whether ``model`` is a tree model one of the adapters reads."""
+    return any(adapter.matches(model) for adapter in _ADAPTERS)
+
+
 def parse_model(model: Any, target: int | None = None) -> TreeEnsemble:
     """Read a fitted tree model into a :class:`TreeEnsemble` for output ``target``.
 
@@ -34,4 +39,4 @@ def parse_model(model: Any, target: int | None = None) -> TreeEnsemble:
     )
 
 
-__all__ = ["SUPPORTED_MODELS", "TreeEnsemble", "parse_model"]
+__all__ = ["SUPPORTED_MODELS", "TreeEnsemble", "parse_model", "supports"]

@@ -1,0 +1,99 @@
+"""explain_after_fit picks the explainer by model type; each result is checked against an independent reference."""
+
+from __future__ import annotations
+
+import itertools
+from math import factorial
+
+import gpytorch
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import load_diabetes
+from sklearn.ensemble import RandomForestRegressor
+from torch import nn
+
+from torchxplain.idx import datasets
+from torchxplain.integrations.after_fit import explain_after_fit
+
+
+def brute_force_shap(f, xq: torch.Tensor, background: torch.Tensor) -> torch.Tensor:
+    """Interventional Shapley values of a callable by enumerating all coalitions (small n)."""
+    n = xq.shape[1]
+    phi = torch.zeros(xq.shape, dtype=torch.float64)
+    masks = torch.tensor(list(itertools.product([0, 1], repeat=n)), dtype=torch.bool)
+    for q in range(xq.shape[0]):
+        z = torch.where(masks[:, None, :], xq[q], background[None])  # (2^n, B, n)
+        v = f(z.reshape(-1, n)).reshape(len(masks), -1).mean(1).double()
+        value = {tuple(m.tolist()): v[i] for i, m in enumerate(masks)}
+        for i in range(n):
+            for m in masks[~masks[:, i]]:
+                size = int(m.sum())
+                with_i = m.clone()
+                with_i[i] = True
+                weight = factorial(size) * factorial(n - size - 1) / factorial(n)
+                phi[q, i] += weight * (value[tuple(with_i.tolist())] - value[tuple(m.tolist())])
+    return phi
+
+
+def test_tree_ensemble_gets_exact_tree_shap():
+    data = load_diabetes()
+    forest = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(data.data, data.target)
+    x = torch.tensor(data.data)
+    result = explain_after_fit(forest, x, x[:7], n_background=30)
+    assert result.method == "trees"
+    assert result.attributions.shape == (7, 10)
+    background = x[torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(0))[:30]]
+    gap = torch.tensor(forest.predict(data.data[:7]) - forest.predict(background.numpy()).mean())
+    torch.testing.assert_close(result.attributions.sum(1), gap, atol=1e-8, rtol=0)
+
+
+def test_torch_module_on_binary_data_gets_fourier_shap_matching_brute_force():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 1), nn.Flatten(0)).double()
+    x = torch.randint(0, 2, (50, 6)).double()
+    result = explain_after_fit(model, x, x[:4], n_background=10, k=64, method="auto")
+    assert result.method == "fourier"
+    background = x[torch.randperm(50, generator=torch.Generator().manual_seed(0))[:10]]
+    with torch.no_grad():
+        expected = brute_force_shap(model, x[:4], background)
+    torch.testing.assert_close(result.attributions, expected, atol=1e-8, rtol=0)
+
+
+class _GP(gpytorch.models.ExactGP):
+    def __init__(self, x, y):
+        super().__init__(x, y, gpytorch.likelihoods.GaussianLikelihood())
+        self.mean_module = gpytorch.means.ConstantMean()
+        self.covar_module = gpytorch.kernels.ScaleKernel(gpytorch.kernels.RBFKernel())
+
+    def forward(self, x):
+        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
+
+
+def test_exact_gp_gets_goals_equal_to_posterior_mean_differences():
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(40, 3, generator=gen, dtype=torch.float64)
+    y = torch.sin(x[:, 0]) + 0.1 * torch.randn(40, generator=gen, dtype=torch.float64)
+    gp = _GP(x, y).double()
+    gp.eval()
+    result = explain_after_fit(gp, x, x[:5], xi=0.5)
+    assert result.method == "goals"
+    with torch.no_grad():
+        base = gp(x[:5]).mean
+        shifted = torch.stack([gp(x[:5] + 0.5 * torch.eye(3, dtype=torch.float64)[j]).mean for j in range(3)], 1)
+    torch.testing.assert_close(result.attributions, base[:, None] - shifted, atol=1e-8, rtol=0)
+
+
+def test_bayesian_classifier_gets_idx():
+    bc = datasets.play_outside()
+    result = explain_after_fit(bc, None, {"w": "l", "t": "l", "p": "l"}, kit="md")
+    assert result.method == "idx" and len(result.attributions) == 1
+    assert result.attributions[0].relations  # the paper's Table 2 row 1 has md relations
+
+
+def test_non_binary_data_for_a_torch_model_is_refused():
+    model = nn.Linear(3, 1)
+    with pytest.raises(ValueError, match="binary"):
+        explain_after_fit(model, np.random.default_rng(0).normal(size=(10, 3)), np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="method"):
+        explain_after_fit(model, None, None, method="magic")
