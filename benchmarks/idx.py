@@ -115,7 +115,8 @@ def compare(name: str, bc: BayesianClassifier, inputs: torch.Tensor, kits: tuple
     per_batched = cold / len(inputs)
     per_loop = loop_time / len(idx)
     print(f"\n== {name}: {len(inputs):,} inputs x {len(bc.influences)} influences x {'+'.join(kits).upper()}")
-    print(f"  batched, one call: {cold * 1e3:8.1f} ms cold (incl. CF tables), {warm * 1e3:8.1f} ms warm")
+    print(f"  batched, one call: {cold * 1e3:8.1f} ms cold (first call, incl. CF tables if asked), "
+          f"{warm * 1e3:8.1f} ms warm")
     print(f"  loop: {per_loop * 1e3:.3f} ms/input over {len(idx)} inputs (+ {setup:.2f} s CF table setup)")
     print(f"  ratio loop/batched per input: {per_loop / per_batched:8.1f}x cold, {per_loop * len(inputs) / warm:8.1f}x "
           f"warm; relation mismatches on the loop's inputs: {mismatches}")
