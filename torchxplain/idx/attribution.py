@@ -17,7 +17,7 @@ from torch import Tensor
 from torchxplain._core import chunk_bounds, make_generator, progress, rows_per_chunk
 from torchxplain.idx.classifier import BayesianClassifier
 
-DEFAULT_MAX_PLAYERS = 16
+DEFAULT_MAX_PLAYERS = 12
 DEFAULT_MAX_TABLE = 2**22
 DEFAULT_MAX_BITS = 16
 
