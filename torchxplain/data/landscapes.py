@@ -31,3 +31,32 @@ def load_entacmaea(target: str = "brightness_red", dtype: torch.dtype = torch.fl
         frame = pd.read_csv(file, dtype={"genotype": str})
     bits = frame["genotype"].str.split("", expand=True).iloc[:, 1:-1].astype(int).to_numpy()
     return torch.tensor(bits, dtype=dtype), torch.tensor(frame[target].to_numpy(), dtype=dtype)
+
+
+GB1_SITES = ("V39", "D40", "G41", "V54")
+GB1_RESIDUES = "ACDEFGHIKLMNPQRSTVWY"
+
+
+def load_gb1(measured_only: bool = False, dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor, Tensor]:
+    """The GB1 four-site landscape (Wu et al. 2016, CC BY 4.0), one-hot encoded.
+
+    All ``20^4 = 160,000`` variants at sites V39, D40, G41, V54 (10,639 fitness values imputed by the authors).
+
+    Args:
+        measured_only: drop the imputed variants.
+        dtype: floating dtype of ``X`` and ``y``.
+
+    Returns:
+        ``X`` ``(N, 80)`` one-hot (site-major, residues in ``GB1_RESIDUES`` order), ``y`` ``(N,)`` binding fitness
+        relative to the wild type VDGV, and ``groups`` ``(80,)`` the site (0..3) of each column — pass it as
+        ``feature_mask`` to get one SHAP value per site.
+    """
+    path = resources.files("torchxplain.data") / "gb1_wu2016.csv.gz"
+    with resources.as_file(path) as file:
+        frame = pd.read_csv(file)
+    if measured_only:
+        frame = frame[frame["imputed"] == 0]
+    letters = torch.tensor([[GB1_RESIDUES.index(c) for c in v] for v in frame["variant"]])
+    x = torch.nn.functional.one_hot(letters, len(GB1_RESIDUES)).reshape(len(frame), -1).to(dtype)
+    groups = torch.arange(len(GB1_SITES)).repeat_interleave(len(GB1_RESIDUES))
+    return x, torch.tensor(frame["fitness"].to_numpy(), dtype=dtype), groups
