@@ -66,6 +66,7 @@ print(importance.to_frame().head(8))
 score = importance.mean.abs()
 auc = float((score[data.causal][:, None] > score[~data.causal][None, :]).double().mean())
 print(f"ROC-AUC of the causal features: {auc:.3f}")
+assert auc > 0.5, "GOALS should rank the causal features above chance"
 fig, _ = importance.plot(top=10)
 
 # %% [markdown]

@@ -49,6 +49,7 @@ print(f"spectrum: {len(explainer.spectrum)} terms over {explainer.encoding.n_bin
 phi = explainer.attribute(queries)
 gap = model.decision_function(queries.numpy()) - model.decision_function(background.numpy()).mean()
 print("max efficiency error:", float(np.abs(phi.sum(1).numpy() - gap).max()))
+assert np.allclose(phi.sum(1).numpy(), gap, atol=1e-8)
 
 # %% [markdown]
 # The same numbers as shap's C++ TreeExplainer in interventional mode (when shap is installed):
@@ -62,6 +63,7 @@ if shap is not None:
     reference = shap.TreeExplainer(model, data=background.numpy(), feature_perturbation="interventional")
     ref = reference.shap_values(queries.numpy())
     print("max |FourierSHAP - TreeExplainer|:", float(np.abs(phi.numpy() - ref).max()))
+    assert np.allclose(phi.numpy(), ref, atol=1e-6)
 
 # %%
 order = phi.abs().mean(0).argsort(descending=True)[:5]
