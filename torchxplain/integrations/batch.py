@@ -1,0 +1,92 @@
+"""Engine-agnostic pieces of "explain a whole dataset": one batch in, a dict of tensors out; shards merged by index.
+
+Nothing here imports Lightning, so the same functions serve a Lightning ``predict_step``, a plain
+``torchrun`` loop or a Ray Data ``map_batches`` callable (see :mod:`torchxplain.integrations.lightning`).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import Tensor
+
+SHARD_PATTERN = "shard-rank*-part*.pt"
+
+
+def explain_batch(explainer: Any, batch: Any, **attribute_kwargs: Any) -> dict[str, Tensor]:
+    """Explain one batch, escaping ``torch.inference_mode``/``no_grad`` so gradient explainers work.
+
+    Args:
+        explainer: any Captum ``Attribution`` (a torchxplain explainer, ``IntegratedGradients``, ...).
+        batch: a tensor ``(B, ...)``; a tuple/list whose first item is the inputs (labels etc. are ignored); or a
+            mapping with ``"inputs"`` and optionally ``"index"`` (``(B,)`` integer row ids).
+        **attribute_kwargs: passed to ``explainer.attribute`` (e.g. ``target``, ``n_steps``).
+
+    Returns:
+        ``{"attributions": (B, ...) detached, shaped like the inputs}`` plus ``"index"`` when the batch had one.
+    """
+    index = None
+    if isinstance(batch, Mapping):
+        if "inputs" not in batch:
+            raise KeyError(f"a mapping batch needs an 'inputs' entry, got keys {sorted(batch)}")
+        inputs, index = batch["inputs"], batch.get("index")
+    elif isinstance(batch, (tuple, list)):
+        if not batch:
+            raise ValueError("batch is an empty sequence; expected (inputs, ...)")
+        inputs = batch[0]
+    else:
+        inputs = batch
+    if not isinstance(inputs, Tensor):
+        raise TypeError(f"batch inputs must be a torch.Tensor, got {type(inputs).__name__}")
+    if inputs.ndim < 1:
+        raise ValueError("batch inputs must have a batch dimension (dim 0)")
+    with torch.inference_mode(False), torch.enable_grad():
+        # a clone made outside inference mode is a normal tensor that autograd may record
+        attributions = explainer.attribute(inputs.clone(), **attribute_kwargs)
+    if not isinstance(attributions, Tensor):
+        raise TypeError(f"explainer.attribute returned {type(attributions).__name__}; expected one tensor")
+    out = {"attributions": attributions.detach()}
+    if index is not None:
+        index = torch.as_tensor(index)
+        if index.shape != (inputs.shape[0],):
+            raise ValueError(f"batch 'index' must have shape ({inputs.shape[0]},), got {tuple(index.shape)}")
+        out["index"] = index
+    return out
+
+
+def merge_shards(directory: str | os.PathLike[str], expected_rows: int | None = None) -> dict[str, Tensor]:
+    """Concatenate the shards written by ``ExplanationWriter`` and sort the rows by their dataset index.
+
+    Args:
+        directory: the writer's ``output_dir``.
+        expected_rows: if given, the indices must be exactly ``0 .. expected_rows - 1`` (no loss).
+
+    Returns:
+        ``{"index": (N,) int64 sorted, "attributions": (N, ...)}``.
+
+    Raises:
+        ValueError: on no shards, a duplicated index, or (with ``expected_rows``) a missing one.
+    """
+    paths = sorted(glob.glob(os.path.join(os.fspath(directory), SHARD_PATTERN)))
+    if not paths:
+        raise ValueError(f"no shards matching {SHARD_PATTERN!r} in {os.fspath(directory)!r}")
+    shards = [torch.load(p, map_location="cpu", weights_only=True) for p in paths]
+    index = torch.cat([s["index"].long() for s in shards])
+    attributions = torch.cat([s["attributions"] for s in shards])
+    if index.shape[0] != attributions.shape[0]:
+        raise ValueError(f"shards hold {index.shape[0]} indices for {attributions.shape[0]} attribution rows")
+    order = torch.argsort(index, stable=True)
+    index, attributions = index[order], attributions[order]
+    duplicated = index[1:][index[1:] == index[:-1]]
+    if duplicated.numel():
+        raise ValueError(f"rows explained more than once: indices {duplicated.unique()[:10].tolist()}")
+    if expected_rows is not None and not torch.equal(index, torch.arange(expected_rows)):
+        missing = sorted(set(range(expected_rows)) - set(index.tolist()))
+        beyond = bool(index.numel()) and int(index.max()) >= expected_rows
+        raise ValueError(f"expected rows 0..{expected_rows - 1}; missing {missing[:10]} ({len(missing)} in all)"
+                         f"{', and indices beyond the range' if beyond else ''}")
+    return {"index": index, "attributions": attributions}
