@@ -306,6 +306,7 @@ def ensemble_spectrum(ensemble: TreeEnsemble, node_feature: np.ndarray, n: int, 
             if held_rows > budget_rows:
                 held = [_coalesce(*(torch.cat(part) for part in zip(*held)))]
                 held_rows = held[0][1].numel()
+                budget_rows = max(budget_rows, 2 * held_rows)  # many distinct terms: merge less often
     words, amp, scale = _coalesce(*(torch.cat(part) for part in zip(*held)))
     keep = amp.abs() > 64 * torch.finfo(torch.float64).eps * scale
     return FourierSpectrum(_unpack(words[keep], n), amp[keep].to(dtype))
