@@ -4,6 +4,7 @@ forests on the Eq. 17-18 simulation design, and the heterogeneous-stock mice (sk
     python benchmarks/goals.py                 # everything (speed, accuracy with 10 replicates, mice)
     python benchmarks/goals.py --quick         # small sizes, 3 replicates
     python benchmarks/goals.py --study speed   # one study: speed | accuracy | mice
+    python benchmarks/goals.py --study accuracy --ard --designs 25   # adds GOALS on GPyTorch-fitted ARD GPs
 
 Speed: the peer is the official algorithm, one explicit N x N matrix ``B^(j) = K o exp(-theta[xi^2 -
 2 xi (x_j 1^T - 1 x_j^T)])`` and ``delta_j = (K - B^(j)T) alpha`` per feature, in torch on the same device and
@@ -72,6 +73,23 @@ def fit_gp(x: torch.Tensor, y: torch.Tensor) -> _GP:
     opt.step(closure)
     s, noise = float(params[0].detach().exp()), float(params[1].detach().exp())
     return _GP(x, y, ls, s, max(noise, 2e-6), c)
+
+
+def fit_gp_ard(x: torch.Tensor, y: torch.Tensor, iters: int = 100, lr: float = 0.1) -> _GP:
+    """ARD-RBF GP fitted with GPyTorch (Adam on the exact marginal likelihood, Cholesky solves forced),
+    every lengthscale started at the median heuristic."""
+    model = _GP(x, y, median_lengthscale(x), 1.0, 0.5, float(y.double().mean()))
+    model.covar_module = gpytorch.kernels.ScaleKernel(gpytorch.kernels.RBFKernel(ard_num_dims=x.shape[1]))
+    model.covar_module.base_kernel.lengthscale = median_lengthscale(x)
+    model.to(x.dtype).train()
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    mll = gpytorch.mlls.ExactMarginalLogLikelihood(model.likelihood, model)
+    with gpytorch.settings.max_cholesky_size(10**9):
+        for _ in range(iters):
+            opt.zero_grad()
+            (-mll(model(x), y)).backward()
+            opt.step()
+    return model.eval()
 
 
 def pin_threads(n: int | None):
@@ -162,15 +180,18 @@ def _auc(scores: np.ndarray, causal: np.ndarray) -> float:
     return float(roc_auc_score(causal, scores))
 
 
-def accuracy_study(quick: bool, replicates: int) -> None:
+def accuracy_study(quick: bool, replicates: int, ard: bool = False, designs: str = "all") -> None:
     from sklearn.ensemble import RandomForestRegressor
 
-    designs = [(500, 25, 5)] if quick else [(500, 25, 5), (500, 100, 10)]
+    designs_ = {"25": [(500, 25, 5)], "100": [(500, 100, 10)], "all": [(500, 25, 5), (500, 100, 10)]}
+    designs_list = designs_["25"] if quick else designs_[designs]
     settings = [(v2, rho) for v2 in (0.3, 0.6) for rho in (0.5, 1.0)]
     methods = ["GOALS |mean|", "GOALS z", "GOALS mean|d|", "RATE", "RF impurity"]
+    if ard:
+        methods += ["ARD |mean|", "ARD mean|d|"]
     print(f"\n== Accuracy: ROC-AUC of the causal-feature ranking, {replicates} replicates (mean +- sd) ==")
     print(f"{'N':>4} {'J':>4} {'C':>3} {'v2':>4} {'rho':>4} " + " ".join(f"{m:>15}" for m in methods))
-    for n, j, c in designs:
+    for n, j, c in designs_list:
         for v2, rho in settings:
             aucs = {m: [] for m in methods}
             for rep in range(replicates):
@@ -190,6 +211,12 @@ def accuracy_study(quick: bool, replicates: int) -> None:
                 aucs["GOALS mean|d|"].append(_auc(mean_abs.numpy(), causal))
                 aucs["RATE"].append(_auc(rate_scores.numpy(), causal))
                 aucs["RF impurity"].append(_auc(rf.feature_importances_, causal))
+                if ard:
+                    goals_ard = Goals(fit_gp_ard(d.x, d.y), xi=1.0)
+                    aucs["ARD |mean|"].append(_auc(goals_ard.global_importance().mean.abs().numpy(), causal))
+                    aucs["ARD mean|d|"].append(
+                        _auc(goals_ard.global_importance(reduction="mean_abs").score.numpy(), causal)
+                    )
             cells = " ".join(f"{np.mean(v):>8.3f}+-{np.std(v):.3f}" for v in aucs.values())
             print(f"{n:>4} {j:>4} {c:>3} {v2:>4} {rho:>4} {cells}")
     print(
@@ -285,7 +312,7 @@ def main() -> None:
     if args.study in ("all", "speed"):
         speed_study(args.quick, args.device)
     if args.study in ("all", "accuracy"):
-        accuracy_study(args.quick, args.replicates or (3 if args.quick else 10))
+        accuracy_study(args.quick, args.replicates or (3 if args.quick else 10), args.ard, args.designs)
     if args.study in ("all", "mice"):
         mice_study(args.out)
 
