@@ -1,4 +1,17 @@
-"""``FourierShap.from_trees``: exact interventional SHAP of tree ensembles from their Fourier spectrum."""
+"""``FourierShap.from_trees``: exact interventional SHAP of tree ensembles from their Fourier spectrum.
+
+Example::
+
+    import torch, torchxplain as tx
+    from sklearn.datasets import load_diabetes
+    from sklearn.ensemble import RandomForestRegressor
+
+    x, y = load_diabetes(return_X_y=True)
+    model = RandomForestRegressor(n_estimators=20, max_depth=5).fit(x, y)
+    explainer = tx.FourierShap.from_trees(model, torch.tensor(x[:100]))   # continuous: thresholds grouped
+    phi = explainer.attribute(torch.tensor(x[100:110]))                   # (10, 10) per original feature
+    pairs = explainer.interactions(torch.tensor(x[100:110]))              # (10, 10, 10)
+"""
 
 from __future__ import annotations
 
