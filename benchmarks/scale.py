@@ -1,0 +1,181 @@
+"""Rows/second explained by FourierSHAP on 1 vs 2 processes (Lightning DDP on CPU), and a per-GPU projection.
+
+Peers measured in the same run, on the same explainer and rows:
+
+* ``direct``: ``explainer.attribute`` on all rows in this process (1 thread, then the default thread count);
+* ``lightning x1``: ``Trainer.predict(ExplainModule(...))`` with an ``ExplanationWriter``, 1 process, 1 thread;
+* ``lightning ddp x2``: the same with ``devices=2, strategy="ddp"``, each process pinned to 1 thread.
+
+Throughput counts the predict loop only (barrier to barrier, no process start-up); the wall time of each launch,
+start-up included, is printed too. The projection divides an assumed GPU GEMM rate by the Eq. 5 work per row,
+``4 · |D| · k · n`` flops (two GEMMs per chunk of (query, background) pairs), scaled by the fraction of the
+``torch.matmul`` rate that the kernel reaches on this machine; it is a projection, not a measurement.
+
+    python benchmarks/scale.py [--quick] [--rows N] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+from threadpoolctl import threadpool_limits
+
+# NVIDIA H200 (GH100, like the H100 SXM) datasheet peaks, dense: FP32 on CUDA cores and TF32 on tensor cores.
+GPU_FP32_TFLOPS = 67.0
+GPU_TF32_TFLOPS = 494.0
+PROBLEM = {"n": 60, "k": 2000, "background": 100}
+
+
+def make_problem(rows: int, dtype: torch.dtype = torch.float32, seed: int = 0):
+    """A random spectrum (about three features per frequency), background and binary rows."""
+    from torchxplain import FourierShap, FourierSpectrum
+
+    n, k, b = PROBLEM["n"], PROBLEM["k"], PROBLEM["background"]
+    gen = torch.Generator().manual_seed(seed)
+    freq = torch.rand(k, n, generator=gen) < 3.0 / n
+    spectrum = FourierSpectrum(freq, torch.randn(k, generator=gen, dtype=dtype))
+    background = torch.randint(0, 2, (b, n), generator=gen).to(dtype)
+    x = torch.randint(0, 2, (rows, n), generator=gen).to(dtype)
+    return FourierShap.from_spectrum(spectrum, background, max_memory="256MB"), x
+
+
+def flops_per_row() -> float:
+    return 4.0 * PROBLEM["background"] * PROBLEM["k"] * PROBLEM["n"]
+
+
+def worker(devices: int, rows: int, batch_size: int, out_dir: str) -> None:
+    """Run Trainer.predict on ``devices`` CPU processes (re-launched by DDP with the same argv)."""
+    import lightning.pytorch as pl
+    from lightning.pytorch.callbacks import Callback
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from torchxplain.integrations.lightning import ExplainModule, ExplanationWriter
+
+    torch.set_num_threads(1)
+
+    class Clock(Callback):
+        def on_predict_start(self, trainer, pl_module):
+            trainer.strategy.barrier()
+            self.start = time.perf_counter()
+
+        def on_predict_end(self, trainer, pl_module):
+            trainer.strategy.barrier()
+            if trainer.is_global_zero:
+                seconds = time.perf_counter() - self.start
+                print("RESULT " + json.dumps({"seconds": seconds, "rows": rows}), flush=True)
+
+    explainer, x = make_problem(rows)
+    trainer = pl.Trainer(accelerator="cpu", devices=devices, strategy="ddp" if devices > 1 else "auto",
+                         logger=False, enable_progress_bar=False, enable_model_summary=False,
+                         callbacks=[ExplanationWriter(out_dir), Clock()])
+    with threadpool_limits(1):
+        trainer.predict(ExplainModule(explainer), DataLoader(TensorDataset(x), batch_size=batch_size),
+                        return_predictions=False)
+
+
+def launch(devices: int, rows: int, batch_size: int) -> tuple[float, float]:
+    """(predict-loop seconds, wall seconds including start-up) of a fresh worker process."""
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, TORCHXPLAIN_PROGRESS="0", PYTHONWARNINGS="ignore")
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", str(devices), "--rows", str(rows),
+                               "--batch-size", str(batch_size), "--out", out], env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        if done.returncode:
+            raise RuntimeError(f"worker with {devices} process(es) failed:\n{done.stderr[-3000:]}")
+        from torchxplain.integrations.batch import merge_shards
+
+        merge_shards(out, expected_rows=rows)  # every row explained exactly once
+    result = next(json.loads(line[7:]) for line in done.stdout.splitlines() if line.startswith("RESULT "))
+    return result["seconds"], wall
+
+
+def direct_rate(rows: int, threads: int, repeat: int) -> float:
+    explainer, x = make_problem(rows)
+    torch.set_num_threads(threads)
+    best = float("inf")
+    with threadpool_limits(threads):
+        explainer.attribute(x[:64])
+        for _ in range(repeat):
+            start = time.perf_counter()
+            explainer.attribute(x)
+            best = min(best, time.perf_counter() - start)
+    return rows / best
+
+
+def best_launch(devices: int, rows: int, batch_size: int, repeat: int) -> tuple[float, float]:
+    runs = [launch(devices, rows, batch_size) for _ in range(repeat)]
+    return min(r[0] for r in runs), min(r[1] for r in runs)
+
+
+def matmul_gflops(threads: int) -> float:
+    """This machine's torch.matmul rate on the kernel's GEMM shapes (rows × n) @ (n × k), float32."""
+    n, k = PROBLEM["n"], PROBLEM["k"]
+    rows = 4 * PROBLEM["background"]
+    a, f, w = torch.randn(rows, n), torch.randn(n, k), torch.randn(rows, k)
+    torch.set_num_threads(threads)
+    with threadpool_limits(threads):
+        a @ f, w @ f.T
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            a @ f, w @ f.T
+            best = min(best, time.perf_counter() - start)
+    return 4.0 * rows * n * k / best / 1e9
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2,000 rows instead of 16,000")
+    parser.add_argument("--rows", type=int, default=None)
+    parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument("--repeat", type=int, default=2, help="best of this many runs of each peer")
+    parser.add_argument("--device", default="cpu", choices=["cpu"], help="the DDP comparison runs on CPU processes")
+    parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    rows = args.rows or (2_000 if args.quick else 16_000)
+    if args.worker is not None:
+        return worker(args.worker, rows, args.batch_size, args.out)
+
+    default_threads = torch.get_num_threads()
+    n, k, b = PROBLEM["n"], PROBLEM["k"], PROBLEM["background"]
+    print(f"FourierSHAP (Eq. 5) on {rows} rows: n={n}, k={k}, |D|={b}, float32, batch {args.batch_size}; "
+          f"{flops_per_row() / 1e6:.0f} MFLOP per row; {os.cpu_count()} CPU cores, default {default_threads} threads; "
+          f"load average before: {os.getloadavg()[0]:.1f}; best of {args.repeat}")
+    one_thread = direct_rate(rows, 1, args.repeat)
+    all_threads = direct_rate(rows, default_threads, args.repeat)
+    single, single_wall = best_launch(1, rows, args.batch_size, args.repeat)
+    ddp, ddp_wall = best_launch(2, rows, args.batch_size, args.repeat)
+    torch.set_num_threads(default_threads)
+    print(f"{'run':<34} {'rows/s':>9} {'vs lightning x1':>16} {'wall s (start-up incl.)':>24}")
+    print(f"{'direct, 1 thread':<34} {one_thread:>9.0f} {one_thread / (rows / single):>16.2f}")
+    print(f"{f'direct, {default_threads} threads':<34} {all_threads:>9.0f} {all_threads / (rows / single):>16.2f}")
+    print(f"{'lightning x1 (1 proc, 1 thread)':<34} {rows / single:>9.0f} {1.0:>16.2f} {single_wall:>24.1f}")
+    print(f"{'lightning ddp x2 (2 procs, 1 thr)':<34} {rows / ddp:>9.0f} {single / ddp:>16.2f} {ddp_wall:>24.1f}")
+    print(f"DDP scaling efficiency on 2 processes: {single / ddp / 2:.0%} "
+          f"(load average after: {os.getloadavg()[0]:.1f})")
+
+    kernel_gflops = one_thread * flops_per_row() / 1e9
+    reference = matmul_gflops(1)
+    efficiency = kernel_gflops / reference
+    print(f"\nkernel: {kernel_gflops:.1f} GFLOP/s on 1 thread = {efficiency:.0%} of torch.matmul's "
+          f"{reference:.1f} GFLOP/s on its GEMM shapes (measured here)")
+    print("PROJECTION (not measured) per GPU, rows/s = assumed GEMM rate x that fraction / (4 |D| k n);")
+    print("  torch runs float32 GEMMs in FP32 unless torch.backends.cuda.matmul.allow_tf32 = True:")
+    for label, tflops in (("H200 FP32, CUDA cores, dense", GPU_FP32_TFLOPS),
+                          ("H200 TF32, tensor cores, dense", GPU_TF32_TFLOPS)):
+        rate = tflops * 1e12 * min(efficiency, 1.0) / flops_per_row()
+        print(f"  {label:<32} {tflops:>6.0f} TFLOP/s peak -> {rate:>12,.0f} rows/s "
+              f"(at 100% of peak: {tflops * 1e12 / flops_per_row():,.0f})")
+
+
+if __name__ == "__main__":
+    main()
