@@ -87,7 +87,7 @@ def test_callback_fit_writes_artifacts_and_scalars_and_resumes(tmp_path):
     trainer.fit(model, train, val)
 
     assert [h["epoch"] for h in callback.history] == [0, 1, 2]  # the sanity check was skipped
-    folder = Path(trainer.log_dir) / "explanations"
+    folder = Path(trainer.log_dir) / "explanations" / "xai"
     for epoch in range(3):
         record = torch.load(folder / f"epoch{epoch:03d}.pt", weights_only=True)
         assert record["attributions"].shape == probe.shape and record["epoch"] == epoch
@@ -184,12 +184,18 @@ def test_callback_on_train_epoch_end_eval_mode_fourier_shap_and_logger_figures(t
     assert recorder.modes == [True] * 4  # ... and the train mode was restored afterwards
     expected_calls = [(f"xai/{tag}", step) for tag in ("beeswarm", "drift") for step in (4, 8)]
     assert sorted(logger.sink.calls) == sorted(expected_calls)
-    folder = tmp_path / "explanations"  # the logger has no log_dir: files go under default_root_dir
+    folder = tmp_path / "explanations" / "xai"  # the logger has no log_dir: files go under default_root_dir
     assert not list(folder.glob("*.png"))  # figures went to the logger, not to files
     record = torch.load(folder / "epoch003.pt", weights_only=True)
     model.eval()
     expected = interventional_shap(model, probe, background)  # brute force over all 64 coalitions
     torch.testing.assert_close(record["attributions"], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_import_torchxplain_does_not_import_lightning():
+    code = "import sys, torchxplain, torchxplain.integrations as i; i.explain_batch; print('lightning' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr[-2000:]
 
 
 def test_callback_rejects_bad_arguments():

@@ -119,7 +119,7 @@ class ExplanationCallback(Callback):
 
     Per run it logs ``{prefix}/mean_abs/{feature}`` scalars (mean ``|attribution|`` over the probe) and
     ``{prefix}/drift`` (relative L1 change of that vector since the previous run); writes
-    ``{log_dir}/explanations/epoch{e:03d}.pt`` (probe, attributions, importance); and sends a beeswarm and a
+    ``{log_dir}/explanations/{prefix}/epoch{e:03d}.pt`` (probe, attributions, importance); and sends a beeswarm and a
     drift plot to each logger that takes figures (TensorBoard ``add_figure``, W&B ``log_image``, MLflow
     ``log_figure``), or else saves them as PNGs next to the ``.pt`` files. The history (epoch, step,
     importance) is in :meth:`state_dict`, so it survives checkpoint/resume.
@@ -249,7 +249,7 @@ class ExplanationCallback(Callback):
 
     def _write(self, trainer: pl.Trainer, log_dir: str | None, epoch: int, attributions: Tensor,
                importance: Tensor) -> None:
-        folder = os.path.join(log_dir or trainer.default_root_dir, "explanations")
+        folder = os.path.join(log_dir or trainer.default_root_dir, "explanations", self.prefix)
         os.makedirs(folder, exist_ok=True)
         torch.save({"epoch": epoch, "step": trainer.global_step, "probe": self.probe.cpu(),
                     "attributions": attributions, "importance": importance,
