@@ -9,6 +9,7 @@ import pytest
 import torch
 from sklearn.metrics import r2_score
 
+from torchxplain.fourier import regression as regression_module
 from torchxplain.fourier.fwht import EXACT_MAX_FEATURES, count_low_degree, fwht, low_degree_index
 from torchxplain.fourier.recovery import FitReport, fit_sparse_fourier
 from torchxplain.fourier.spectrum import FourierSpectrum
@@ -217,6 +218,19 @@ def test_regression_on_a_given_support():
     spec = fit_sparse_fourier(as_function(terms, 50), 50, k=100, method="regression", support=support,
                               show_progress=False)
     assert_same_terms(as_terms(spec), terms)
+
+
+@pytest.mark.parametrize(("gram_max_flops", "max_memory"), [(1e20, None), (0, None), (0, 2**16)])
+def test_least_squares_paths_equal_numpy_lstsq(monkeypatch, gram_max_flops, max_memory):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 2, (800, 12), generator=gen).bool()
+    freqs = torch.rand(60, 12, generator=gen) < 0.2
+    y = torch.randn(800, dtype=torch.float64, generator=gen)
+    design = (-1.0) ** (x.numpy()[:, None, :] & freqs.numpy()[None]).sum(-1)
+    want = np.linalg.lstsq(design, y.numpy(), rcond=None)[0]
+    monkeypatch.setattr(regression_module, "GRAM_MAX_FLOPS", gram_max_flops)
+    got = regression_module.least_squares(x, y, freqs, max_memory=max_memory)
+    np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=1e-10)
 
 
 def test_low_degree_index_enumerates_every_frequency_once():

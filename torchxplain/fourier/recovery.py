@@ -46,6 +46,8 @@ AUTO_EXACT_MAX_FEATURES = 16
 """``method="auto"`` queries the whole cube up to this ``n`` (65,536 queries), or beyond within the budget."""
 NUMERICAL_ZERO = 1e-10
 """Terms with ``|a_f| <= NUMERICAL_ZERO × max |a|`` after the fit are dropped as rounding noise."""
+REFIT_MAX_FACTOR = 3
+"""The hashing refit keeps at most ``REFIT_MAX_FACTOR × k`` peeled terms (largest peeled amplitudes first)."""
 MAX_CANDIDATES = 3_000_000
 """Largest number of low-degree candidate frequencies the low-degree decoder and regression enumerate."""
 
@@ -403,6 +405,8 @@ def fit_sparse_fourier(
         oracle.phase = "refit"
         if found.shape[0] == 0:
             found = torch.zeros(1, n, dtype=torch.bool, device=device)
+        elif found.shape[0] > REFIT_MAX_FACTOR * k:  # dense spectra: refit the largest peeled terms only
+            found = found[torch.topk(found_amp.abs(), REFIT_MAX_FACTOR * k).indices]
         freqs, amp = refit(oracle, found, plan.n_refit, k, gen, device)
         params.update(n_bits=plan.n_bits, n_hashes=plan.n_hashes, n_delays=plan.n_delays,
                       decoder=plan.decoder, n_refit=plan.n_refit, peeling_rounds=info["rounds"],

@@ -13,6 +13,9 @@ from torchxplain.fourier.fwht import index_to_bool, signs
 LS_MAX_COLUMNS = 3000
 """Up to this many candidate frequencies, ``regression`` solves one dense least-squares problem."""
 
+GRAM_MAX_FLOPS = 2e9
+"""Above ``m K²`` flops, :func:`least_squares` switches from the normal equations to CGLS."""
+
 Query = Callable[[Tensor], Tensor]
 
 
@@ -33,16 +36,22 @@ def solve_normal(gram: Tensor, rhs: Tensor) -> Tensor:
 def least_squares(x: Tensor, y: Tensor, frequencies: Tensor, max_memory: int | str | None = None) -> Tensor:
     """Amplitudes minimising ``Σ_rows (y - Σ_f a_f (-1)^{<f,x>})²`` on a fixed support.
 
+    Small problems (``m K² <=`` :data:`GRAM_MAX_FLOPS`) solve the normal equations, accumulated in row chunks;
+    larger ones run CGLS (conjugate gradients on the normal equations without forming them), which converges
+    in a few dozen products because random ±1 columns are nearly orthogonal when ``m >> K``.
+
     Args:
         x: ``(m, n)`` bool inputs.
         y: ``(m,)`` float64 outputs.
         frequencies: ``(K, n)`` bool support.
-        max_memory: budget for the ``(rows, K)`` sign matrix; the normal equations are accumulated in chunks.
+        max_memory: budget for the ``(rows, K)`` sign matrix (built in row chunks when it does not fit).
 
     Returns:
         ``(K,)`` float64 amplitudes.
     """
     k = frequencies.shape[0]
+    if x.shape[0] * k * k > GRAM_MAX_FLOPS:
+        return _cgls(x, y, frequencies, max_memory)
     gram = torch.zeros(k, k, dtype=torch.float64, device=x.device)
     rhs = torch.zeros(k, dtype=torch.float64, device=x.device)
     step = rows_per_chunk(8 * max(k, 1), x.shape[0], max_memory)
@@ -51,6 +60,42 @@ def least_squares(x: Tensor, y: Tensor, frequencies: Tensor, max_memory: int | s
         gram += phi.T @ phi
         rhs += phi.T @ y[start:stop]
     return solve_normal(gram, rhs)
+
+
+def _cgls(x: Tensor, y: Tensor, frequencies: Tensor, max_memory: int | str | None, tol: float = 1e-13,
+          max_iter: int = 1000) -> Tensor:
+    """CGLS (Hestenes–Stiefel on ``ΦᵀΦ a = Φᵀ y``) with the sign matrix ``Φ`` kept, or rebuilt per chunk."""
+    step = rows_per_chunk(8 * frequencies.shape[0], x.shape[0], max_memory)
+    bounds = chunk_bounds(x.shape[0], step)
+    blocks = [signs(x[a:b], frequencies) for a, b in bounds] if len(bounds) == 1 else None
+
+    def block(i: int) -> Tensor:
+        return blocks[i] if blocks is not None else signs(x[bounds[i][0]:bounds[i][1]], frequencies)
+
+    def matvec(v: Tensor) -> Tensor:
+        return torch.cat([block(i) @ v for i in range(len(bounds))])
+
+    def rmatvec(r: Tensor) -> Tensor:
+        return sum(block(i).T @ r[a:b] for i, (a, b) in enumerate(bounds))
+
+    amp = torch.zeros(frequencies.shape[0], dtype=torch.float64, device=x.device)
+    resid = y.clone()
+    grad = rmatvec(resid)
+    direction = grad.clone()
+    gamma = float(grad @ grad)
+    stop = tol**2 * gamma
+    for _ in range(max_iter):
+        if gamma <= stop or gamma == 0.0:
+            break
+        q = matvec(direction)
+        alpha = gamma / float(q @ q)
+        amp += alpha * direction
+        resid -= alpha * q
+        grad = rmatvec(resid)
+        gamma_new = float(grad @ grad)
+        direction = grad + (gamma_new / gamma) * direction
+        gamma = gamma_new
+    return amp
 
 
 def refit(query: Query, frequencies: Tensor, n_samples: int, k: int | None, generator: torch.Generator,
