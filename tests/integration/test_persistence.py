@@ -100,3 +100,15 @@ def test_unknown_or_unsupported_classes_are_refused(tmp_path):
     torch.save({"weights": torch.zeros(1)}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a saved torchxplain explainer"):
         load_explainer(tmp_path / "other.pt")
+
+
+def test_subclasses_outside_the_registry_are_refused(tmp_path):
+    """TreeFourierShap carries a split encoding that FourierShap's config does not describe: refuse, never drop it."""
+    sklearn_tree = pytest.importorskip("sklearn.tree")
+    gen = torch.Generator().manual_seed(5)
+    x = torch.rand(60, 3, generator=gen, dtype=torch.float64)
+    tree = sklearn_tree.DecisionTreeRegressor(max_depth=3, random_state=0).fit(x.numpy(), (x[:, 0] > 0.5).numpy())
+    explainer = FourierShap.from_trees(tree, x[:10])
+    assert type(explainer) is not FourierShap
+    with pytest.raises(TypeError, match="cannot be saved"):
+        explainer.save(tmp_path / "tree.pt")
