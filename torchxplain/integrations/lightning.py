@@ -12,6 +12,8 @@
 Example (a script: ``strategy="ddp"`` re-launches it, so keep the ``__main__`` guard)::
 
     import lightning.pytorch as pl
+    from torch.utils.data import DataLoader
+    import torchxplain as tx
     from torchxplain.integrations.lightning import ExplainModule, ExplanationWriter, merge_shards
 
     if __name__ == "__main__":
@@ -26,6 +28,7 @@ Ray Data recipe (elastic or streaming clusters; Ray is not a dependency). Batche
 arrays, so convert at the edge and call the same pure :func:`explain_batch` on each actor::
 
     import numpy as np, ray, torch
+    import torchxplain as tx
     from torchxplain.integrations.batch import explain_batch
 
     class Explain:                                   # one instance per actor: the explainer is loaded once
