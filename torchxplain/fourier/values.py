@@ -196,9 +196,14 @@ def _singleton_gemm(spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm,
     ``t = a_f (-1)^{<f,x*>}``: the weights cost one subtraction and one division per (pair, frequency).
     Blocks of (queries, background rows, frequencies) are sized to stay cache-resident.
     """
-    bg, s = term.background, term.signed_amplitudes
-    q_rows, b_rows, n, k = xq.shape[0], bg.shape[0], spectrum.n_features, len(spectrum)
-    freq = spectrum.frequencies.to(device=xq.device, dtype=xq.dtype)
+    s = term.signed_amplitudes
+    q_rows, b_rows, k = xq.shape[0], term.background.shape[0], len(spectrum)
+    # features in no frequency are dummies (value 0): leave them out of every product
+    active = torch.nonzero(spectrum.frequencies.any(0).to(xq.device)).flatten()
+    xq_all, xq, bg, n = xq, xq[:, active], term.background[:, active], active.shape[0]
+    if n == 0:  # a constant function: every player is a dummy (zeros kept in the amplitudes' graph)
+        return xq_all.new_zeros(xq_all.shape) + 0.0 * s.sum()
+    freq = spectrum.frequencies.to(device=xq.device, dtype=xq.dtype)[:, active]
     freq_t = freq.T.contiguous()
     t = _signed_query_amplitudes(spectrum, xq, freq_t)
     cap = parse_memory(max_memory) // (3 * xq.element_size())
@@ -218,7 +223,7 @@ def _singleton_gemm(spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm,
                 w = w / counts.clamp_(min=1.0) if kind == "shapley" else w * (counts == 1.0)
                 phi = phi + w @ freq[f0:f1]
             acc[q0:q1] += (phi.view_as(d) * d).sum(1)
-    return acc * (-1.0 / b_rows)
+    return xq_all.new_zeros(xq_all.shape).index_copy(1, active, acc * (-1.0 / b_rows))
 
 
 def _block_shape(q_rows: int, b_rows: int, bytes_per_pair: int, max_memory: int | str | None) -> tuple[int, int]:
@@ -229,29 +234,50 @@ def _block_shape(q_rows: int, b_rows: int, bytes_per_pair: int, max_memory: int 
     return 1, pairs
 
 
-def _parity_bits(rows: Tensor, freq: Tensor, groups: Tensor | None, m: int) -> Tensor:
-    """``(R, kc, m)`` parity of ``<f_g, x_g>`` for each row, frequency and player (in ``rows.dtype``)."""
-    prod = rows[:, None, :] * freq[None, :, :]
-    if groups is None:
-        return prod
-    counts = prod.new_zeros(rows.shape[0], freq.shape[0], m).index_add_(2, groups, prod)
-    return torch.remainder(counts, 2.0)
+def _group_layout(groups: Tensor, m: int, active: Tensor) -> Tensor:
+    """``(m, L)`` feature indices of each player's active features, padded with ``n`` (a zero column)."""
+    n = groups.shape[0]
+    features = torch.nonzero(active).flatten()
+    owner = groups[features]
+    order = torch.argsort(owner, stable=True)
+    features, owner = features[order], owner[order]
+    sizes = torch.bincount(owner, minlength=m)
+    starts = torch.cumsum(sizes, 0) - sizes
+    width = max(int(sizes.max()) if sizes.numel() else 0, 1)
+    layout = torch.full((m, width), n, dtype=torch.long, device=groups.device)
+    layout[owner, torch.arange(features.shape[0], device=groups.device) - starts[owner]] = features
+    return layout
+
+
+def _parity_bits(rows: Tensor, freq: Tensor, layout: Tensor | None) -> Tensor:
+    """``(R, kc, m)`` parity of ``<f_g, x_g>`` for each row, frequency and player (in ``rows.dtype``).
+
+    Singleton players (``layout=None``) need only ``x_i f_i``; groups use one batched product over players of
+    the rows' and frequencies' features laid out per player (``layout`` from :func:`_group_layout`).
+    """
+    if layout is None:
+        return rows[:, None, :] * freq[None, :, :]
+    pad_rows = torch.cat([rows, rows.new_zeros(rows.shape[0], 1)], dim=1)[:, layout]  # (R, m, L)
+    pad_freq = torch.cat([freq, freq.new_zeros(freq.shape[0], 1)], dim=1)[:, layout]  # (kc, m, L)
+    counts = torch.bmm(pad_rows.permute(1, 0, 2), pad_freq.permute(1, 2, 0))  # (m, R, kc)
+    return torch.remainder(counts, 2.0).permute(1, 2, 0)
 
 
 def _dis_blocks(spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm, groups: Tensor | None, m: int,
                 max_memory: int | str | None):
     """Yield ``(q0, q1, b0, b1, f0, f1, dis)`` with ``dis`` of shape ``(q, b, kc, m)``."""
     bg = term.background
-    q_rows, b_rows, k = xq.shape[0], bg.shape[0], len(spectrum)
+    q_rows, b_rows, k, n = xq.shape[0], bg.shape[0], len(spectrum), spectrum.n_features
     freq = spectrum.frequencies.to(device=xq.device, dtype=xq.dtype)
-    budget = parse_memory(max_memory) // (4 * xq.element_size() * max(m, 1))
-    kc = max(1, min(k, budget // max(b_rows + 1, 1)))
-    qc = max(1, min(q_rows, budget // max(kc * b_rows, 1)))
-    bc = b_rows if kc * b_rows <= budget else max(1, budget // kc)
+    layout = None if groups is None else _group_layout(groups, m, spectrum.frequencies.any(0).to(groups.device))
+    elements = parse_memory(max_memory) // (4 * xq.element_size())
+    kc = max(1, min(k, elements // (b_rows * m + n + 1)))
+    qc = max(1, min(q_rows, elements // max(kc * b_rows * m, 1)))
+    bc = b_rows if kc * b_rows * m <= elements else max(1, elements // (kc * m))
     for f0, f1 in chunk_bounds(k, kc):
-        bits_b = _parity_bits(bg, freq[f0:f1], groups, m)
+        bits_b = _parity_bits(bg, freq[f0:f1], layout)
         for q0, q1 in chunk_bounds(q_rows, qc):
-            bits_q = _parity_bits(xq[q0:q1], freq[f0:f1], groups, m)
+            bits_q = _parity_bits(xq[q0:q1], freq[f0:f1], layout)
             for b0, b1 in chunk_bounds(b_rows, bc):
                 dis = (bits_q[:, None] - bits_b[None, b0:b1]).abs_()
                 yield q0, q1, b0, b1, f0, f1, dis
