@@ -298,6 +298,8 @@ def main() -> None:
     parser.add_argument(
         "--replicates", type=int, default=None, help="accuracy replicates (default 10; quick 3)"
     )
+    parser.add_argument("--ard", action="store_true", help="also GOALS on GPyTorch-fitted ARD GPs (slow)")
+    parser.add_argument("--designs", choices=["25", "100", "all"], default="all", help="accuracy designs (J)")
     parser.add_argument(
         "--out",
         type=Path,

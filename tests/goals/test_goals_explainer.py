@@ -127,8 +127,12 @@ def test_captum_arguments_that_do_not_apply_are_rejected():
         g.attribute(x, baselines=torch.zeros_like(x))
     with pytest.raises(ValueError, match="target"):
         g.attribute(x, target=1)
-    with pytest.raises(ValueError, match="feature_mask"):
-        g.attribute(x, feature_mask=torch.zeros(1, 4, dtype=torch.long))
+    with pytest.raises(TypeError, match="integer"):
+        g.attribute(x, feature_mask=torch.zeros(1, 4))
+    with pytest.raises(ValueError, match="broadcast"):
+        g.attribute(x, feature_mask=torch.zeros(1, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="same feature_mask"):
+        g.attribute(x, feature_mask=torch.tensor([[0, 0, 1, 1], [0, 1, 1, 1]]))
     with pytest.raises(ValueError, match="one"):
         g.attribute((x, x))
 

@@ -249,3 +249,42 @@ def test_model_variants_match_gpytorch_posterior(name):
     )
     if name == "active_dims":
         assert torch.allclose(g.attribute(xq)[:, 1], torch.zeros(4, dtype=torch.float64), atol=1e-12)
+
+
+def _gpytorch_group_scores(model, xq, xi, groups):
+    """f(x) - f(x + sum_{l in g} xi_l e_l) from GPyTorch's predictive mean, expanded to features."""
+    import gpytorch
+
+    j = xq.shape[1]
+    xi = torch.as_tensor(xi, dtype=torch.float64).expand(j)
+    model.eval()
+    out = torch.empty(xq.shape[0], j, dtype=torch.float64)
+    with torch.no_grad(), gpytorch.settings.max_cholesky_size(10**9):
+        f0 = model(xq).mean
+        for g in groups.unique():
+            members = groups == g
+            out[:, members] = (f0 - model(xq + xi * members).mean)[:, None]
+    model.train()
+    return out
+
+
+@pytest.mark.parametrize("kind", ["rbf", "linear", "matern", "linear_mean"])
+def test_feature_mask_shifts_groups_jointly(kind):
+    model = _variant("linear_mean") if kind == "linear_mean" else make_gp(n=18, j=4, kernel=kind)
+    j = model.train_inputs[0].shape[1]
+    xi = torch.tensor([0.9, -0.6, 1.4, 0.5][:j], dtype=torch.float64)
+    groups = torch.tensor([2, 0, 2, 5][:j])
+    xq = torch.randn(5, j, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    got = Goals(model, xi=xi).attribute(xq, feature_mask=groups[None])
+    torch.testing.assert_close(got, _gpytorch_group_scores(model, xq, xi, groups), atol=1e-8, rtol=0)
+
+
+def test_singleton_feature_mask_equals_per_feature_scores_and_guard_applies():
+    model = make_gp(n=18)
+    xq = torch.randn(5, 4, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    g = Goals(model, xi=torch.tensor([1.0, 100.0, 0.5, 1.0]))
+    with pytest.warns(RuntimeWarning):
+        per_feature = g.attribute(xq)
+    with pytest.warns(RuntimeWarning, match=r"group\(s\) \[1\]"):
+        grouped = g.attribute(xq, feature_mask=torch.arange(4))
+    torch.testing.assert_close(grouped, per_feature, atol=1e-10, rtol=0)

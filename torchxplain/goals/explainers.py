@@ -39,6 +39,7 @@ class Goals(ExplainerBase):
     The local score of feature j at ``x`` is the posterior mean of ``delta_j(x) = f(x) - f(x + xi_j e_j)``
     (a positive effect of feature j gives a negative score; rank by magnitude), in the output's units per
     shift ``xi_j``. The global score is its mean over the training inputs, with closed-form posterior moments.
+    With Captum's ``feature_mask`` the features of a group are shifted together and share the group's score.
 
     Args:
         model: a fitted ``gpytorch.models.ExactGP`` (RBF/ARD-RBF and linear kernels, optionally scaled, use
@@ -77,9 +78,18 @@ class Goals(ExplainerBase):
         self.feature_names = None if feature_names is None else list(feature_names)
 
     @classmethod
-    def from_pyro(cls, model: Any, guide: Any, head: str = "head", *, train_inputs: Tensor,
-                  xi: float | Tensor = 1.0, features: Any = None, feature_names: Sequence[str] | None = None,
-                  **options: Any) -> Goals:
+    def from_pyro(
+        cls,
+        model: Any,
+        guide: Any,
+        head: str = "head",
+        *,
+        train_inputs: Tensor,
+        xi: float | Tensor = 1.0,
+        features: Any = None,
+        feature_names: Sequence[str] | None = None,
+        **options: Any,
+    ) -> Goals:
         """GOALS for a user's fitted Pyro model whose submodule ``head`` is a Bayesian ``nn.Linear``.
 
         The guide (``AutoNormal``, ``AutoDiagonalNormal``, ``AutoMultivariateNormal`` or
@@ -87,8 +97,12 @@ class Goals(ExplainerBase):
         ``(N, J)`` are the rows global scores average over; ``features`` optionally computes the head's input
         (enables the first-layer shortcut). See :meth:`torchxplain.goals.bnn.BNNBackend.from_pyro`.
         """
-        return cls(PyroHead(model, guide, head, train_inputs, features), xi=xi, feature_names=feature_names,
-                   **options)
+        return cls(
+            PyroHead(model, guide, head, train_inputs, features),
+            xi=xi,
+            feature_names=feature_names,
+            **options,
+        )
 
     @property
     def train_inputs(self) -> Tensor:
@@ -130,12 +144,28 @@ class Goals(ExplainerBase):
             )
         if additional_forward_args is not None:
             raise ValueError("Goals does not take additional_forward_args")
-        if feature_mask is not None:
-            raise ValueError("Goals does not support feature_mask: each feature is shifted on its own")
         if kwargs:
             raise TypeError(f"unexpected argument(s) for Goals.attribute: {sorted(kwargs)}")
         x = self._check_inputs(inputs[0])
+        if feature_mask is not None:
+            return (self._group_scores(x.detach(), feature_mask[0]),)
         return (self.backend.local_scores(x.detach()),)
+
+    def _group_scores(self, x: Tensor, mask: Any) -> Tensor:
+        """Scores of joint shifts of the features sharing a ``feature_mask`` id (one mask for all rows)."""
+        if not hasattr(self.backend, "group_scores"):
+            raise ValueError(f"feature_mask is not supported for {type(self.backend).__name__}")
+        if not isinstance(mask, Tensor) or mask.is_floating_point() or mask.is_complex():
+            raise TypeError("feature_mask must be an integer tensor of group ids broadcastable to the inputs")
+        try:
+            full = mask.to(x.device).expand(x.shape)
+        except RuntimeError as err:
+            raise ValueError(
+                f"feature_mask of shape {tuple(mask.shape)} does not broadcast to inputs {tuple(x.shape)}"
+            ) from err
+        if not bool((full == full[:1]).all()):
+            raise ValueError("Goals needs the same feature_mask for every row (the groups define the shifts)")
+        return self.backend.group_scores(x, full[0])
 
     def local_variance(self, inputs: Tensor) -> Tensor:
         """``(Q, J)`` posterior variances of the local scores at ``inputs`` ``(Q, J)`` (GPs: O(N^2 Q J))."""

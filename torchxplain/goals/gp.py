@@ -170,6 +170,26 @@ class GPBackend(nn.Module):
             delta += self._mean_shift_difference(xq)
         return delta
 
+    def group_scores(self, xq: Tensor, groups: Tensor) -> Tensor:
+        """``(Q, J)`` scores of joint shifts of groups of features.
+
+        Feature j gets ``E[f(x_q) - f(x_q + sum_{l in g(j)} xi_l e_l) | y]`` where ``g(j)`` is its group
+        (``groups`` ``(J,)`` integer ids, Captum's ``feature_mask``).
+        """
+        dt = xq.dtype
+        _, inverse = torch.unique(groups, return_inverse=True)
+        j = xq.shape[1]
+        shifts = torch.zeros(j, int(inverse.max()) + 1, dtype=torch.float64, device=xq.device)
+        shifts[torch.arange(j, device=xq.device), inverse] = self.xi
+        shifted = self.kernel.group_shifted_means(
+            xq, self.x.to(dt), self.alpha.to(dt), shifts, max_memory=self.max_memory
+        )
+        if self.mean_module is None:
+            shifted = shifted + self.mean_constant.to(dt)
+        else:
+            shifted = shifted + self._mean(xq[None] + shifts.T.to(dt)[:, None, :]).T
+        return (self.posterior_mean(xq)[:, None] - shifted)[:, inverse]
+
     def _mean_shift_difference(self, xq: Tensor) -> Tensor:
         """``(Q, J)`` prior-mean part ``mean(x_q) - mean(x_q + xi_j e_j)`` for non-constant mean modules."""
         q, j = xq.shape

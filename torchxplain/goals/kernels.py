@@ -90,6 +90,18 @@ class KernelOps(nn.Module):
             out[a:b] = self.cross(xs, x) @ alpha
         return m0, out.reshape(xq.shape[0], j)
 
+    def group_shifted_means(
+        self, xq: Tensor, x: Tensor, alpha: Tensor, shifts: Tensor, max_memory: int | str | None = None
+    ) -> Tensor:
+        """``(Q, G)`` kernel parts ``k(xq_q + shifts[:, g], X) alpha`` for joint shift vectors ``(J, G)``."""
+        q, g = xq.shape[0], shifts.shape[1]
+        q_idx, cols = feature_pairs(q, g, xq.device)
+        out = torch.empty(q * g, dtype=xq.dtype, device=xq.device)
+        sh = shifts.T.to(xq.dtype)
+        for a, b in chunk_bounds(q * g, rows_per_chunk(16 * (x.shape[0] + x.shape[1]), q * g, max_memory)):
+            out[a:b] = self.cross(xq[q_idx[a:b]] + sh[cols[a:b]], x) @ alpha
+        return out.reshape(q, g)
+
     def delta_cross(self, x: Tensor, xq: Tensor, cols: Tensor, xi_p: Tensor) -> Tensor:
         """``(N, P)``: ``k(X, xq_p) - k(X, xq_p + xi_p e_{cols_p})`` for pairs ``p``, ``xq`` ``(P, J)``."""
         return self.cross(x, xq) - self.cross(x, shift_rows(xq, cols, xi_p))
@@ -210,6 +222,40 @@ class RBFOps(KernelOps):
                 ms[:, c] = self.cross(xs, x) @ alpha
         return m0, ms
 
+    def group_shifted_means(
+        self, xq: Tensor, x: Tensor, alpha: Tensor, shifts: Tensor, max_memory: int | str | None = None
+    ) -> Tensor:
+        # k(x + s, x_i) = k(x, x_i) exp(-theta.s^2 - 2(theta o (x - c)).s + 2(theta o (x_i - c)).s): one GEMM.
+        dt = xq.dtype
+        lo = torch.minimum(x.min(0).values, xq.min(0).values)
+        hi = torch.maximum(x.max(0).values, xq.max(0).values)
+        theta, sh = self.theta.to(dt), shifts.to(dt)
+        bound = (
+            self.theta[:, None]
+            * shifts.double().abs()
+            * (2.0 * (hi - lo).double()[:, None] + shifts.double().abs())
+        ).sum(0)
+        bad = bound > GUARD_LIMITS.get(dt, 60.0)
+        centre = (lo + hi) / 2.0
+        w = torch.exp(2.0 * (theta * (x - centre)) @ sh) * alpha[:, None]
+        w[:, bad] = 0.0
+        out = torch.empty(xq.shape[0], sh.shape[1], dtype=dt, device=xq.device)
+        step = rows_per_chunk(xq.element_size() * 3 * (x.shape[0] + x.shape[1]), xq.shape[0], max_memory)
+        for a, b in chunk_bounds(xq.shape[0], step):
+            factor = torch.exp(-(theta @ sh.square()) - 2.0 * (theta * (xq[a:b] - centre)) @ sh)
+            out[a:b] = (self.cross(xq[a:b], x) @ w) * factor
+        if bool(bad.any()):
+            cols = bad.nonzero().reshape(-1).tolist()
+            warnings.warn(
+                f"GOALS: the factorised RBF shift update could overflow in {dt} for feature group(s) {cols}; "
+                "using the exact cross-kernel there",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            for c in cols:
+                out[:, c] = self.cross(xq + sh[:, c], x) @ alpha
+        return out
+
     def delta_cross(self, x: Tensor, xq: Tensor, cols: Tensor, xi_p: Tensor) -> Tensor:
         # s (e^L - e^{L+a}) with L = -theta d^2 <= 0 and L + a <= 0, via expm1: no cancellation or overflow.
         dt = xq.dtype
@@ -282,6 +328,12 @@ class LinearOps(KernelOps):
         beta = v * (x.T @ alpha)  # (J,): the model is linear with weights beta
         m0 = xq @ beta
         return m0, m0[:, None] + (xi.to(xq.dtype) * beta)[None, :]
+
+    def group_shifted_means(
+        self, xq: Tensor, x: Tensor, alpha: Tensor, shifts: Tensor, max_memory: int | str | None = None
+    ) -> Tensor:
+        beta = self.variance.to(xq.dtype) * (x.T @ alpha)
+        return (xq @ beta)[:, None] + (beta @ shifts.to(xq.dtype))[None, :]
 
     def delta_cross(self, x: Tensor, xq: Tensor, cols: Tensor, xi_p: Tensor) -> Tensor:
         return -self.variance.to(x.dtype) * xi_p.to(x.dtype)[None, :] * x[:, cols]
