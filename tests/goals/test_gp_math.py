@@ -107,7 +107,7 @@ def test_linear_kernel_identity_delta_is_minus_xi_beta():
     model = make_gp(n=30, j=5, kernel="linear", outputscale=1.0, const=0.0)
     x, y = model.train_inputs[0], model.train_targets
     v = 1.0 / 5
-    sigma2 = float(model.likelihood.noise)
+    sigma2 = float(model.likelihood.noise.detach())
     # Primal Bayesian linear regression beta ~ N(0, v I): posterior mean and covariance, independently.
     prec = x.T @ x / sigma2 + torch.eye(5, dtype=torch.float64) / v
     beta_cov = torch.linalg.inv(prec)

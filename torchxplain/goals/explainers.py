@@ -40,6 +40,8 @@ class Goals(ExplainerBase):
     (a positive effect of feature j gives a negative score; rank by magnitude), in the output's units per
     shift ``xi_j``. The global score is its mean over the training inputs, with closed-form posterior moments.
     With Captum's ``feature_mask`` the features of a group are shifted together and share the group's score.
+    ``forward_func`` is the backend's posterior mean (a tensor-valued callable, so Captum's metrics can query
+    it) when the backend has one; the user's model is ``self.model`` and is never registered or modified.
 
     Args:
         model: a fitted ``gpytorch.models.ExactGP`` (RBF/ARD-RBF and linear kernels, optionally scaled, use
