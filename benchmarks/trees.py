@@ -192,7 +192,7 @@ def main() -> None:
     parser.add_argument("--trees", type=int, default=20)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--background", type=int, default=100)
-    parser.add_argument("--rows", type=int, default=5000, help="rows drawn from each data set (90% to fit)")
+    parser.add_argument("--rows", type=int, default=5000, help="rows drawn from each data set (90%% to fit)")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads (0: library default)")
     parser.add_argument("--seed", type=int, default=0)

@@ -93,7 +93,7 @@ def shapley_values(spectrum: FourierSpectrum, x: Tensor, background: Tensor | Ba
         return _relaxed_shapley(spectrum, xq, term, max_memory)
     if groups is None:
         return _singleton_gemm(spectrum, xq, term, "shapley", max_memory)
-    return _grouped_first_order(spectrum, xq, term, groups, m, _shapley_weight, max_memory)
+    return _grouped_first_order(spectrum, xq, term, groups, m, "shapley", max_memory)
 
 
 def banzhaf_values(spectrum: FourierSpectrum, x: Tensor, background: Tensor | BackgroundTerm,
@@ -106,7 +106,7 @@ def banzhaf_values(spectrum: FourierSpectrum, x: Tensor, background: Tensor | Ba
     term, xq, groups, m = _prepare(spectrum, x, background, groups, relaxed=False)
     if groups is None:
         return _singleton_gemm(spectrum, xq, term, "banzhaf", max_memory)
-    return _grouped_first_order(spectrum, xq, term, groups, m, _banzhaf_weight, max_memory)
+    return _grouped_first_order(spectrum, xq, term, groups, m, "banzhaf", max_memory)
 
 
 def shapley_interactions(spectrum: FourierSpectrum, x: Tensor, background: Tensor | BackgroundTerm,
@@ -161,14 +161,6 @@ def validate_groups(groups: Tensor, n_features: int) -> tuple[Tensor, int]:
         missing = torch.nonzero(~used).flatten()[:5].tolist()
         raise ValueError(f"groups must use every id in 0..{m - 1}; ids {missing} are unused (renumber them)")
     return groups.long(), m
-
-
-def _shapley_weight(c: Tensor) -> Tensor:
-    return torch.where(torch.remainder(c, 2.0) == 1.0, c.clamp_min(1.0).reciprocal(), 0.0)
-
-
-def _banzhaf_weight(c: Tensor) -> Tensor:
-    return (c == 1.0).to(c.dtype)
 
 
 def _interaction_weight(c: Tensor) -> Tensor:
@@ -284,14 +276,37 @@ def _dis_blocks(spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm, gro
 
 
 def _grouped_first_order(spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm, groups: Tensor, m: int,
-                         weight, max_memory: int | str | None) -> Tensor:
-    s = term.signed_amplitudes
-    out = xq.new_zeros(xq.shape[0], m)
-    for q0, q1, b0, b1, f0, f1, dis in _dis_blocks(spectrum, xq, term, groups, m, max_memory):
-        w = weight(dis.sum(-1)) * s[None, b0:b1, f0:f1]
-        contrib = torch.einsum("qbf,qbfg->qg", w, dis)
-        out = out.index_add(0, torch.arange(q0, q1, device=xq.device), contrib)
-    return out * (-2.0 / term.background.shape[0])
+                         kind: str, max_memory: int | str | None) -> Tensor:
+    """Shapley or Banzhaf values of grouped players, as batched products (no ``(Q, B, k, m)`` tensor).
+
+    With parity bits ``p`` of each player, ``dis_g = p_q + p_b - 2 p_q p_b``, so ``c = Σ_g dis_g`` and
+    ``Σ_{b,f} W dis_g`` reduce to per-frequency products of ``(Q, m)`` and ``(m, B)`` matrices.
+    """
+    bg, s = term.background, term.signed_amplitudes
+    q_rows, b_rows, k, n = xq.shape[0], bg.shape[0], len(spectrum), spectrum.n_features
+    freq = spectrum.frequencies.to(device=xq.device, dtype=xq.dtype)
+    layout = _group_layout(groups, m, spectrum.frequencies.any(0).to(groups.device))
+    t = _signed_query_amplitudes(spectrum, xq, freq.T)
+    elements = parse_memory(max_memory) // (6 * xq.element_size())
+    kc = max(1, min(k, elements // (b_rows * (m + 1) + n + 1)))
+    qc = max(1, min(q_rows, elements // max(kc * (b_rows + m), 1)))
+    out = xq.new_zeros(q_rows, m)
+    for f0, f1 in chunk_bounds(k, kc):
+        bits_b = _parity_bits(bg, freq[f0:f1], layout).permute(1, 0, 2)  # (kc, B, m)
+        s_b = s[:, f0:f1].T[:, None, :]  # (kc, 1, B)
+        for q0, q1 in chunk_bounds(q_rows, qc):
+            bits_q = _parity_bits(xq[q0:q1], freq[f0:f1], layout).permute(1, 0, 2)  # (kc, q, m)
+            counts = bits_q.sum(-1, keepdim=True) + bits_b.sum(-1)[:, None, :] \
+                - 2.0 * torch.bmm(bits_q, bits_b.transpose(1, 2))  # (kc, q, B)
+            if kind == "shapley":  # s·[c odd] = (s - t)/2 as in the singleton form
+                w = (s_b - t[q0:q1, f0:f1].T[:, :, None]) / (2.0 * counts.clamp_(min=1.0))
+            else:
+                w = s_b * (counts == 1.0)
+            per_q = w.sum(-1, keepdim=True)  # (kc, q, 1)
+            weighted_b = torch.bmm(w, bits_b)  # (kc, q, m): Σ_b w p_b
+            contrib = (per_q * bits_q + weighted_b - 2.0 * bits_q * weighted_b).sum(0)
+            out = out.index_add(0, torch.arange(q0, q1, device=xq.device), contrib)
+    return out * (-2.0 / b_rows)
 
 
 def _grouped_interactions(spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm, groups: Tensor | None,
