@@ -16,7 +16,8 @@ TUTORIALS = [p for p in ALL if p.stem != "goals_bnn"]
 
 def test_there_are_tutorials_for_every_family():
     names = {p.stem for p in ALL}
-    assert {"fourier_landscapes", "trees_continuous", "goals_gp", "goals_bnn", "idx_classifiers"} <= names
+    assert {"fourier_landscapes", "trees_continuous", "goals_gp", "goals_bnn", "idx_classifiers",
+            "lightning_training", "captum_interop"} <= names
 
 
 @pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.stem)

@@ -87,7 +87,7 @@ def shapley_values(spectrum: FourierSpectrum, x: Tensor, background: Tensor | Ba
         ``(Q, m)`` Shapley values (``m = n`` without groups), in the output's units.
     """
     term, xq, groups, m = _prepare(spectrum, x, background, groups, relaxed)
-    if relaxed:
+    if relaxed and not bool(((xq == 0) | (xq == 1)).all()):  # binary queries take the exact integer path
         if groups is not None:
             raise ValueError("relaxed=True supports singleton players only; pass groups=None")
         return _relaxed_shapley(spectrum, xq, term, max_memory)
