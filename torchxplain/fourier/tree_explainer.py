@@ -181,16 +181,6 @@ class TreeFourierShap(FourierShap):
         """``(Q, m_used)`` player values -> ``(Q, p)``: each feature gets its player's value (0 if no split)."""
         return torch.cat([values, values.new_zeros(values.shape[0], 1)], dim=1)[:, slot]
 
-    @staticmethod
-    def _split(values: Tensor, inputs: tuple[Tensor, ...], shapes: list[torch.Size]) -> tuple[Tensor, ...]:
-        out, start = [], 0
-        for t, shape in zip(inputs, shapes):
-            width = t[0].numel()
-            dtype = t.dtype if t.is_floating_point() else values.dtype
-            out.append(values[:, start:start + width].reshape(shape).to(dtype))
-            start += width
-        return tuple(out)
-
     def _attribute(self, inputs: tuple[Tensor, ...], *, baselines: Any, target: Any,
                    additional_forward_args: Any, feature_mask: tuple[Tensor, ...] | None,
                    show_progress: bool, **kwargs: Any) -> tuple[Tensor, ...]:
@@ -202,7 +192,7 @@ class TreeFourierShap(FourierShap):
         xb, groups, slot, shapes = self._encode(inputs, feature_mask)
         phi = shapley_values(self.spectrum, xb, self._background_term(baselines), groups=groups,
                              max_memory=self.max_memory)
-        return self._split(self._per_feature(phi, slot), inputs, shapes)
+        return self._unflatten(self._per_feature(phi, slot), inputs, shapes)
 
     def banzhaf(self, inputs: Tensor | tuple[Tensor, ...], feature_mask: Tensor | tuple[Tensor, ...] | None = None,
                 baselines: Tensor | None = None) -> Tensor | tuple[Tensor, ...]:
@@ -212,7 +202,7 @@ class TreeFourierShap(FourierShap):
         xb, groups, slot, shapes = self._encode(inputs_t, mask)
         beta = banzhaf_values(self.spectrum, xb, self._background_term(baselines), groups=groups,
                               max_memory=self.max_memory)
-        out = self._split(self._per_feature(beta, slot), inputs_t, shapes)
+        out = self._unflatten(self._per_feature(beta, slot), inputs_t, shapes)
         return out if isinstance(inputs, tuple) else out[0]
 
     def interactions(self, inputs: Tensor | tuple[Tensor, ...],
