@@ -390,16 +390,17 @@ def summary(results: dict) -> None:
     print("\nTargets")
     ent = results.get("Entacmaea")
     if ent:
-        ok = [r for r in ent["fourier"] if r["r2_shap"] >= 0.99]
-        if ok:
-            best = max(ok, key=lambda r: r["speedup_values"])
-            print(f"  n=13, R² SHAP >= 0.99: {best['label']} k={best['k']} (R² {best['r2_shap']:.4f}): values "
-                  f"{best['speedup_values']:,.0f}x faster than KernelExplainer per row (target >= 1,000x: "
+        for label in dict.fromkeys(r["label"] for r in ent["fourier"]):
+            ok = [r for r in ent["fourier"] if r["label"] == label and r["r2_shap"] >= 0.99]
+            if not ok:
+                print(f"  n=13, {label}: no k reached R² SHAP >= 0.99 (MISSED)")
+                continue
+            best = min(ok, key=lambda r: r["k"])
+            print(f"  n=13, {label}, smallest k with R² SHAP >= 0.99: k={best['k']} (R² {best['r2_shap']:.4f}): "
+                  f"values {best['speedup_values']:,.0f}x faster than KernelExplainer per row (target >= 1,000x: "
                   f"{'met' if best['speedup_values'] >= 1000 else 'MISSED'}); amortized over 1,000 rows "
                   f"{best['speedup_amortized_1000']:,.0f}x (target >= 100x: "
                   f"{'met' if best['speedup_amortized_1000'] >= 100 else 'MISSED'})")
-        else:
-            print("  n=13: no FourierSHAP setting reached R² >= 0.99 (MISSED)")
     for name in ("SGEMM", "GB1"):
         if name in results:
             best = max(results[name]["fourier"], key=lambda r: r["r2_shap"])
