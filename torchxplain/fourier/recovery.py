@@ -209,13 +209,13 @@ def plan_hashing(n_features: int, k: int, max_degree: int | None, n_queries: int
         values = {"n_bits": bits, "n_hashes": hashes, "n_delays": delays, "n_refit": refit_rows} | fixed
         return HashingPlan(decoder=decoder, **values)
 
-    default = make(top_bits, 3, default_delays(n_features, decoder, n_cand), max(10 * k, 1000))
+    default = make(top_bits, 3, default_delays(decoder, n_cand), max(10 * k, 1000))
     if n_queries is None:
         return default
     ladder = [
         default,
         replace(default, n_refit=fixed.get("n_refit", 4 * k)),
-        make(top_bits, 2, default_delays(n_features, decoder, n_cand), 4 * k),
+        make(top_bits, 2, default_delays(decoder, n_cand), 4 * k),
         make(top_bits, 2, min_delays, 4 * k),
         make(max(1, min(log_k, top_bits)), 2, min_delays, 2 * k),
     ]

@@ -245,7 +245,7 @@ def sparse_wht(query: Query, n_features: int, plan: HashingPlan, *, max_degree: 
     return freqs, amps, {"rounds": rounds}
 
 
-def default_delays(n_features: int, decoder: str, n_candidates: int | None) -> int:
+def default_delays(decoder: str, n_candidates: int | None) -> int:
     """Default ``n_delays``: 3 base delays for the bitwise decoder; ``2 log2(candidates) + 4`` signatures."""
     if decoder == "bitwise":
         return 3
