@@ -1,11 +1,7 @@
 """torchxplain: FourierSHAP, GOALS and IDX as Captum-compatible torch modules."""
 
-from torchxplain import fourier
-from torchxplain import goals
-from torchxplain import idx
-from torchxplain.fourier import FourierShap, FourierSpectrum, SparseFourierSurrogate
-from torchxplain.fourier import tree_spectrum
-from torchxplain.fourier import fit_sparse_fourier
+from torchxplain import fourier, goals, idx, viz
+from torchxplain.fourier import FourierShap, FourierSpectrum, SparseFourierSurrogate, fit_sparse_fourier, tree_spectrum
 from torchxplain.goals import Goals
 from torchxplain.integrations.after_fit import AfterFitResult, explain_after_fit
 
@@ -15,12 +11,13 @@ __all__ = [
     "AfterFitResult",
     "FourierShap",
     "FourierSpectrum",
-    "SparseFourierSurrogate",
     "Goals",
+    "SparseFourierSurrogate",
     "explain_after_fit",
     "fit_sparse_fourier",
     "fourier",
     "goals",
     "idx",
     "tree_spectrum",
+    "viz",
 ]
