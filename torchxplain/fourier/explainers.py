@@ -43,7 +43,8 @@ class FourierShap(ExplainerBase):
             ``NoiseTunnel`` and ``sensitivity_max``, which add continuous noise).
         max_memory: budget for chunked intermediates (bytes or e.g. ``"2GB"``).
         show_progress: progress bar during the fit.
-        **fit_options: passed to ``fit_sparse_fourier`` (e.g. ``batch_size``, ``eval_data``).
+        **fit_options: passed to ``fit_sparse_fourier`` (e.g. ``batch_size``; ``eval_data`` defaults to the
+            background, so the fit report gives the surrogate's R² on the data distribution too).
     """
 
     def __init__(self, forward_func: Callable[..., Tensor] | None, background: Tensor, k: int = 256,
@@ -65,7 +66,7 @@ class FourierShap(ExplainerBase):
             spectrum, self.fit_report = fit_sparse_fourier(
                 forward_func, n, k=k, max_degree=max_degree, n_queries=n_queries, method=method,
                 target=target, seed=seed, device=background.device, show_progress=show_progress,
-                return_report=True, **fit_options,
+                return_report=True, **{"eval_data": background, **fit_options},
             )
         elif spectrum.n_features != n:
             raise ValueError(f"background has {n} features but the spectrum has {spectrum.n_features}")
@@ -201,7 +202,8 @@ class FourierShap(ExplainerBase):
         shapes = [t.shape for t in inputs]
         rows = {t.shape[0] for t in inputs}
         if len(rows) != 1 or any(t.ndim < 2 for t in inputs):
-            raise ValueError(f"inputs must be tensors (Q, ...) with the same Q, got shapes {[tuple(s) for s in shapes]}")
+            got = [tuple(s) for s in shapes]
+            raise ValueError(f"inputs must be tensors (Q, ...) with the same Q, got shapes {got}")
         x = torch.cat([t.reshape(t.shape[0], -1) for t in inputs], dim=1)
         if x.shape[1] != self.n_features:
             raise ValueError(f"inputs hold {x.shape[1]} features in all, but the spectrum has {self.n_features}")
