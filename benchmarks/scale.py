@@ -2,7 +2,8 @@
 
 Peers measured in the same run, on the same explainer and rows:
 
-* ``direct``: ``explainer.attribute`` on all rows in this process (1 thread, then the default thread count);
+* ``kernel only``: ``tx.fourier.shapley_values`` on the detached spectrum, batch by batch, in this process;
+* ``direct attribute``: ``explainer.attribute`` batch by batch in this process (1 thread, then the default count);
 * ``lightning x1``: ``Trainer.predict(ExplainModule(...))`` with an ``ExplanationWriter``, 1 process, 1 thread;
 * ``lightning ddp x2``: the same with ``devices=2, strategy="ddp"``, each process pinned to 1 thread.
 
@@ -97,15 +98,26 @@ def launch(devices: int, rows: int, batch_size: int) -> tuple[float, float]:
     return result["seconds"], wall
 
 
-def direct_rate(rows: int, threads: int, repeat: int) -> float:
+def direct_rate(rows: int, threads: int, repeat: int, batch_size: int, kernel_only: bool = False) -> float:
+    """Rows/s of ``explainer.attribute`` (or, with ``kernel_only``, of ``shapley_values`` on the detached spectrum)
+    over the rows in batches of ``batch_size``, in this process."""
+    from torchxplain.fourier import FourierSpectrum, shapley_values
+
     explainer, x = make_problem(rows)
+    spectrum = FourierSpectrum(explainer.spectrum.frequencies, explainer.spectrum.amplitudes.detach())
+    if kernel_only:
+        def explain(batch):
+            return shapley_values(spectrum, batch, explainer.background, max_memory=explainer.max_memory)
+    else:
+        explain = explainer.attribute
     torch.set_num_threads(threads)
     best = float("inf")
     with threadpool_limits(threads):
-        explainer.attribute(x[:64])
+        explain(x[:64])
         for _ in range(repeat):
             start = time.perf_counter()
-            explainer.attribute(x)
+            for i in range(0, rows, batch_size):
+                explain(x[i:i + batch_size]).detach()
             best = min(best, time.perf_counter() - start)
     return rows / best
 
@@ -150,20 +162,23 @@ def main() -> None:
     print(f"FourierSHAP (Eq. 5) on {rows} rows: n={n}, k={k}, |D|={b}, float32, batch {args.batch_size}; "
           f"{flops_per_row() / 1e6:.0f} MFLOP per row; {os.cpu_count()} CPU cores, default {default_threads} threads; "
           f"load average before: {os.getloadavg()[0]:.1f}; best of {args.repeat}")
-    one_thread = direct_rate(rows, 1, args.repeat)
-    all_threads = direct_rate(rows, default_threads, args.repeat)
+    kernel = direct_rate(rows, 1, args.repeat, args.batch_size, kernel_only=True)
+    one_thread = direct_rate(rows, 1, args.repeat, args.batch_size)
+    all_threads = direct_rate(rows, default_threads, args.repeat, args.batch_size)
     single, single_wall = best_launch(1, rows, args.batch_size, args.repeat)
     ddp, ddp_wall = best_launch(2, rows, args.batch_size, args.repeat)
     torch.set_num_threads(default_threads)
     print(f"{'run':<34} {'rows/s':>9} {'vs lightning x1':>16} {'wall s (start-up incl.)':>24}")
-    print(f"{'direct, 1 thread':<34} {one_thread:>9.0f} {one_thread / (rows / single):>16.2f}")
-    print(f"{f'direct, {default_threads} threads':<34} {all_threads:>9.0f} {all_threads / (rows / single):>16.2f}")
+    print(f"{'kernel only (shapley_values), 1 t':<34} {kernel:>9.0f} {kernel / (rows / single):>16.2f}")
+    print(f"{'direct attribute, 1 thread':<34} {one_thread:>9.0f} {one_thread / (rows / single):>16.2f}")
+    print(f"{f'direct attribute, {default_threads} threads':<34} {all_threads:>9.0f} "
+          f"{all_threads / (rows / single):>16.2f}")
     print(f"{'lightning x1 (1 proc, 1 thread)':<34} {rows / single:>9.0f} {1.0:>16.2f} {single_wall:>24.1f}")
     print(f"{'lightning ddp x2 (2 procs, 1 thr)':<34} {rows / ddp:>9.0f} {single / ddp:>16.2f} {ddp_wall:>24.1f}")
     print(f"DDP scaling efficiency on 2 processes: {single / ddp / 2:.0%} "
           f"(load average after: {os.getloadavg()[0]:.1f})")
 
-    kernel_gflops = one_thread * flops_per_row() / 1e9
+    kernel_gflops = kernel * flops_per_row() / 1e9
     reference = matmul_gflops(1)
     efficiency = kernel_gflops / reference
     print(f"\nkernel: {kernel_gflops:.1f} GFLOP/s on 1 thread = {efficiency:.0%} of torch.matmul's "
