@@ -78,3 +78,17 @@ def test_errors_are_clear():
         ex.attribute(xq, target=2)
     with pytest.raises(ValueError, match="background"):
         FourierShap.from_spectrum(spec, bg[:, :3])
+
+
+def test_values_carry_no_graph_unless_differentiable():
+    spec, freq, amp, xq, bg = random_case(9, 6, 20, 4, 3)
+    plain = FourierShap.from_spectrum(spec, bg)
+    assert not plain.attribute(xq).requires_grad
+    diff = FourierShap.from_spectrum(spec, bg, differentiable=True)
+    phi = diff.attribute(xq)
+    (grad,) = torch.autograd.grad(phi[0, 0], diff.surrogate.amplitudes)
+    # the values are linear in the amplitudes: the gradient is the value of each single-frequency spectrum
+    one = torch.zeros_like(spec.amplitudes)
+    one[0] = 1.0
+    single = shapley_values(type(spec)(spec.frequencies, one), xq, bg)[0, 0]
+    torch.testing.assert_close(grad[0], single)

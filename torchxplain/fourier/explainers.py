@@ -43,6 +43,9 @@ class FourierShap(ExplainerBase):
             ``NoiseTunnel`` and ``sensitivity_max``, which add continuous noise).
         max_memory: budget for chunked intermediates (bytes or e.g. ``"2GB"``).
         show_progress: progress bar during the fit.
+        spectrum: a known spectrum (skips the fit; see :meth:`from_spectrum`).
+        differentiable: keep the autograd graph from the surrogate's amplitudes to the values (to train
+            through the values); off by default, since the graph would hold every chunk's intermediates.
         **fit_options: passed to ``fit_sparse_fourier`` (e.g. ``batch_size``; ``eval_data`` defaults to the
             background, so the fit report gives the surrogate's R² on the data distribution too).
     """
@@ -52,7 +55,7 @@ class FourierShap(ExplainerBase):
                  target: int | None = None, groups: Tensor | None = None, seed: int = 0,
                  relaxed: bool = False, max_memory: int | str | None = None,
                  show_progress: bool | None = None, spectrum: FourierSpectrum | None = None,
-                 **fit_options: Any) -> None:
+                 differentiable: bool = False, **fit_options: Any) -> None:
         super().__init__(forward_func)
         check_matrix(background, "background")
         check_binary(background, "background")
@@ -80,18 +83,21 @@ class FourierShap(ExplainerBase):
         self.target = target
         self.relaxed = relaxed
         self.max_memory = max_memory
+        self.differentiable = differentiable
 
     @classmethod
     def from_spectrum(cls, spectrum: FourierSpectrum, background: Tensor, groups: Tensor | None = None,
-                      relaxed: bool = False, max_memory: int | str | None = None) -> FourierShap:
+                      relaxed: bool = False, max_memory: int | str | None = None,
+                      differentiable: bool = False) -> FourierShap:
         """An explainer of a known spectrum; ``forward_func`` is its :class:`SparseFourierSurrogate`.
 
         Args:
             spectrum: ``k`` frequencies on ``n`` features.
             background: ``(B, n)`` binary background.
-            groups, relaxed, max_memory: as in the constructor.
+            groups, relaxed, max_memory, differentiable: as in the constructor.
         """
-        return cls(None, background, groups=groups, relaxed=relaxed, max_memory=max_memory, spectrum=spectrum)
+        return cls(None, background, groups=groups, relaxed=relaxed, max_memory=max_memory, spectrum=spectrum,
+                   differentiable=differentiable)
 
     @classmethod
     def from_trees(cls, model: Any, background: Tensor, target: int | None = None, **options: Any) -> FourierShap:
@@ -114,7 +120,8 @@ class FourierShap(ExplainerBase):
     def _config(self) -> dict[str, Any]:
         """Constructor metadata for ``save``; the spectrum, background and groups are in the ``state_dict``."""
         return {"n_features": self.n_features, "target": self.target, "relaxed": self.relaxed,
-                "max_memory": self.max_memory, "has_groups": self.groups is not None}
+                "max_memory": self.max_memory, "has_groups": self.groups is not None,
+                "differentiable": self.differentiable}
 
     @classmethod
     def _from_config(cls, config: dict[str, Any], state: dict[str, Tensor],
@@ -123,7 +130,8 @@ class FourierShap(ExplainerBase):
         spectrum = FourierSpectrum(state["surrogate.frequencies"], state["surrogate.amplitudes"])
         groups = state["groups"] if config["has_groups"] else None
         return cls(forward_func, state["background"], target=config["target"], groups=groups,
-                   relaxed=config["relaxed"], max_memory=config["max_memory"], spectrum=spectrum)
+                   relaxed=config["relaxed"], max_memory=config["max_memory"], spectrum=spectrum,
+                   differentiable=config.get("differentiable", False))
 
     def _attribute(self, inputs: tuple[Tensor, ...], *, baselines: Any, target: Any,
                    additional_forward_args: Any, feature_mask: tuple[Tensor, ...] | None,
@@ -172,7 +180,8 @@ class FourierShap(ExplainerBase):
 
     # -----------------------------------------------------------------------------------------------
     def _spectrum_for_values(self) -> FourierSpectrum:
-        return FourierSpectrum(self.surrogate.frequencies, self.surrogate.amplitudes)
+        amplitudes = self.surrogate.amplitudes
+        return FourierSpectrum(self.surrogate.frequencies, amplitudes if self.differentiable else amplitudes.detach())
 
     def _check_target(self, target: Any) -> None:
         if target is None:
