@@ -28,3 +28,7 @@ def run(explainer_path: str, rows_path: str, out_dir: str, devices: int, batch_s
 
 if __name__ == "__main__":
     run(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    # gloo's threads abort the interpreter at exit ("terminate called without an active exception") now and
+    # then unless the process group is torn down first
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
