@@ -79,6 +79,8 @@ def worker(devices: int, rows: int, batch_size: int, out_dir: str) -> None:
     with threadpool_limits(1):
         trainer.predict(ExplainModule(explainer), DataLoader(TensorDataset(x), batch_size=batch_size),
                         return_predictions=False)
+    if torch.distributed.is_initialized():  # gloo can abort at interpreter exit without this
+        torch.distributed.destroy_process_group()
 
 
 def launch(devices: int, rows: int, batch_size: int) -> tuple[float, float]:
