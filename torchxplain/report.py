@@ -43,7 +43,7 @@ def write_report(out_dir: str | Path, title: str, sections: list[Section], max_r
     for section in sections:
         md += [f"## {section.title}", "", section.text, ""]
         body += [f"<h2>{html.escape(section.title)}</h2>"]
-        body += [f"<p>{html.escape(p)}</p>" for p in section.text.split("\n\n") if p.strip()]
+        body += [f"<p>{html.escape(p).replace(chr(10), '<br>')}</p>" for p in section.text.split("\n\n") if p.strip()]
         for name, caption in section.figures:
             md += [f"![{caption}]({name})", "", f"*{caption}*", ""]
             body.append(f'<figure><img src="{html.escape(name)}" alt="{html.escape(caption)}">'

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +17,26 @@ from torchxplain.config import ConfigError, ReportConfig, from_mapping, load_con
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "torchxplain.cli", *args], capture_output=True, text=True,
                           cwd=cwd, env={"TORCHXPLAIN_PROGRESS": "0", "MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin"})
+
+
+def images_loaded_in_chromium(page: Path) -> tuple[int, int] | None:
+    """(images, images loaded) as headless Chromium sees the page; None when Chromium is not installed."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        return None
+    probe = page.with_name("probe.html")
+    script = ('<script>window.addEventListener("load",()=>{const im=[...document.images];'
+              'document.body.setAttribute("data-images",im.length);document.body.setAttribute("data-loaded",'
+              'im.filter(i=>i.complete&&i.naturalWidth>0).length)})</script></body>')
+    probe.write_text(page.read_text().replace("</body>", script))
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                          "--disable-component-update", "--disable-sync", "--no-first-run",
+                          f"--user-data-dir={page.parent / 'chromium-profile'}", "--allow-file-access-from-files",
+                          "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    match = re.search(r'data-images="(\d+)" data-loaded="(\d+)"', dom)
+    assert match, "Chromium did not render the report"
+    return int(match.group(1)), int(match.group(2))
 
 
 def test_help_lists_the_commands():
@@ -70,6 +92,9 @@ def test_quick_demo_writes_a_report_with_valid_pngs(tmp_path):
     for name in images:
         data = (out / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
+    loaded = images_loaded_in_chromium(out / "report.html")
+    if loaded is not None:
+        assert loaded == (len(images), len(images)), f"Chromium loaded {loaded[1]} of {loaded[0]} images"
     assert {"fourier_beeswarm.png", "trees_beeswarm.png", "goals_importance.png", "idx_play_outside.png"} <= set(images)
     numbers = json.loads((out / "numbers.json").read_text())
     fourier = numbers["FourierSHAP: MLP on the Entacmaea fluorescence landscape"]
