@@ -23,6 +23,22 @@ class TestFourierShapContract(ExplainerTestCase):
         return torch.randint(0, 2, (5, 8), generator=torch.Generator().manual_seed(1)).to(dtype)
 
 
+class TestBlackBoxFourierShapContract(ExplainerTestCase):
+    """The user's MLP is the forward_func: it must never enter the explainer's state or be moved by it."""
+
+    atol = 1e-10
+
+    def make_explainer(self, dtype):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1),
+                                    torch.nn.Flatten(0)).to(dtype)
+        background = torch.randint(0, 2, (6, 8), generator=torch.Generator().manual_seed(2)).to(dtype)
+        return FourierShap(model, background, k=256, method="exact", relaxed=True)
+
+    def make_inputs(self, dtype):
+        return torch.randint(0, 2, (5, 8), generator=torch.Generator().manual_seed(1)).to(dtype)
+
+
 def test_attribute_equals_brute_force_and_feature_mask_broadcasts_group_values():
     spec, freq, amp, xq, bg = random_case(3, 7, 30, 5, 4)
     ex = FourierShap.from_spectrum(spec, bg)

@@ -78,11 +78,22 @@ def check_captum_metrics(explainer: Any, inputs: Tensor, forward_func: Any, **kw
     assert sens.shape == (inputs.shape[0],) and bool(torch.isfinite(sens).all()), "sensitivity_max failed"
 
 
+def _user_models(explainer: Any) -> list[nn.Module]:
+    """The user's modules an explainer holds: ``forward_func`` (unless it is the explainer's own) and ``model``."""
+    found = []
+    if not getattr(explainer, "owns_forward_func", False):
+        found.append(explainer.forward_func)
+    found.append(vars(explainer).get("model"))
+    return [m for m in found if isinstance(m, nn.Module)]
+
+
 def check_user_model_untouched(explainer: Any) -> None:
     """``.to(float64)``, ``.train()`` and ``state_dict`` leave the user's model alone."""
-    model = explainer.forward_func
-    if not isinstance(model, nn.Module) or getattr(explainer, "owns_forward_func", False):
-        return
+    for model in _user_models(explainer):
+        _check_untouched(explainer, model)
+
+
+def _check_untouched(explainer: Any, model: nn.Module) -> None:
     before = {k: (v.dtype, v.clone()) for k, v in model.state_dict().items()}
     mode = model.training
     moved = copy.copy(explainer)
@@ -98,9 +109,8 @@ def check_state_dict_is_own(explainer: Any) -> None:
     """The explainer's ``state_dict`` holds none of the user's model weights."""
     if not isinstance(explainer, nn.Module):
         return
-    model = explainer.forward_func
     state = explainer.state_dict(keep_vars=True)
-    if isinstance(model, nn.Module) and not getattr(explainer, "owns_forward_func", False):
+    for model in _user_models(explainer):
         user = {id(t) for t in model.state_dict(keep_vars=True).values()}
         leaked = [k for k, v in state.items() if id(v) in user]
         assert not leaked, f"explainer state_dict holds the user's model weights: {leaked}"
