@@ -18,8 +18,22 @@ from torch import Tensor
 from torchxplain.data.landscapes import load_entacmaea
 
 DATA_ROOT = Path(os.environ.get("TORCHXPLAIN_DATA", Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
-SGEMM_PARAMS = ("MWG", "NWG", "KWG", "MDIMC", "NDIMC", "MDIMA", "NDIMB", "KWI", "VWM", "VWN",
-                "STRM", "STRN", "SA", "SB")
+SGEMM_PARAMS = (
+    "MWG",
+    "NWG",
+    "KWG",
+    "MDIMC",
+    "NDIMC",
+    "MDIMA",
+    "NDIMB",
+    "KWI",
+    "VWM",
+    "VWN",
+    "STRM",
+    "STRN",
+    "SA",
+    "SB",
+)
 
 
 class DatasetMissing(FileNotFoundError):
@@ -60,16 +74,22 @@ def _path(*parts: str) -> Path:
 def entacmaea() -> Dataset:
     """All 2^13 Entacmaea genotypes (Poelwijk et al. 2019), red brightness."""
     x, y = load_entacmaea("brightness_red")
-    return Dataset("Entacmaea", x, _standardise(y.double().numpy()), torch.arange(13),
-                   "all 8,192 genotypes, brightness_red")
+    return Dataset(
+        "Entacmaea", x, _standardise(y.double().numpy()), torch.arange(13), "all 8,192 genotypes, brightness_red"
+    )
 
 
 def sgemm() -> Dataset:
     """SGEMM GPU kernel (Nugteren & Codreanu 2015), 20k-row subsample, 14 parameters one-hot = 40 bits."""
     frame = pd.read_csv(_path("sgemm_gpu_subsample", "sgemm_subsample_20k.csv"))
     x, groups = _one_hot(frame[list(SGEMM_PARAMS)])
-    return Dataset("SGEMM", x, _standardise(np.log(frame["run_mean_ms"].to_numpy())), groups,
-                   "20,000-row subsample, log mean run time")
+    return Dataset(
+        "SGEMM",
+        x,
+        _standardise(np.log(frame["run_mean_ms"].to_numpy())),
+        groups,
+        "20,000-row subsample, log mean run time",
+    )
 
 
 def gb1() -> Dataset:
@@ -78,5 +98,6 @@ def gb1() -> Dataset:
     sites = frame["variant"].str.split("", expand=True).iloc[:, 1:5]
     sites.columns = ["39", "40", "41", "54"]
     x, groups = _one_hot(sites)
-    return Dataset("GB1", x, _standardise(frame["fitness"].to_numpy()), groups,
-                   "160,000 variants (measured + imputed), fitness")
+    return Dataset(
+        "GB1", x, _standardise(frame["fitness"].to_numpy()), groups, "160,000 variants (measured + imputed), fitness"
+    )

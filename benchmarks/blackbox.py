@@ -48,12 +48,14 @@ from torchxplain.fourier import FourierSpectrum, fit_sparse_fourier, shapley_val
 
 # ----------------------------------------------------------------------------- model
 
+
 def train_mlp(ds: _data.Dataset, epochs: int, device: str, seed: int = 0) -> tuple[nn.Module, float, float]:
     """3 hidden layers of 300 ReLU units, Adam (lr 0.01), MSE on 90% of the rows; returns (net, test R², s)."""
     torch.manual_seed(seed)
     n = ds.x.shape[1]
-    net = nn.Sequential(nn.Linear(n, 300), nn.ReLU(), nn.Linear(300, 300), nn.ReLU(), nn.Linear(300, 300),
-                        nn.ReLU(), nn.Linear(300, 1)).to(device)
+    net = nn.Sequential(
+        nn.Linear(n, 300), nn.ReLU(), nn.Linear(300, 300), nn.ReLU(), nn.Linear(300, 300), nn.ReLU(), nn.Linear(300, 1)
+    ).to(device)
     perm = torch.randperm(ds.x.shape[0])
     cut = int(0.9 * len(perm))
     xtr, ytr = ds.x[perm[:cut]].to(device), ds.y[perm[:cut]].to(device)
@@ -64,7 +66,7 @@ def train_mlp(ds: _data.Dataset, epochs: int, device: str, seed: int = 0) -> tup
     for _ in range(epochs):
         order = torch.randperm(len(xtr), device=device)
         for i in range(0, len(xtr), batch):
-            idx = order[i:i + batch]
+            idx = order[i : i + batch]
             loss = nn.functional.mse_loss(net(xtr[idx])[:, 0], ytr[idx])
             opt.zero_grad()
             loss.backward()
@@ -79,18 +81,21 @@ def scalar(net: nn.Module):
     def f(x: Tensor) -> Tensor:
         with torch.no_grad():
             return net(x)[:, 0]
+
     return f
 
 
 # ----------------------------------------------------------------------------- ground truth
+
 
 def _shapley_from_games(v: Tensor, players: int) -> Tensor:
     """Shapley values ``(G, players)`` of games tabulated as ``v : (G, 2**players)`` (bit i = player i)."""
     index = torch.arange(2**players, device=v.device)
     size = ((index[:, None] >> torch.arange(players, device=v.device)) & 1).sum(1)
     fact = [math.factorial(c) for c in range(players + 1)]
-    weight = torch.tensor([fact[c] * fact[players - c - 1] / fact[players] for c in range(players)],
-                          dtype=v.dtype, device=v.device)
+    weight = torch.tensor(
+        [fact[c] * fact[players - c - 1] / fact[players] for c in range(players)], dtype=v.dtype, device=v.device
+    )
     out = []
     for i in range(players):
         s = index[(index >> i) & 1 == 0]
@@ -102,8 +107,8 @@ def truth_on_cube(f, queries: Tensor, background: Tensor) -> Tensor:
     """Exact interventional SHAP for n ≤ 16: tabulate ``f`` on the cube, then all 2^n coalitions per query."""
     n = queries.shape[1]
     codes = 2 ** torch.arange(n, device=queries.device)
-    cube = ((torch.arange(2**n, device=queries.device)[:, None] >> torch.arange(n, device=queries.device)) & 1)
-    table = torch.cat([f(cube[i:i + 65536].to(queries.dtype)) for i in range(0, 2**n, 65536)]).double()
+    cube = (torch.arange(2**n, device=queries.device)[:, None] >> torch.arange(n, device=queries.device)) & 1
+    table = torch.cat([f(cube[i : i + 65536].to(queries.dtype)) for i in range(0, 2**n, 65536)]).double()
     qi, bi = (queries.long() * codes).sum(1), (background.long() * codes).sum(1)
     masks = torch.arange(2**n, device=queries.device)
     v = torch.stack([table[(q & masks)[:, None] | (bi[None] & ~masks[:, None])].mean(1) for q in qi])
@@ -139,6 +144,7 @@ def truth_by_pairs(f, queries: Tensor, background: Tensor, max_players: int = 10
 
 # ----------------------------------------------------------------------------- peers
 
+
 def shap_kernel(f, queries: Tensor, background: Tensor, **kwargs) -> tuple[Tensor, float]:
     import shap
 
@@ -172,8 +178,7 @@ def captum_peer(kind: str, f, queries: Tensor, background: Tensor, n_samples: in
     wrapper = BackgroundAveraged(f, background)
     method = KernelShap(wrapper) if kind == "KernelShap" else ShapleyValueSampling(wrapper)
     start = time.perf_counter()
-    rows = [method.attribute(q[None], baselines=-1.0, n_samples=n_samples, perturbations_per_eval=64)
-            for q in queries]
+    rows = [method.attribute(q[None], baselines=-1.0, n_samples=n_samples, perturbations_per_eval=64) for q in queries]
     return torch.cat(rows).double().cpu(), time.perf_counter() - start
 
 
@@ -194,8 +199,10 @@ def kernel_converged(f, queries: Tensor, background: Tensor, max_factor: int) ->
 
 # ----------------------------------------------------------------------------- FourierSHAP
 
-def time_values(spectrum: FourierSpectrum, queries: Tensor, background: Tensor, repeat: int = 3
-                ) -> tuple[Tensor, float]:
+
+def time_values(
+    spectrum: FourierSpectrum, queries: Tensor, background: Tensor, repeat: int = 3
+) -> tuple[Tensor, float]:
     best, values = float("inf"), None
     for _ in range(repeat):
         start = time.perf_counter()
@@ -224,6 +231,7 @@ def print_table(title: str, header: list[str], rows: list[list]) -> None:
 
 # ----------------------------------------------------------------------------- sections
 
+
 def random_spectrum(n: int, k: int, degree: int, seed: int, device: str) -> FourierSpectrum:
     rng = np.random.default_rng(seed)
     keys: set[tuple[int, ...]] = set()
@@ -241,16 +249,28 @@ def recovery_section(args, results: dict) -> None:
     for n, k, d, cap in [(40, 50, 3, None), (40, 50, 3, 3), (236, 200, 2, 2)]:
         spec = random_spectrum(n, k, d, seed=n + k, device=args.device)
         start = time.perf_counter()
-        got, rep = fit_sparse_fourier(spec.evaluate, n, k=k, max_degree=cap, method="hashing", return_report=True,
-                                      show_progress=False, device=args.device, n_validation=0)
+        got, rep = fit_sparse_fourier(
+            spec.evaluate,
+            n,
+            k=k,
+            max_degree=cap,
+            method="hashing",
+            return_report=True,
+            show_progress=False,
+            device=args.device,
+            n_validation=0,
+        )
         seconds = time.perf_counter() - start
         truth = {tuple(r.nonzero()[:, 0].tolist()): float(a) for r, a in zip(spec.frequencies.cpu(), spec.amplitudes)}
         found = {tuple(r.nonzero()[:, 0].tolist()): float(a) for r, a in zip(got.frequencies.cpu(), got.amplitudes)}
         same = set(truth) == set(found)
         err = max(abs(truth[key] - found.get(key, 0.0)) for key in truth)
         rows.append([n, k, d, cap, rep.params["decoder"], f"{rep.n_queries:,}", same, f"{err:.1e}", f"{seconds:.2f}"])
-    print_table("Exact recovery of random sparse spectra from noiseless queries (method='hashing')",
-                ["n", "k", "degree", "max_degree", "decoder", "queries", "support exact", "max |Δa|", "s"], rows)
+    print_table(
+        "Exact recovery of random sparse spectra from noiseless queries (method='hashing')",
+        ["n", "k", "degree", "max_degree", "decoder", "queries", "support exact", "max |Δa|", "s"],
+        rows,
+    )
     results["recovery"] = rows
 
     rows = []
@@ -258,7 +278,7 @@ def recovery_section(args, results: dict) -> None:
     x = torch.randint(0, 2, (4000, 40), generator=torch.Generator().manual_seed(1)).double().to(args.device)
     clean = spec.evaluate(x)
     signal_sd = float(clean.std())
-    for sigma in ([0.0, 1.0, 10.0] if args.quick else [0.0, 0.3, 1.0, 3.0, 6.0, 10.0, 20.0]):
+    for sigma in [0.0, 1.0, 10.0] if args.quick else [0.0, 0.3, 1.0, 3.0, 6.0, 10.0, 20.0]:
         gen = torch.Generator(device=args.device).manual_seed(3)
 
         def noisy(z, sigma=sigma, gen=gen):
@@ -267,13 +287,25 @@ def recovery_section(args, results: dict) -> None:
 
         cells = [sigma, f"{sigma / signal_sd:.2f}"]
         for cap in (None, 3):
-            got, rep = fit_sparse_fourier(noisy, 40, k=50, max_degree=cap, method="hashing", return_report=True,
-                                          show_progress=False, device=args.device, n_validation=0)
+            got, rep = fit_sparse_fourier(
+                noisy,
+                40,
+                k=50,
+                max_degree=cap,
+                method="hashing",
+                return_report=True,
+                show_progress=False,
+                device=args.device,
+                n_validation=0,
+            )
             cells += [rep.params["recovered"], f"{r2(clean, got.evaluate(x)):.4f}", f"{rep.n_queries:,}"]
         rows.append(cells)
-    print_table(f"Additive Gaussian noise on queries of a 50-sparse, degree-3 spectrum (n=40, signal sd "
-                f"{signal_sd:.2f}); R² of the fit against the clean function on 4,000 fresh inputs",
-                ["sigma", "sigma/sd", "found", "R² bitwise", "queries", "found", "R² degree<=3", "queries"], rows)
+    print_table(
+        f"Additive Gaussian noise on queries of a 50-sparse, degree-3 spectrum (n=40, signal sd "
+        f"{signal_sd:.2f}); R² of the fit against the clean function on 4,000 fresh inputs",
+        ["sigma", "sigma/sd", "found", "R² bitwise", "queries", "found", "R² degree<=3", "queries"],
+        rows,
+    )
     results["noise"] = rows
 
 
@@ -286,9 +318,11 @@ def dataset_section(ds: _data.Dataset, args, results: dict) -> None:
     gen = torch.Generator().manual_seed(0)
     pick = torch.randperm(ds.x.shape[0], generator=gen)[: args.rows + args.background]
     queries = ds.x[pick[: args.rows]].to(device)
-    background = ds.x[pick[args.rows:]].to(device)
-    print(f"\n=== {ds.name}: n={n}, {ds.note}; MLP 3x300 trained {max(epochs, 1)} epochs in {train_s:.1f} s, "
-          f"test R² {test_r2:.3f}; {args.rows} query x {args.background} background rows")
+    background = ds.x[pick[args.rows :]].to(device)
+    print(
+        f"\n=== {ds.name}: n={n}, {ds.note}; MLP 3x300 trained {max(epochs, 1)} epochs in {train_s:.1f} s, "
+        f"test R² {test_r2:.3f}; {args.rows} query x {args.background} background rows"
+    )
 
     # ground truth
     start = time.perf_counter()
@@ -303,8 +337,10 @@ def dataset_section(ds: _data.Dataset, args, results: dict) -> None:
     else:
         truth_rows = queries[: args.truth_rows]
         truth, info = kernel_converged(f, truth_rows, background, max_factor=args.max_factor)
-        how = (f"KernelSHAP to convergence: nsamples factors {info['factors']}, successive R² "
-               f"{[round(v, 5) for v in info['r2_successive']]}")
+        how = (
+            f"KernelSHAP to convergence: nsamples factors {info['factors']}, successive R² "
+            f"{[round(v, 5) for v in info['r2_successive']]}"
+        )
     truth_s = time.perf_counter() - start
     with torch.no_grad():
         gap = float((truth.sum(1) - (f(truth_rows).double().cpu() - f(background).double().mean().cpu())).abs().max())
@@ -333,9 +369,17 @@ def dataset_section(ds: _data.Dataset, args, results: dict) -> None:
     for label, method, k, cap in configs:
         key = (method, cap, None if method == "exact" else k)
         if key not in cache:
-            spec, rep = fit_sparse_fourier(f, n, k=2**n if method == "exact" else k, max_degree=cap, method=method,
-                                           eval_data=eval_rows, return_report=True, show_progress=False,
-                                           device=device)
+            spec, rep = fit_sparse_fourier(
+                f,
+                n,
+                k=2**n if method == "exact" else k,
+                max_degree=cap,
+                method=method,
+                eval_data=eval_rows,
+                return_report=True,
+                show_progress=False,
+                device=device,
+            )
             cache[key] = (spec, rep)
         spec, rep = cache[key]
         spec = spec.prune(k=k)
@@ -345,27 +389,74 @@ def dataset_section(ds: _data.Dataset, args, results: dict) -> None:
         acc = r2(truth, values[:t_rows])
         r2_fit = rep.r2_uniform if method != "exact" else exact_r2(cache[key][0], spec)
         r2_rows = r2(f(eval_rows).double().cpu(), spec.evaluate(eval_rows).double().cpu())
-        rows.append([label, k, len(spec), f"{rep.n_queries:,}", f"{rep.wall_time_s:.2f}", f"{r2_fit:.4f}",
-                     f"{r2_rows:.4f}", f"{acc:.4f}", f"{value_row * 1e3:.3f}", f"{kernel_row_s / value_row:,.0f}x",
-                     f"{kernel_row_s / (value_row + fit_row):,.0f}x"])
-        records.append({"label": label, "k": k, "terms": len(spec), "queries": rep.n_queries,
-                        "fit_s": rep.wall_time_s, "r2_fit_uniform": r2_fit, "r2_eval_rows": r2_rows,
-                        "r2_shap": acc, "values_ms_per_row": value_row * 1e3,
-                        "speedup_values": kernel_row_s / value_row,
-                        "speedup_amortized_1000": kernel_row_s / (value_row + fit_row)})
-    print_table(f"FourierSHAP speed-accuracy over k ({ds.name}; R² SHAP vs ground truth on {t_rows} rows; speedups "
-                f"vs KernelExplainer defaults at {kernel_row_s:.3f} s/row; amortized = values + fit/1,000 rows)",
-                ["fit", "k", "terms", "queries", "fit s", "R² fit (cube)", "R² fit (rows)", "R² SHAP", "ms/row",
-                 "values speedup", "amortized"], rows)
+        rows.append(
+            [
+                label,
+                k,
+                len(spec),
+                f"{rep.n_queries:,}",
+                f"{rep.wall_time_s:.2f}",
+                f"{r2_fit:.4f}",
+                f"{r2_rows:.4f}",
+                f"{acc:.4f}",
+                f"{value_row * 1e3:.3f}",
+                f"{kernel_row_s / value_row:,.0f}x",
+                f"{kernel_row_s / (value_row + fit_row):,.0f}x",
+            ]
+        )
+        records.append(
+            {
+                "label": label,
+                "k": k,
+                "terms": len(spec),
+                "queries": rep.n_queries,
+                "fit_s": rep.wall_time_s,
+                "r2_fit_uniform": r2_fit,
+                "r2_eval_rows": r2_rows,
+                "r2_shap": acc,
+                "values_ms_per_row": value_row * 1e3,
+                "speedup_values": kernel_row_s / value_row,
+                "speedup_amortized_1000": kernel_row_s / (value_row + fit_row),
+            }
+        )
+    print_table(
+        f"FourierSHAP speed-accuracy over k ({ds.name}; R² SHAP vs ground truth on {t_rows} rows; speedups "
+        f"vs KernelExplainer defaults at {kernel_row_s:.3f} s/row; amortized = values + fit/1,000 rows)",
+        [
+            "fit",
+            "k",
+            "terms",
+            "queries",
+            "fit s",
+            "R² fit (cube)",
+            "R² fit (rows)",
+            "R² SHAP",
+            "ms/row",
+            "values speedup",
+            "amortized",
+        ],
+        rows,
+    )
     if max(r["r2_eval_rows"] for r in records) < 0.5:
-        print("note: every spectrum fits the MLP on uniform inputs (R² fit (cube)) but not on the data rows "
-              "(R² fit (rows) < 0.5): the one-hot rows and their SHAP coalitions have low Hamming weight, a region "
-              "that uniform queries almost never visit, so the SHAP values there are not reliable")
-    print_table(f"Peers ({ds.name}, {peer_rows.shape[0]} rows, background averaged)",
-                ["method", "R² SHAP vs truth", "s/row"],
-                [[name, f"{acc:.4f}", f"{sec:.3f}"] for name, acc, sec in peers])
-    results[ds.name] = {"n": n, "test_r2": test_r2, "truth": how, "truth_rows": t_rows, "truth_s": truth_s,
-                        "peers": peers, "fourier": records}
+        print(
+            "note: every spectrum fits the MLP on uniform inputs (R² fit (cube)) but not on the data rows "
+            "(R² fit (rows) < 0.5): the one-hot rows and their SHAP coalitions have low Hamming weight, a region "
+            "that uniform queries almost never visit, so the SHAP values there are not reliable"
+        )
+    print_table(
+        f"Peers ({ds.name}, {peer_rows.shape[0]} rows, background averaged)",
+        ["method", "R² SHAP vs truth", "s/row"],
+        [[name, f"{acc:.4f}", f"{sec:.3f}"] for name, acc, sec in peers],
+    )
+    results[ds.name] = {
+        "n": n,
+        "test_r2": test_r2,
+        "truth": how,
+        "truth_rows": t_rows,
+        "truth_s": truth_s,
+        "peers": peers,
+        "fourier": records,
+    }
 
 
 def exact_r2(full: FourierSpectrum, kept: FourierSpectrum) -> float:
@@ -400,16 +491,20 @@ def summary(results: dict) -> None:
                 print(f"  n=13, {label}: no k reached R² SHAP >= 0.99 (MISSED)")
                 continue
             best = min(ok, key=lambda r: r["k"])
-            print(f"  n=13, {label}, smallest k with R² SHAP >= 0.99: k={best['k']} (R² {best['r2_shap']:.4f}): "
-                  f"values {best['speedup_values']:,.0f}x faster than KernelExplainer per row (target >= 1,000x: "
-                  f"{'met' if best['speedup_values'] >= 1000 else 'MISSED'}); amortized over 1,000 rows "
-                  f"{best['speedup_amortized_1000']:,.0f}x (target >= 100x: "
-                  f"{'met' if best['speedup_amortized_1000'] >= 100 else 'MISSED'})")
+            print(
+                f"  n=13, {label}, smallest k with R² SHAP >= 0.99: k={best['k']} (R² {best['r2_shap']:.4f}): "
+                f"values {best['speedup_values']:,.0f}x faster than KernelExplainer per row (target >= 1,000x: "
+                f"{'met' if best['speedup_values'] >= 1000 else 'MISSED'}); amortized over 1,000 rows "
+                f"{best['speedup_amortized_1000']:,.0f}x (target >= 100x: "
+                f"{'met' if best['speedup_amortized_1000'] >= 100 else 'MISSED'})"
+            )
     for name in ("SGEMM", "GB1"):
         if name in results:
             best = max(results[name]["fourier"], key=lambda r: r["r2_shap"])
-            print(f"  {name}: best R² SHAP {best['r2_shap']:.4f} ({best['label']}, k={best['k']}), values "
-                  f"{best['speedup_values']:,.0f}x, amortized {best['speedup_amortized_1000']:,.0f}x")
+            print(
+                f"  {name}: best R² SHAP {best['r2_shap']:.4f} ({best['label']}, k={best['k']}), values "
+                f"{best['speedup_values']:,.0f}x, amortized {best['speedup_amortized_1000']:,.0f}x"
+            )
 
 
 def main() -> None:

@@ -93,22 +93,29 @@ def main() -> None:
     for threads in (1, default_threads) if args.device == "cpu" else (None,):
         label = f"{threads} thread(s)" if threads else "cuda"
         print(f"\n== Eq. 5 kernel vs torch.matmul, {args.dtype}, {args.device}, {label}, budget {args.max_memory}")
-        print(f"{'Q':>6} {'|D|':>5} {'k':>7} {'n':>4} {'seconds':>9} {'GFLOP/s':>9} {'matmul':>9} {'ratio':>7}"
-              f" {'peak MB':>9}")
+        print(
+            f"{'Q':>6} {'|D|':>5} {'k':>7} {'n':>4} {'seconds':>9} {'GFLOP/s':>9} {'matmul':>9} {'ratio':>7}"
+            f" {'peak MB':>9}"
+        )
         with threadpool_limits(threads):
             if threads:
                 torch.set_num_threads(threads)
             for q, b, k, n in cases:
                 seconds, gflops, ref, grown = run_case(q, b, k, n, dtype, args.device, args.max_memory, args.repeat)
-                print(f"{q:>6} {b:>5} {k:>7} {n:>4} {seconds:>9.3f} {gflops:>9.1f} {ref:>9.1f} {gflops / ref:>7.1%}"
-                      f" {grown:>9.0f}")
+                print(
+                    f"{q:>6} {b:>5} {k:>7} {n:>4} {seconds:>9.3f} {gflops:>9.1f} {ref:>9.1f} {gflops / ref:>7.1%}"
+                    f" {grown:>9.0f}"
+                )
         torch.set_num_threads(default_threads)
     if not args.quick:
         q, b, k, n = BUDGET_CASE
-        print(f"\n== memory budget: Q={q}, |D|={b}, k={k}, n={n} with max_memory='2GB' ({args.dtype}, 1 thread, "
-              "fresh process so the peak resident set is this case's)")
-        subprocess.run([sys.executable, __file__, "--budget-case", "--device", args.device, "--dtype", args.dtype],
-                       check=True)
+        print(
+            f"\n== memory budget: Q={q}, |D|={b}, k={k}, n={n} with max_memory='2GB' ({args.dtype}, 1 thread, "
+            "fresh process so the peak resident set is this case's)"
+        )
+        subprocess.run(
+            [sys.executable, __file__, "--budget-case", "--device", args.device, "--dtype", args.dtype], check=True
+        )
 
 
 def budget_case(device: str, dtype: torch.dtype) -> None:
@@ -116,8 +123,10 @@ def budget_case(device: str, dtype: torch.dtype) -> None:
     torch.set_num_threads(1)
     with threadpool_limits(1):
         seconds, gflops, ref, grown = run_case(q, b, k, n, dtype, device, "2GB", 1)
-    print(f"{seconds:.2f} s, {gflops:.1f} GFLOP/s ({gflops / ref:.1%} of matmul), "
-          f"peak memory growth {grown:.0f} MB (budget 2048 MB)")
+    print(
+        f"{seconds:.2f} s, {gflops:.1f} GFLOP/s ({gflops / ref:.1%} of matmul), "
+        f"peak memory growth {grown:.0f} MB (budget 2048 MB)"
+    )
 
 
 if __name__ == "__main__":

@@ -169,9 +169,7 @@ def speed_study(quick: bool, device: str) -> None:
                 f"{n:>6} {j:>7} {label:>8} {setup:>8.2f} {batched:>10.3f} {loop_total:>10.2f} "
                 f"{n_loop:>10} {loop_total / batched:>7.0f}x {diff:>10.2e}"
             )
-    print(
-        "setup = K, float64 Cholesky and alpha (shared with the loop); loop s is extrapolated when loop n < J"
-    )
+    print("setup = K, float64 Cholesky and alpha (shared with the loop); loop s is extrapolated when loop n < J")
 
 
 def _auc(scores: np.ndarray, causal: np.ndarray) -> float:
@@ -202,9 +200,7 @@ def accuracy_study(quick: bool, replicates: int, ard: bool = False, designs: str
                 mean_abs = goals.global_importance(reduction="mean_abs").score
                 f_mean, f_cov = goals.backend.latent_posterior()
                 rate_scores, _ = rate(d.x, f_mean, f_cov)
-                rf = RandomForestRegressor(n_estimators=200, random_state=rep, n_jobs=1).fit(
-                    d.x.numpy(), d.y.numpy()
-                )
+                rf = RandomForestRegressor(n_estimators=200, random_state=rep, n_jobs=1).fit(d.x.numpy(), d.y.numpy())
                 causal = d.causal.numpy()
                 aucs["GOALS |mean|"].append(_auc(imp.mean.abs().numpy(), causal))
                 aucs["GOALS z"].append(_auc(imp.z.numpy(), causal))
@@ -219,9 +215,7 @@ def accuracy_study(quick: bool, replicates: int, ard: bool = False, designs: str
                     )
             cells = " ".join(f"{np.mean(v):>8.3f}+-{np.std(v):.3f}" for v in aucs.values())
             print(f"{n:>4} {j:>4} {c:>3} {v2:>4} {rho:>4} {cells}")
-    print(
-        "GP: RBF, median-heuristic lengthscale, ML-II outputscale and noise; xi = 1 SD; RATE: X^+ f, full KL"
-    )
+    print("GP: RBF, median-heuristic lengthscale, ML-II outputscale and noise; xi = 1 SD; RATE: X^+ f, full KL")
 
 
 def mice_study(out: Path) -> None:
@@ -236,9 +230,7 @@ def mice_study(out: Path) -> None:
     geno = z["X"].astype(np.float32)
     maf = geno.mean(0) / 2.0
     keep = np.minimum(maf, 1.0 - maf) > 0.05
-    print(
-        f"\n== Mice (Valdar et al. 2006, BGLR): {geno.shape[0]} mice, {int(keep.sum())} SNPs with MAF > 5% =="
-    )
+    print(f"\n== Mice (Valdar et al. 2006, BGLR): {geno.shape[0]} mice, {int(keep.sum())} SNPs with MAF > 5% ==")
     out.mkdir(parents=True, exist_ok=True)
     for trait in ("Obesity.EndNormalBW", "Biochem.HDL"):
         y_all = pheno[trait].to_numpy(dtype=float)
@@ -275,13 +267,11 @@ def mice_study(out: Path) -> None:
         )
         with pd.option_context("display.width", 140, "display.max_columns", 20):
             print(
-                frame.head(10)[
-                    ["rank", "feature", "chr", "mbp", "mean", "sd", "lower", "upper", "z"]
-                ].to_string(index=False, float_format=lambda v: f"{v:.4g}")
+                frame.head(10)[["rank", "feature", "chr", "mbp", "mean", "sd", "lower", "upper", "z"]].to_string(
+                    index=False, float_format=lambda v: f"{v:.4g}"
+                )
             )
-        print(
-            f"  local scores of the top SNP across mice: sd={float(local[:, int(imp.ranking[0])].std()):.4g}"
-        )
+        print(f"  local scores of the top SNP across mice: sd={float(local[:, int(imp.ranking[0])].std()):.4g}")
         fig, _ = imp.plot_manhattan(chrom, mbp, statistic="z")
         fig.savefig(out / f"goals_mice_{trait}.png", dpi=120)
         frame.head(100).to_csv(out / f"goals_mice_{trait}_top100.csv", index=False)
@@ -289,15 +279,11 @@ def mice_study(out: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes and 3 replicates")
     parser.add_argument("--device", default="cpu", help="torch device for the speed study (default cpu)")
     parser.add_argument("--study", choices=["all", "speed", "accuracy", "mice"], default="all")
-    parser.add_argument(
-        "--replicates", type=int, default=None, help="accuracy replicates (default 10; quick 3)"
-    )
+    parser.add_argument("--replicates", type=int, default=None, help="accuracy replicates (default 10; quick 3)")
     parser.add_argument("--ard", action="store_true", help="also GOALS on GPyTorch-fitted ARD GPs (slow)")
     parser.add_argument("--designs", choices=["25", "100", "all"], default="all", help="accuracy designs (J)")
     parser.add_argument(

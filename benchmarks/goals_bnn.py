@@ -60,8 +60,9 @@ def timed(fn: Callable[[], object], device: str, repeat: int = 1) -> tuple[float
     return best, out
 
 
-def loop_global(features: nn.Module, x: torch.Tensor, xi: float, loc: torch.Tensor,
-                var: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def loop_global(
+    features: nn.Module, x: torch.Tensor, xi: float, loc: torch.Tensor, var: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-feature forward passes: dbar_j = mean_i h(x_i) - h(x_i + xi e_j), then the closed-form moments."""
     with torch.no_grad():
         h = features(x).mean(0)
@@ -94,31 +95,34 @@ def main() -> None:
     for label, n_threads in (("1 thread", 1), (f"{torch.get_num_threads()} threads", None)):
         with threads(n_threads):
             t_fast, (mean, cov) = timed(
-                lambda: BNNBackend(features, loc, var, x, xi).global_moments(), args.device, args.repeat)
+                lambda: BNNBackend(features, loc, var, x, xi).global_moments(), args.device, args.repeat
+            )
             t_plain, (mean_p, _) = timed(
-                lambda: BNNBackend(features, loc, var, x, xi, shortcut=False).global_moments(), args.device,
-                args.repeat)
-            t_loop, (mean_l, cov_l) = timed(lambda: loop_global(features, x, xi, loc, var), args.device,
-                                            args.repeat)
+                lambda: BNNBackend(features, loc, var, x, xi, shortcut=False).global_moments(), args.device, args.repeat
+            )
+            t_loop, (mean_l, cov_l) = timed(lambda: loop_global(features, x, xi, loc, var), args.device, args.repeat)
         err_p = float((mean_p - mean).abs().max())
         err_l = max(float((mean_l - mean).abs().max()), float((cov_l - cov).abs().max()))
-        print(f"[{label}] torchxplain (shortcut) {t_fast:8.3f} s | plain batched {t_plain:8.3f} s "
-              f"(x{t_plain / t_fast:5.1f}) | per-feature loop {t_loop:8.3f} s (x{t_loop / t_fast:5.1f}) | "
-              f"max |diff| plain {err_p:.1e}, loop {err_l:.1e}")
+        print(
+            f"[{label}] torchxplain (shortcut) {t_fast:8.3f} s | plain batched {t_plain:8.3f} s "
+            f"(x{t_plain / t_fast:5.1f}) | per-feature loop {t_loop:8.3f} s (x{t_loop / t_fast:5.1f}) | "
+            f"max |diff| plain {err_p:.1e}, loop {err_l:.1e}"
+        )
 
     # Monte Carlo over S head draws with the per-feature differences computed once (the cheapest MC peer).
     with threads(1), torch.no_grad():
         g = BNNBackend(features, loc, var, x, xi)
         dbar, _ = g._training_summary()
-        t_draw, glob = timed(lambda: dbar @ (loc + var.sqrt() * torch.randn(args.draws, 64, device=dev)).T,
-                             args.device)
+        t_draw, glob = timed(lambda: dbar @ (loc + var.sqrt() * torch.randn(args.draws, 64, device=dev)).T, args.device)
         mean, cov = g.global_moments()
     mc_mean, mc_var = glob.mean(1), glob.var(1)
     z = float(((mc_mean - mean) / (mc_var / args.draws).sqrt()).abs().max())
     rel = float((mc_var / cov.diagonal() - 1).abs().max())
-    print(f"[1 thread] Monte Carlo, {args.draws} draws on top of the shared differences: {t_draw:.3f} s; "
-          f"max |z| of the means {z:.2f}, max relative variance error {rel:.1%} "
-          f"(closed form: exact, no draws)")
+    print(
+        f"[1 thread] Monte Carlo, {args.draws} draws on top of the shared differences: {t_draw:.3f} s; "
+        f"max |z| of the means {z:.2f}, max relative variance error {rel:.1%} "
+        f"(closed form: exact, no draws)"
+    )
 
 
 if __name__ == "__main__":

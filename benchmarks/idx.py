@@ -35,10 +35,13 @@ class LoopIDX:
 
     def __init__(self, bc: BayesianClassifier, cf_table: bool) -> None:
         self.bc = bc
-        self.prior = {c: bc.log_prior[bc.index_of(c), : len(bc.value_names[c])].exp().numpy()
-                      for c in bc.classifications}
-        self.cpt = {(x, c): bc.log_cpt[e, : len(bc.value_names[c]), : len(bc.value_names[x])].exp().numpy()
-                    for e, (x, c) in enumerate(bc.influences)}
+        self.prior = {
+            c: bc.log_prior[bc.index_of(c), : len(bc.value_names[c])].exp().numpy() for c in bc.classifications
+        }
+        self.cpt = {
+            (x, c): bc.log_cpt[e, : len(bc.value_names[c]), : len(bc.value_names[x])].exp().numpy()
+            for e, (x, c) in enumerate(bc.influences)
+        }
         self.weight = {v: bc.sd_weight[bc.index_of(v), : len(bc.value_names[v])].numpy() for v in bc.variables}
         self.order = [c for level in bc.levels for c in level]
         self.tol = 64 * np.finfo(np.float64).eps
@@ -62,8 +65,11 @@ class LoopIDX:
 
     def relations(self, codes: list[int], kits: tuple[str, ...]) -> dict:
         bc, a = self.bc, self.sigma(codes)
-        out = {"md": {"attack": [], "support": []}, "sd": {"attack": [], "support": []},
-               "cf": {"critical": [], "potential": []}}
+        out = {
+            "md": {"attack": [], "support": []},
+            "sd": {"attack": [], "support": []},
+            "cf": {"critical": [], "potential": []},
+        }
         col = {v: i for i, v in enumerate(bc.variables)}
         for x, y in bc.influences:
             base = self.posterior(y, a)[a[y]]
@@ -92,8 +98,9 @@ class LoopIDX:
         return {k: out[k] for k in kits}
 
 
-def compare(name: str, bc: BayesianClassifier, inputs: torch.Tensor, kits: tuple[str, ...], loop_rows: int,
-            repeats: int) -> dict:
+def compare(
+    name: str, bc: BayesianClassifier, inputs: torch.Tensor, kits: tuple[str, ...], loop_rows: int, repeats: int
+) -> dict:
     bc.__dict__.pop("_cf_cache", None)
     start = time.perf_counter()
     sigma, rel = relation_tensors(bc, inputs, kits)
@@ -110,16 +117,25 @@ def compare(name: str, bc: BayesianClassifier, inputs: torch.Tensor, kits: tuple
     start = time.perf_counter()
     ref = [loop.relations(inputs[i].tolist(), kits) for i in idx.tolist()]
     loop_time = time.perf_counter() - start
-    mismatches = sum(int(rel[k][n][i, e].item()) != int(r[k][n][e])
-                     for i, r in zip(idx.tolist(), ref) for k in kits for n in r[k] for e in range(len(bc.influences)))
+    mismatches = sum(
+        int(rel[k][n][i, e].item()) != int(r[k][n][e])
+        for i, r in zip(idx.tolist(), ref)
+        for k in kits
+        for n in r[k]
+        for e in range(len(bc.influences))
+    )
     per_batched = cold / len(inputs)
     per_loop = loop_time / len(idx)
     print(f"\n== {name}: {len(inputs):,} inputs x {len(bc.influences)} influences x {'+'.join(kits).upper()}")
-    print(f"  batched, one call: {cold * 1e3:8.1f} ms cold (first call, incl. CF tables if asked), "
-          f"{warm * 1e3:8.1f} ms warm")
+    print(
+        f"  batched, one call: {cold * 1e3:8.1f} ms cold (first call, incl. CF tables if asked), "
+        f"{warm * 1e3:8.1f} ms warm"
+    )
     print(f"  loop: {per_loop * 1e3:.3f} ms/input over {len(idx)} inputs (+ {setup:.2f} s CF table setup)")
-    print(f"  ratio loop/batched per input: {per_loop / per_batched:8.1f}x cold, {per_loop * len(inputs) / warm:8.1f}x "
-          f"warm; relation mismatches on the loop's inputs: {mismatches}")
+    print(
+        f"  ratio loop/batched per input: {per_loop / per_batched:8.1f}x cold, {per_loop * len(inputs) / warm:8.1f}x "
+        f"warm; relation mismatches on the loop's inputs: {mismatches}"
+    )
     return shares_from_relations(rel)
 
 
@@ -162,8 +178,10 @@ def main() -> None:
         print(f"  SD+/SD- with uniform SD weights: {sd['SD+']:.1f}/{sd['SD-']:.1f} (BN marginals above)")
         start = time.perf_counter()
         explanations = [explain(child, x, kit) for kit in ("md", "sd", "cf")]
-        print(f"  explain(): {sum(map(len, explanations)):,} Explanation objects (3 kits) in "
-              f"{(time.perf_counter() - start) * 1e3:.0f} ms")
+        print(
+            f"  explain(): {sum(map(len, explanations)):,} Explanation objects (3 kits) in "
+            f"{(time.perf_counter() - start) * 1e3:.0f} ms"
+        )
 
         votes, vx = votes_nbc()
         votes = votes.to(args.device)
@@ -174,12 +192,23 @@ def main() -> None:
             print(f"  CF refused as designed: {err}")
 
         binary, bx = votes_nbc("mode")
-        print_shares("votes", compare("votes, '?' -> column mode (binary)", binary.to(args.device),
-                                      bx.to(args.device), ("md", "sd", "cf"), 10, repeats), binary)
+        print_shares(
+            "votes",
+            compare(
+                "votes, '?' -> column mode (binary)",
+                binary.to(args.device),
+                bx.to(args.device),
+                ("md", "sd", "cf"),
+                10,
+                repeats,
+            ),
+            binary,
+        )
 
         car_df = datasets.car()
-        car = BayesianClassifier.fit(car_df, "class", alpha=1.0, values=datasets.CAR_VALUES,
-                                     class_prior={"class": [0.6, 0.2, 0.1, 0.1]}).to(args.device)
+        car = BayesianClassifier.fit(
+            car_df, "class", alpha=1.0, values=datasets.CAR_VALUES, class_prior={"class": [0.6, 0.2, 0.1, 0.1]}
+        ).to(args.device)
         print_shares("car", compare("car", car, car.encode(car_df), ("md", "sd", "cf"), loop_rows, repeats), car)
 
         start = time.perf_counter()
@@ -193,8 +222,10 @@ def main() -> None:
             alarm.__dict__.pop("_cf_cache", None)
             start = time.perf_counter()
             _, rel = relation_tensors(alarm, ax, ("cf",))
-            print(f"  batched CF over all {math.prod(cards.tolist()):,} observation assignments (tables included): "
-                  f"{(time.perf_counter() - start) * 1e3:.0f} ms")
+            print(
+                f"  batched CF over all {math.prod(cards.tolist()):,} observation assignments (tables included): "
+                f"{(time.perf_counter() - start) * 1e3:.0f} ms"
+            )
             shares.update(shares_from_relations(rel))
         print_shares("alarm", shares, alarm)
         shares = relation_shares(datasets.asia(), datasets.all_inputs(datasets.asia()))

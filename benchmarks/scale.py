@@ -73,12 +73,19 @@ def worker(devices: int, rows: int, batch_size: int, out_dir: str) -> None:
                 print("RESULT " + json.dumps({"seconds": seconds, "rows": rows}), flush=True)
 
     explainer, x = make_problem(rows)
-    trainer = pl.Trainer(accelerator="cpu", devices=devices, strategy="ddp" if devices > 1 else "auto",
-                         logger=False, enable_progress_bar=False, enable_model_summary=False,
-                         callbacks=[ExplanationWriter(out_dir), Clock()])
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        devices=devices,
+        strategy="ddp" if devices > 1 else "auto",
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[ExplanationWriter(out_dir), Clock()],
+    )
     with threadpool_limits(1):
-        trainer.predict(ExplainModule(explainer), DataLoader(TensorDataset(x), batch_size=batch_size),
-                        return_predictions=False)
+        trainer.predict(
+            ExplainModule(explainer), DataLoader(TensorDataset(x), batch_size=batch_size), return_predictions=False
+        )
     if torch.distributed.is_initialized():  # gloo can abort at interpreter exit without this
         torch.distributed.destroy_process_group()
 
@@ -88,8 +95,23 @@ def launch(devices: int, rows: int, batch_size: int) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, TORCHXPLAIN_PROGRESS="0", PYTHONWARNINGS="ignore")
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", str(devices), "--rows", str(rows),
-                               "--batch-size", str(batch_size), "--out", out], env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--worker",
+                str(devices),
+                "--rows",
+                str(rows),
+                "--batch-size",
+                str(batch_size),
+                "--out",
+                out,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - start
         if done.returncode:
             raise RuntimeError(f"worker with {devices} process(es) failed:\n{done.stderr[-3000:]}")
@@ -108,6 +130,7 @@ def direct_rate(rows: int, threads: int, repeat: int, batch_size: int, kernel_on
     explainer, x = make_problem(rows)
     spectrum = FourierSpectrum(explainer.spectrum.frequencies, explainer.spectrum.amplitudes.detach())
     if kernel_only:
+
         def explain(batch):
             return shapley_values(spectrum, batch, explainer.background, max_memory=explainer.max_memory)
     else:
@@ -119,7 +142,7 @@ def direct_rate(rows: int, threads: int, repeat: int, batch_size: int, kernel_on
         for _ in range(repeat):
             start = time.perf_counter()
             for i in range(0, rows, batch_size):
-                explain(x[i:i + batch_size]).detach()
+                explain(x[i : i + batch_size]).detach()
             best = min(best, time.perf_counter() - start)
     return rows / best
 
@@ -161,9 +184,11 @@ def main() -> None:
 
     default_threads = torch.get_num_threads()
     n, k, b = PROBLEM["n"], PROBLEM["k"], PROBLEM["background"]
-    print(f"FourierSHAP (Eq. 5) on {rows} rows: n={n}, k={k}, |D|={b}, float32, batch {args.batch_size}; "
-          f"{flops_per_row() / 1e6:.0f} MFLOP per row; {os.cpu_count()} CPU cores, default {default_threads} threads; "
-          f"load average before: {os.getloadavg()[0]:.1f}; best of {args.repeat}")
+    print(
+        f"FourierSHAP (Eq. 5) on {rows} rows: n={n}, k={k}, |D|={b}, float32, batch {args.batch_size}; "
+        f"{flops_per_row() / 1e6:.0f} MFLOP per row; {os.cpu_count()} CPU cores, default {default_threads} threads; "
+        f"load average before: {os.getloadavg()[0]:.1f}; best of {args.repeat}"
+    )
     kernel = direct_rate(rows, 1, args.repeat, args.batch_size, kernel_only=True)
     one_thread = direct_rate(rows, 1, args.repeat, args.batch_size)
     all_threads = direct_rate(rows, default_threads, args.repeat, args.batch_size)
@@ -173,25 +198,34 @@ def main() -> None:
     print(f"{'run':<34} {'rows/s':>9} {'vs lightning x1':>16} {'wall s (start-up incl.)':>24}")
     print(f"{'kernel only (shapley_values), 1 t':<34} {kernel:>9.0f} {kernel / (rows / single):>16.2f}")
     print(f"{'direct attribute, 1 thread':<34} {one_thread:>9.0f} {one_thread / (rows / single):>16.2f}")
-    print(f"{f'direct attribute, {default_threads} threads':<34} {all_threads:>9.0f} "
-          f"{all_threads / (rows / single):>16.2f}")
+    print(
+        f"{f'direct attribute, {default_threads} threads':<34} {all_threads:>9.0f} "
+        f"{all_threads / (rows / single):>16.2f}"
+    )
     print(f"{'lightning x1 (1 proc, 1 thread)':<34} {rows / single:>9.0f} {1.0:>16.2f} {single_wall:>24.1f}")
     print(f"{'lightning ddp x2 (2 procs, 1 thr)':<34} {rows / ddp:>9.0f} {single / ddp:>16.2f} {ddp_wall:>24.1f}")
-    print(f"DDP scaling efficiency on 2 processes: {single / ddp / 2:.0%} "
-          f"(load average after: {os.getloadavg()[0]:.1f})")
+    print(
+        f"DDP scaling efficiency on 2 processes: {single / ddp / 2:.0%} (load average after: {os.getloadavg()[0]:.1f})"
+    )
 
     kernel_gflops = kernel * flops_per_row() / 1e9
     reference = matmul_gflops(1)
     efficiency = kernel_gflops / reference
-    print(f"\nkernel: {kernel_gflops:.1f} GFLOP/s on 1 thread = {efficiency:.0%} of torch.matmul's "
-          f"{reference:.1f} GFLOP/s on its GEMM shapes (measured here)")
+    print(
+        f"\nkernel: {kernel_gflops:.1f} GFLOP/s on 1 thread = {efficiency:.0%} of torch.matmul's "
+        f"{reference:.1f} GFLOP/s on its GEMM shapes (measured here)"
+    )
     print("PROJECTION (not measured) per GPU, rows/s = assumed GEMM rate x that fraction / (4 |D| k n);")
     print("  torch runs float32 GEMMs in FP32 unless torch.backends.cuda.matmul.allow_tf32 = True:")
-    for label, tflops in (("H200 FP32, CUDA cores, dense", GPU_FP32_TFLOPS),
-                          ("H200 TF32, tensor cores, dense", GPU_TF32_TFLOPS)):
+    for label, tflops in (
+        ("H200 FP32, CUDA cores, dense", GPU_FP32_TFLOPS),
+        ("H200 TF32, tensor cores, dense", GPU_TF32_TFLOPS),
+    ):
         rate = tflops * 1e12 * min(efficiency, 1.0) / flops_per_row()
-        print(f"  {label:<32} {tflops:>6.0f} TFLOP/s peak -> {rate:>12,.0f} rows/s "
-              f"(at 100% of peak: {tflops * 1e12 / flops_per_row():,.0f})")
+        print(
+            f"  {label:<32} {tflops:>6.0f} TFLOP/s peak -> {rate:>12,.0f} rows/s "
+            f"(at 100% of peak: {tflops * 1e12 / flops_per_row():,.0f})"
+        )
 
 
 if __name__ == "__main__":

@@ -28,13 +28,29 @@ from torchxplain import FourierShap, tree_spectrum
 from torchxplain.data.landscapes import load_entacmaea
 
 DATA_ROOT = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-SGEMM_PARAMS = ("MWG", "NWG", "KWG", "MDIMC", "NDIMC", "MDIMA", "NDIMB", "KWI", "VWM", "VWN",
-                "STRM", "STRN", "SA", "SB")
+SGEMM_PARAMS = (
+    "MWG",
+    "NWG",
+    "KWG",
+    "MDIMC",
+    "NDIMC",
+    "MDIMA",
+    "NDIMB",
+    "KWI",
+    "VWM",
+    "VWN",
+    "STRM",
+    "STRN",
+    "SA",
+    "SB",
+)
 
 
 def _one_hot(frame: pd.DataFrame) -> np.ndarray:
-    return np.concatenate([(frame[c].to_numpy()[:, None] == np.sort(frame[c].unique())[None]).astype(np.float64)
-                           for c in frame.columns], axis=1)
+    return np.concatenate(
+        [(frame[c].to_numpy()[:, None] == np.sort(frame[c].unique())[None]).astype(np.float64) for c in frame.columns],
+        axis=1,
+    )
 
 
 def _csv(*parts: str) -> pd.DataFrame:
@@ -110,10 +126,11 @@ def run_case(n: int, depth: int, args: argparse.Namespace) -> list[dict]:
 
     name, x, y = load(n, args.rows, args.seed)
     split = int(0.9 * len(x))
-    model = RandomForestRegressor(n_estimators=args.trees, max_depth=depth, random_state=args.seed,
-                                  n_jobs=1).fit(x[:split], y[:split])
+    model = RandomForestRegressor(n_estimators=args.trees, max_depth=depth, random_state=args.seed, n_jobs=1).fit(
+        x[:split], y[:split]
+    )
     test = x[split:]
-    background, queries = test[: args.background], test[args.background: args.background + args.queries]
+    background, queries = test[: args.background], test[args.background : args.background + args.queries]
     if len(queries) < args.queries:  # small data sets: draw the queries from the training rows
         queries = x[: args.queries]
     dev = torch.device(args.device)
@@ -137,14 +154,24 @@ def run_case(n: int, depth: int, args: argparse.Namespace) -> list[dict]:
         if dev.type == "cuda":
             torch.cuda.synchronize()
         ours = ours.cpu().numpy()
-        rows.append({
-            "data": name, "n": n, "depth": depth, "spectrum": label, "k": len(explainer.spectrum),
-            "k_exact": len(exact), "extract_s": t_build, "values_s": t_values, "shap_values_s": t_shap_values,
-            "ratio_values": t_shap_values / t_values,
-            "ratio_total": t_shap_total / (t_build + t_values),
-            "r2": r2(ours.ravel(), ref.ravel()), "max_err": float(np.abs(ours - ref).max()),
-            "extract_exact_s": t_extract,
-        })
+        rows.append(
+            {
+                "data": name,
+                "n": n,
+                "depth": depth,
+                "spectrum": label,
+                "k": len(explainer.spectrum),
+                "k_exact": len(exact),
+                "extract_s": t_build,
+                "values_s": t_values,
+                "shap_values_s": t_shap_values,
+                "ratio_values": t_shap_values / t_values,
+                "ratio_total": t_shap_total / (t_build + t_values),
+                "r2": r2(ours.ravel(), ref.ravel()),
+                "max_err": float(np.abs(ours - ref).max()),
+                "extract_exact_s": t_extract,
+            }
+        )
     return rows
 
 
@@ -152,9 +179,8 @@ def continuous_case(name: str, x: np.ndarray, y: np.ndarray, depth: int, args: a
     """One continuous data set: thresholds become binary features grouped per original feature (unpruned)."""
     import shap
 
-    model = RandomForestRegressor(n_estimators=args.trees, max_depth=depth, random_state=args.seed,
-                                  n_jobs=1).fit(x, y)
-    background, queries = x[: args.background], x[args.background: args.background + args.queries]
+    model = RandomForestRegressor(n_estimators=args.trees, max_depth=depth, random_state=args.seed, n_jobs=1).fit(x, y)
+    background, queries = x[: args.background], x[args.background : args.background + args.queries]
     dtype = getattr(torch, args.dtype)
 
     def shap_all():
@@ -168,19 +194,32 @@ def continuous_case(name: str, x: np.ndarray, y: np.ndarray, depth: int, args: a
     t_shap, ref = timed(shap_all, args.repeat)
     t_build, explainer = timed(lambda: FourierShap.from_trees(model, bg_t), args.repeat)
     t_values, ours = timed(lambda: explainer.attribute(q_t).detach().cpu().numpy(), args.repeat)
-    return {"data": name, "n": explainer.encoding.n_binary, "depth": depth, "spectrum": "grouped",
-            "k": len(explainer.spectrum), "k_exact": len(explainer.spectrum), "extract_s": t_build,
-            "values_s": t_values, "shap_values_s": t_shap, "ratio_values": t_shap / t_values,
-            "ratio_total": t_shap / (t_build + t_values), "r2": r2(ours.ravel(), ref.ravel()),
-            "max_err": float(np.abs(ours - ref).max()), "extract_exact_s": t_build}
+    return {
+        "data": name,
+        "n": explainer.encoding.n_binary,
+        "depth": depth,
+        "spectrum": "grouped",
+        "k": len(explainer.spectrum),
+        "k_exact": len(explainer.spectrum),
+        "extract_s": t_build,
+        "values_s": t_values,
+        "shap_values_s": t_shap,
+        "ratio_values": t_shap / t_values,
+        "ratio_total": t_shap / (t_build + t_values),
+        "r2": r2(ours.ravel(), ref.ravel()),
+        "max_err": float(np.abs(ours - ref).max()),
+        "extract_exact_s": t_build,
+    }
 
 
 def run_continuous(depth: int, args: argparse.Namespace) -> list[dict]:
     """scikit-learn's diabetes and breast-cancer data (continuous inputs, values per original feature)."""
     from sklearn.datasets import load_breast_cancer, load_diabetes
 
-    return [continuous_case(name, *loader(return_X_y=True), depth, args)
-            for name, loader in (("diabetes", load_diabetes), ("breast_cancer", load_breast_cancer))]
+    return [
+        continuous_case(name, *loader(return_X_y=True), depth, args)
+        for name, loader in (("diabetes", load_diabetes), ("breast_cancer", load_breast_cancer))
+    ]
 
 
 def main() -> None:
@@ -196,21 +235,35 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads (0: library default)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--continuous", action="store_true",
-                        help="also time continuous inputs (diabetes, breast cancer; grouped thresholds)")
-    parser.add_argument("--continuous-depths", type=int, nargs="+", default=[3, 5],
-                        help="depths of the continuous cases (the grouped kernel's parity intermediates grow with "
-                             "the number of thresholds, so depth 8 needs tens of GB at the default memory budget)")
-    parser.add_argument("--dtype", default="float32", choices=["float32", "float64"],
-                        help="dtype of the values (TreeExplainer's interventional kernel itself works in float32)")
+    parser.add_argument(
+        "--continuous",
+        action="store_true",
+        help="also time continuous inputs (diabetes, breast cancer; grouped thresholds)",
+    )
+    parser.add_argument(
+        "--continuous-depths",
+        type=int,
+        nargs="+",
+        default=[3, 5],
+        help="depths of the continuous cases (the grouped kernel's parity intermediates grow with "
+        "the number of thresholds, so depth 8 needs tens of GB at the default memory budget)",
+    )
+    parser.add_argument(
+        "--dtype",
+        default="float32",
+        choices=["float32", "float64"],
+        help="dtype of the values (TreeExplainer's interventional kernel itself works in float32)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.depths, args.widths, args.queries, args.background, args.repeat = [3, 5], [13, 40], 30, 30, 1
     default_threads = torch.get_num_threads()
     threads = args.threads or default_threads
     torch.set_num_threads(threads)
-    print(f"threads: {threads} (default would be {default_threads}); device {args.device}, {args.dtype}; "
-          f"{args.trees} trees, {args.queries} queries x {args.background} background")
+    print(
+        f"threads: {threads} (default would be {default_threads}); device {args.device}, {args.dtype}; "
+        f"{args.trees} trees, {args.queries} queries x {args.background} background"
+    )
     rows = []
     with threadpool_limits(threads):
         for n in args.widths:
@@ -218,18 +271,24 @@ def main() -> None:
                 rows += run_case(n, depth, args)
                 last = rows[-2:]
                 for r in last:
-                    print(f"{r['data']:>10} n={r['n']:<3} depth={r['depth']} {r['spectrum']:>8}: k={r['k']:>7} "
-                          f"(exact {r['k_exact']}) extract {r['extract_s']:.3f}s values {r['values_s']:.3f}s "
-                          f"TreeExplainer {r['shap_values_s']:.3f}s ratio {r['ratio_values']:.2f} "
-                          f"(total {r['ratio_total']:.2f}) R2 {r['r2']:.6f} max err {r['max_err']:.2e}", flush=True)
+                    print(
+                        f"{r['data']:>10} n={r['n']:<3} depth={r['depth']} {r['spectrum']:>8}: k={r['k']:>7} "
+                        f"(exact {r['k_exact']}) extract {r['extract_s']:.3f}s values {r['values_s']:.3f}s "
+                        f"TreeExplainer {r['shap_values_s']:.3f}s ratio {r['ratio_values']:.2f} "
+                        f"(total {r['ratio_total']:.2f}) R2 {r['r2']:.6f} max err {r['max_err']:.2e}",
+                        flush=True,
+                    )
         if args.continuous:
             for depth in args.continuous_depths:
                 rows += run_continuous(depth, args)
                 for r in rows[-2:]:
-                    print(f"{r['data']:>13} n_bin={r['n']:<4} depth={r['depth']}: k={r['k']:>7} "
-                          f"build {r['extract_s']:.3f}s values {r['values_s']:.3f}s TreeExplainer "
-                          f"{r['shap_values_s']:.3f}s ratio {r['ratio_values']:.2f} (total {r['ratio_total']:.2f}) "
-                          f"R2 {r['r2']:.6f} max err {r['max_err']:.2e}", flush=True)
+                    print(
+                        f"{r['data']:>13} n_bin={r['n']:<4} depth={r['depth']}: k={r['k']:>7} "
+                        f"build {r['extract_s']:.3f}s values {r['values_s']:.3f}s TreeExplainer "
+                        f"{r['shap_values_s']:.3f}s ratio {r['ratio_values']:.2f} (total {r['ratio_total']:.2f}) "
+                        f"R2 {r['r2']:.6f} max err {r['max_err']:.2e}",
+                        flush=True,
+                    )
     frame = pd.DataFrame(rows)
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
 

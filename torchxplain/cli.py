@@ -42,9 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "demo":
             cfg = load_config(packaged_config("demo"))
-            overrides = {"out": args.out, "quick": args.quick or None, "seed": args.seed,
-                         "families": tuple(args.families) if args.families else None,
-                         "show_progress": False if args.no_progress else None}
+            overrides = {
+                "out": args.out,
+                "quick": args.quick or None,
+                "seed": args.seed,
+                "families": tuple(args.families) if args.families else None,
+                "show_progress": False if args.no_progress else None,
+            }
             cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
             return _report(cfg)
         if args.command == "run":

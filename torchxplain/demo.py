@@ -16,8 +16,16 @@ from torchxplain.config import FAMILIES, ConfigError, ReportConfig
 from torchxplain.report import Section, write_report
 
 
-def train_mlp(x: Tensor, y: Tensor, hidden: int, epochs: int, seed: int, show_progress: bool = True,
-              batch_size: int = 256, lr: float = 1e-3) -> nn.Module:
+def train_mlp(
+    x: Tensor,
+    y: Tensor,
+    hidden: int,
+    epochs: int,
+    seed: int,
+    show_progress: bool = True,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+) -> nn.Module:
     """Fit a 3-hidden-layer ReLU MLP regressor with Adam on MSE (the FourierSHAP paper's setup).
 
     Args:
@@ -28,8 +36,16 @@ def train_mlp(x: Tensor, y: Tensor, hidden: int, epochs: int, seed: int, show_pr
     """
     torch.manual_seed(seed)
     n = x.shape[1]
-    model = nn.Sequential(nn.Linear(n, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                          nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1), nn.Flatten(0))
+    model = nn.Sequential(
+        nn.Linear(n, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, 1),
+        nn.Flatten(0),
+    )
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed)
     for _ in progress(range(epochs), show_progress, desc="training MLP"):
@@ -57,10 +73,11 @@ def fourier_section(cfg: ReportConfig, out: Path) -> Section:
     train_s = time.perf_counter() - start
     gen = torch.Generator().manual_seed(cfg.seed)
     rows = torch.randperm(x.shape[0], generator=gen)
-    background, queries = x[rows[:opts.n_background]], x[rows[opts.n_background:opts.n_background + opts.n_explain]]
+    background, queries = x[rows[: opts.n_background]], x[rows[opts.n_background : opts.n_background + opts.n_explain]]
     start = time.perf_counter()
-    explainer = FourierShap(model, background, k=opts.k, method="exact", seed=cfg.seed,
-                            show_progress=cfg.show_progress, eval_data=x)
+    explainer = FourierShap(
+        model, background, k=opts.k, method="exact", seed=cfg.seed, show_progress=cfg.show_progress, eval_data=x
+    )
     fit_s = time.perf_counter() - start
     start = time.perf_counter()
     phi = explainer.attribute(queries).detach()
@@ -71,11 +88,15 @@ def fourier_section(cfg: ReportConfig, out: Path) -> Section:
     with torch.no_grad():
         surrogate_error = float((spectrum.evaluate(x) - model(x)).abs().max())
     names = [f"site{j}" for j in range(x.shape[1])]
-    viz.save(viz.beeswarm(phi, queries, names, title="FourierSHAP values (Entacmaea MLP)")[0],
-             str(out / "fourier_beeswarm.png"))
+    viz.save(
+        viz.beeswarm(phi, queries, names, title="FourierSHAP values (Entacmaea MLP)")[0],
+        str(out / "fourier_beeswarm.png"),
+    )
     viz.save(viz.bar_mean_abs(phi, names, title="Mean |SHAP| per site")[0], str(out / "fourier_bar.png"))
-    viz.save(viz.interaction_heatmap(sii, names, title="Mean pairwise Shapley interaction")[0],
-             str(out / "fourier_interactions.png"))
+    viz.save(
+        viz.interaction_heatmap(sii, names, title="Mean pairwise Shapley interaction")[0],
+        str(out / "fourier_interactions.png"),
+    )
     figures = [
         ("fourier_beeswarm.png", "FourierSHAP values per genotype, coloured by residue (1 = mKate2)"),
         ("fourier_bar.png", "Global importance: mean |SHAP value| per site"),
@@ -92,11 +113,20 @@ def fourier_section(cfg: ReportConfig, out: Path) -> Section:
         f"{background.shape[0]} background genotypes.\n\nFit report: {report}"
     )
     return Section(
-        "FourierSHAP: MLP on the Entacmaea fluorescence landscape", text, figures, {"fourier_shap_values": table},
-        {"model training R2": r2_model, "surrogate R2 on all genotypes": float(report.r2_eval),
-         "spectrum size k": len(explainer.spectrum), "train seconds": train_s, "fit seconds": fit_s,
-         "values seconds": values_s, "max efficiency error (vs surrogate)": efficiency,
-         "max |surrogate - MLP| over all genotypes": surrogate_error},
+        "FourierSHAP: MLP on the Entacmaea fluorescence landscape",
+        text,
+        figures,
+        {"fourier_shap_values": table},
+        {
+            "model training R2": r2_model,
+            "surrogate R2 on all genotypes": float(report.r2_eval),
+            "spectrum size k": len(explainer.spectrum),
+            "train seconds": train_s,
+            "fit seconds": fit_s,
+            "values seconds": values_s,
+            "max efficiency error (vs surrogate)": efficiency,
+            "max |surrogate - MLP| over all genotypes": surrogate_error,
+        },
     )
 
 
@@ -114,7 +144,7 @@ def trees_section(cfg: ReportConfig, out: Path) -> Section:
     forest.fit(data.data, data.target)
     gen = torch.Generator().manual_seed(cfg.seed)
     rows = torch.randperm(x.shape[0], generator=gen)
-    background, queries = x[rows[:cfg.trees.n_background]], x[rows[-cfg.trees.n_explain:]]
+    background, queries = x[rows[: cfg.trees.n_background]], x[rows[-cfg.trees.n_explain :]]
     start = time.perf_counter()
     explainer = FourierShap.from_trees(forest, background)
     extract_s = time.perf_counter() - start
@@ -125,10 +155,14 @@ def trees_section(cfg: ReportConfig, out: Path) -> Section:
     predict = torch.tensor(forest.predict(queries.numpy()))
     gap = predict - torch.tensor(forest.predict(background.numpy())).mean()
     names = list(data.feature_names)
-    viz.save(viz.beeswarm(phi, queries, names, title="Exact tree SHAP values (diabetes forest)")[0],
-             str(out / "trees_beeswarm.png"))
-    viz.save(viz.interaction_heatmap(sii, names, title="Pairwise Shapley interactions (forest)")[0],
-             str(out / "trees_interactions.png"))
+    viz.save(
+        viz.beeswarm(phi, queries, names, title="Exact tree SHAP values (diabetes forest)")[0],
+        str(out / "trees_beeswarm.png"),
+    )
+    viz.save(
+        viz.interaction_heatmap(sii, names, title="Pairwise Shapley interactions (forest)")[0],
+        str(out / "trees_interactions.png"),
+    )
     table = pd.DataFrame(phi.numpy(), columns=names)
     text = (
         f"A {n_trees}-tree random forest (max depth {depth}) on scikit-learn's diabetes data. Its exact Fourier "
@@ -137,13 +171,20 @@ def trees_section(cfg: ReportConfig, out: Path) -> Section:
         f"({queries.shape[0]} rows against {background.shape[0]} background rows), with interactions for free."
     )
     return Section(
-        "Trees: exact interventional SHAP of a random forest", text,
-        [("trees_beeswarm.png", "Exact SHAP values per feature (colour: feature value)"),
-         ("trees_interactions.png", "Mean pairwise Shapley interactions between features")],
+        "Trees: exact interventional SHAP of a random forest",
+        text,
+        [
+            ("trees_beeswarm.png", "Exact SHAP values per feature (colour: feature value)"),
+            ("trees_interactions.png", "Mean pairwise Shapley interactions between features"),
+        ],
         {"tree_shap_values": table},
-        {"spectrum terms": len(explainer.spectrum), "binary split features": explainer.encoding.n_binary,
-         "extraction seconds": extract_s, "values seconds": values_s,
-         "max efficiency error": float((phi.sum(1) - gap).abs().max())},
+        {
+            "spectrum terms": len(explainer.spectrum),
+            "binary split features": explainer.encoding.n_binary,
+            "extraction seconds": extract_s,
+            "values seconds": values_s,
+            "max efficiency error": float((phi.sum(1) - gap).abs().max()),
+        },
     )
 
 
@@ -196,7 +237,8 @@ def goals_section(cfg: ReportConfig, out: Path) -> Section:
         f"δ_j(x) = f(x) − f(x + ξ e_j) (ξ = 1 sd), averaged over the training inputs, with posterior intervals."
     )
     return Section(
-        "GOALS: variable importance of a Gaussian process with posterior uncertainty", text,
+        "GOALS: variable importance of a Gaussian process with posterior uncertainty",
+        text,
         [("goals_importance.png", "Global importance (mean |local score|) with 95% posterior intervals")],
         {"goals_global_importance": importance.to_frame()},
         {"ROC-AUC of causal features": auc, "GP fit seconds": fit_s, "GOALS seconds": goals_s},
@@ -214,8 +256,15 @@ def idx_section(cfg: ReportConfig, out: Path) -> Section:
         for i, ex in enumerate(idx.explain(bc, rows, kit=kit)):
             for relation, pairs in ex.relations.items():
                 for influencer, influencee in sorted(pairs):
-                    records.append({"input": i, "kit": kit, "relation": relation,
-                                    "influencer": influencer, "influencee": influencee})
+                    records.append(
+                        {
+                            "input": i,
+                            "kit": kit,
+                            "relation": relation,
+                            "influencer": influencer,
+                            "influencee": influencee,
+                        }
+                    )
     table = pd.DataFrame(records)
     first = rows.iloc[0].to_dict()
     example = idx.explain(bc, first, kit="md", explanandum="o")[0]
@@ -230,7 +279,8 @@ def idx_section(cfg: ReportConfig, out: Path) -> Section:
     )
     counts = table.groupby(["kit", "relation"]).size()
     return Section(
-        "IDX: influence-driven explanations of a Bayesian chain classifier", text,
+        "IDX: influence-driven explanations of a Bayesian chain classifier",
+        text,
         [("idx_play_outside.png", "md explanation graph of o (observations shaded, relations on the edges)")],
         {"idx_relations": table},
         {f"{kit} {rel} relations": int(v) for (kit, rel), v in counts.items()},
@@ -238,7 +288,10 @@ def idx_section(cfg: ReportConfig, out: Path) -> Section:
 
 
 SECTIONS: dict[str, Callable[[ReportConfig, Path], Section]] = {
-    "fourier": fourier_section, "trees": trees_section, "goals": goals_section, "idx": idx_section,
+    "fourier": fourier_section,
+    "trees": trees_section,
+    "goals": goals_section,
+    "idx": idx_section,
 }
 
 

@@ -46,13 +46,19 @@ def write_report(out_dir: str | Path, title: str, sections: list[Section], max_r
         body += [f"<p>{html.escape(p).replace(chr(10), '<br>')}</p>" for p in section.text.split("\n\n") if p.strip()]
         for name, caption in section.figures:
             md += [f"![{caption}]({name})", "", f"*{caption}*", ""]
-            body.append(f'<figure><img src="{html.escape(name)}" alt="{html.escape(caption)}">'
-                        f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+            body.append(
+                f'<figure><img src="{html.escape(name)}" alt="{html.escape(caption)}">'
+                f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+            )
         for name, frame in section.tables.items():
             frame.to_csv(out / f"{name}.csv", index=False)
             shown = frame.head(max_rows)
-            md += [f"Table `{name}.csv` (first {len(shown)} of {len(frame)} rows):", "",
-                   shown.to_markdown(index=False) if _has_tabulate() else shown.to_string(index=False), ""]
+            md += [
+                f"Table `{name}.csv` (first {len(shown)} of {len(frame)} rows):",
+                "",
+                shown.to_markdown(index=False) if _has_tabulate() else shown.to_string(index=False),
+                "",
+            ]
             body.append(f'<p>Table <a href="{name}.csv">{name}.csv</a> (first {len(shown)} of {len(frame)} rows)</p>')
             body.append(shown.to_html(index=False, float_format=lambda v: f"{v:.4g}"))
         if section.numbers:
@@ -63,10 +69,14 @@ def write_report(out_dir: str | Path, title: str, sections: list[Section], max_r
             body.append(f"<table><tr><th>quantity</th><th>value</th></tr>{rows}</table>")
     (out / "numbers.json").write_text(json.dumps(numbers, indent=2))
     (out / "report.md").write_text("\n".join(md))
-    style = ("body{font-family:sans-serif;max-width:60em;margin:auto}img{max-width:100%}"
-             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}")
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body>{''.join(body)}</body></html>")
+    style = (
+        "body{font-family:sans-serif;max-width:60em;margin:auto}img{max-width:100%}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
+    )
+    page = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{style}</style></head><body>{''.join(body)}</body></html>"
+    )
     (out / "report.html").write_text(page)
     return out / "report.html"
 

@@ -30,8 +30,13 @@ def _axes(ax: Axes | None, size: tuple[float, float]) -> tuple[Figure, Axes]:
     return fig, ax
 
 
-def bar_mean_abs(attributions: Tensor | np.ndarray, feature_names: Sequence[str] | None = None,
-                 max_features: int = 20, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+def bar_mean_abs(
+    attributions: Tensor | np.ndarray,
+    feature_names: Sequence[str] | None = None,
+    max_features: int = 20,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> tuple[Figure, Axes]:
     """Horizontal bars of the mean ``|attribution|`` per feature over rows.
 
     Args:
@@ -53,9 +58,15 @@ def bar_mean_abs(attributions: Tensor | np.ndarray, feature_names: Sequence[str]
     return fig, ax
 
 
-def beeswarm(attributions: Tensor | np.ndarray, features: Tensor | np.ndarray | None = None,
-             feature_names: Sequence[str] | None = None, max_features: int = 20, ax: Axes | None = None,
-             title: str | None = None, seed: int = 0) -> tuple[Figure, Axes]:
+def beeswarm(
+    attributions: Tensor | np.ndarray,
+    features: Tensor | np.ndarray | None = None,
+    feature_names: Sequence[str] | None = None,
+    max_features: int = 20,
+    ax: Axes | None = None,
+    title: str | None = None,
+    seed: int = 0,
+) -> tuple[Figure, Axes]:
     """SHAP-style beeswarm: one row per feature, one dot per sample, coloured by the feature value.
 
     Args:
@@ -82,8 +93,12 @@ def beeswarm(attributions: Tensor | np.ndarray, features: Tensor | np.ndarray | 
     return fig, ax
 
 
-def interaction_heatmap(interactions: Tensor | np.ndarray, feature_names: Sequence[str] | None = None,
-                        ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+def interaction_heatmap(
+    interactions: Tensor | np.ndarray,
+    feature_names: Sequence[str] | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> tuple[Figure, Axes]:
     """Heatmap of mean pairwise interactions.
 
     Args:
@@ -106,10 +121,15 @@ def interaction_heatmap(interactions: Tensor | np.ndarray, feature_names: Sequen
     return fig, ax
 
 
-def importance_with_intervals(mean: Tensor | np.ndarray, std: Tensor | np.ndarray,
-                              feature_names: Sequence[str] | None = None, z: float = 1.96,
-                              max_features: int = 20, ax: Axes | None = None,
-                              title: str | None = None) -> tuple[Figure, Axes]:
+def importance_with_intervals(
+    mean: Tensor | np.ndarray,
+    std: Tensor | np.ndarray,
+    feature_names: Sequence[str] | None = None,
+    z: float = 1.96,
+    max_features: int = 20,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> tuple[Figure, Axes]:
     """Point estimates with ``± z·std`` intervals, sorted by ``|mean|``.
 
     Args:

@@ -51,12 +51,16 @@ wrapped = background_averaged(model, background)
 samples = 64 if QUICK else 2000
 start = time.perf_counter()
 kernel = KernelShap(wrapped).attribute(x, baselines=wrapped.baselines(x), n_samples=samples)
-print(f"Captum KernelShap ({samples} samples): {time.perf_counter() - start:.2f} s, "
-      f"max |diff| {float((kernel - ours).abs().max()):.3f}")
+print(
+    f"Captum KernelShap ({samples} samples): {time.perf_counter() - start:.2f} s, "
+    f"max |diff| {float((kernel - ours).abs().max()):.3f}"
+)
 start = time.perf_counter()
 sampling = ShapleyValueSampling(wrapped).attribute(x, baselines=wrapped.baselines(x), n_samples=5 if QUICK else 50)
-print(f"Captum ShapleyValueSampling: {time.perf_counter() - start:.2f} s, "
-      f"max |diff| {float((sampling - ours).abs().max()):.3f}")
+print(
+    f"Captum ShapleyValueSampling: {time.perf_counter() - start:.2f} s, "
+    f"max |diff| {float((sampling - ours).abs().max()):.3f}"
+)
 
 # %% [markdown]
 # Captum's wrappers and metrics take the explainer as they take their own methods.

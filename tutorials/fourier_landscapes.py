@@ -82,10 +82,23 @@ fig, _ = tx.viz.interaction_heatmap(sii, [f"site{j}" for j in range(13)])
 xg, yg, groups = load_gb1(measured_only=True)
 rows = torch.randperm(len(xg))[: (4000 if QUICK else 40000)]
 yg = torch.log1p(yg.clamp_min(0))
-gb1_mlp = train_mlp(xg[rows], (yg[rows] - yg.mean()) / yg.std(), hidden=32 if QUICK else 300,
-                    epochs=3 if QUICK else 30, seed=0, show_progress=False)
-gb1_explainer = tx.FourierShap(gb1_mlp, xg[rows[:40]], k=64 if QUICK else 400, max_degree=2 if QUICK else 3,
-                               method="auto", groups=groups, eval_data=xg[rows[-2000:]])
+gb1_mlp = train_mlp(
+    xg[rows],
+    (yg[rows] - yg.mean()) / yg.std(),
+    hidden=32 if QUICK else 300,
+    epochs=3 if QUICK else 30,
+    seed=0,
+    show_progress=False,
+)
+gb1_explainer = tx.FourierShap(
+    gb1_mlp,
+    xg[rows[:40]],
+    k=64 if QUICK else 400,
+    max_degree=2 if QUICK else 3,
+    method="auto",
+    groups=groups,
+    eval_data=xg[rows[-2000:]],
+)
 print(gb1_explainer.fit_report)
 per_site = gb1_explainer.attribute(xg[rows[40:80]])
 print("mean |SHAP| per site:", per_site.reshape(40, 4, 20)[:, :, 0].abs().mean(0))

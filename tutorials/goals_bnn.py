@@ -94,8 +94,10 @@ bnn = LastLayerBNN.from_sequential(net, prior_scale=1.0)
 bnn.fit(X_train, y_train, epochs=60 if QUICK else 300, lr=1e-2, batch_size=150 if QUICK else 128, seed=0)
 mean, std = bnn.predict(X_test, return_std=True)
 r2 = 1 - ((mean - y_test) ** 2).mean() / y_test.var()
-print(f"Bayesian last layer: test R^2 {float(r2):.3f}, noise sd {float(bnn.sigma.detach()):.3f}, "
-      f"mean latent sd {float(std.mean()):.3f}; ELBO loss {bnn.losses[0]:.1f} -> {bnn.losses[-1]:.1f}")
+print(
+    f"Bayesian last layer: test R^2 {float(r2):.3f}, noise sd {float(bnn.sigma.detach()):.3f}, "
+    f"mean latent sd {float(std.mean()):.3f}; ELBO loss {bnn.losses[0]:.1f} -> {bnn.losses[-1]:.1f}"
+)
 
 # %% [markdown]
 # ## 3. Explain it with GOALS
@@ -173,7 +175,6 @@ with pyro.settings.context(module_local_params=True):
         elbo(X_train, y_train).backward()
         opt.step()
 
-g_user = tx.Goals.from_pyro(model, guide, head="out", train_inputs=X_train, xi=1.0, features=body,
-                            feature_names=names)
+g_user = tx.Goals.from_pyro(model, guide, head="out", train_inputs=X_train, xi=1.0, features=body, feature_names=names)
 imp_user = g_user.global_importance(reduction="mean_abs")
 print("your Pyro model, ranking by mean |local score|:", [names[int(j)] for j in imp_user.ranking])

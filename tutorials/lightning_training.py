@@ -46,8 +46,9 @@ val = DataLoader(TensorDataset(x[:1024], y[:1024]), batch_size=1024)
 class Regressor(pl.LightningModule):
     def __init__(self, hidden: int = 64):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(13, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                                 nn.Linear(hidden, 1), nn.Flatten(0))
+        self.net = nn.Sequential(
+            nn.Linear(13, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1), nn.Flatten(0)
+        )
 
     def forward(self, x):
         return self.net(x)
@@ -68,11 +69,19 @@ class Regressor(pl.LightningModule):
 
 # %%
 background, probe = x[torch.randperm(len(x))[:40]], x[torch.randperm(len(x))[:32]]
-callback = ExplanationCallback(lambda module: tx.FourierShap(module, background, k=256, method="exact"), probe,
-                               feature_names=[f"site{j}" for j in range(13)])
-trainer = pl.Trainer(max_epochs=2 if QUICK else 10, default_root_dir=out, callbacks=[callback],
-                     enable_progress_bar=False, enable_model_summary=False,
-                     limit_train_batches=5 if QUICK else None)
+callback = ExplanationCallback(
+    lambda module: tx.FourierShap(module, background, k=256, method="exact"),
+    probe,
+    feature_names=[f"site{j}" for j in range(13)],
+)
+trainer = pl.Trainer(
+    max_epochs=2 if QUICK else 10,
+    default_root_dir=out,
+    callbacks=[callback],
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    limit_train_batches=5 if QUICK else None,
+)
 model = Regressor(hidden=32 if QUICK else 128)
 trainer.fit(model, train, val)
 print("explained epochs:", [h["epoch"] for h in callback.history])
@@ -85,7 +94,8 @@ print("importance at the last epoch:", callback.history[-1]["importance"])
 explainer = tx.FourierShap(model.eval(), background, k=256, method="exact")
 writer = ExplanationWriter(os.path.join(out, "shards"))
 pl.Trainer(logger=False, callbacks=[writer], enable_progress_bar=False).predict(
-    ExplainModule(explainer), DataLoader(TensorDataset(x[:2000]), batch_size=500), return_predictions=False)
+    ExplainModule(explainer), DataLoader(TensorDataset(x[:2000]), batch_size=500), return_predictions=False
+)
 merged = merge_shards(os.path.join(out, "shards"), expected_rows=2000)
 print({k: tuple(v.shape) for k, v in merged.items()})
 assert torch.allclose(merged["attributions"], explainer.attribute(x[:2000]).detach(), atol=1e-5)

@@ -44,8 +44,10 @@ background, queries = x[:100], x[-50:]
 # %%
 start = time.perf_counter()
 explainer = tx.FourierShap.from_trees(model, background)
-print(f"spectrum: {len(explainer.spectrum)} terms over {explainer.encoding.n_binary} split features "
-      f"({time.perf_counter() - start:.2f} s)")
+print(
+    f"spectrum: {len(explainer.spectrum)} terms over {explainer.encoding.n_binary} split features "
+    f"({time.perf_counter() - start:.2f} s)"
+)
 phi = explainer.attribute(queries)
 gap = model.decision_function(queries.numpy()) - model.decision_function(background.numpy()).mean()
 print("max efficiency error:", float(np.abs(phi.sum(1).numpy() - gap).max()))

@@ -15,8 +15,13 @@ from torchxplain.config import ConfigError, ReportConfig, from_mapping, load_con
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "torchxplain.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, env={"TORCHXPLAIN_PROGRESS": "0", "MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "torchxplain.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={"TORCHXPLAIN_PROGRESS": "0", "MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin"},
+    )
 
 
 def images_loaded_in_chromium(page: Path) -> tuple[int, int] | None:
@@ -25,15 +30,32 @@ def images_loaded_in_chromium(page: Path) -> tuple[int, int] | None:
     if browser is None:
         return None
     probe = page.with_name("probe.html")
-    script = ('<script>window.addEventListener("load",()=>{const im=[...document.images];'
-              'document.body.setAttribute("data-images",im.length);document.body.setAttribute("data-loaded",'
-              'im.filter(i=>i.complete&&i.naturalWidth>0).length)})</script></body>')
+    script = (
+        '<script>window.addEventListener("load",()=>{const im=[...document.images];'
+        'document.body.setAttribute("data-images",im.length);document.body.setAttribute("data-loaded",'
+        "im.filter(i=>i.complete&&i.naturalWidth>0).length)})</script></body>"
+    )
     probe.write_text(page.read_text().replace("</body>", script))
-    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                          "--disable-component-update", "--disable-sync", "--no-first-run",
-                          f"--user-data-dir={page.parent / 'chromium-profile'}", "--allow-file-access-from-files",
-                          "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
-                         capture_output=True, text=True, timeout=120).stdout
+    dom = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={page.parent / 'chromium-profile'}",
+            "--allow-file-access-from-files",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            probe.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     match = re.search(r'data-images="(\d+)" data-loaded="(\d+)"', dom)
     assert match, "Chromium did not render the report"
     return int(match.group(1)), int(match.group(2))

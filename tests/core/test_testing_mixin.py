@@ -20,8 +20,7 @@ from torchxplain.testing import (
 class GradientTimesInput(ExplainerBase):
     """A correct toy explainer: attribution = x * d model / dx."""
 
-    def _attribute(self, inputs, *, baselines, target, additional_forward_args, feature_mask, show_progress,
-                   **kwargs):
+    def _attribute(self, inputs, *, baselines, target, additional_forward_args, feature_mask, show_progress, **kwargs):
         out = []
         for x in inputs:
             x = x.detach().requires_grad_(True)

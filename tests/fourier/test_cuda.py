@@ -16,8 +16,12 @@ def test_values_on_cuda_equal_cpu(dtype):
     spec, *_, xq, bg = random_case(0, 30, 500, 50, 40, max_degree=4)
     spec, xq, bg = spec.to(dtype), xq.to(dtype), bg.to(dtype)
     groups = torch.arange(30) // 3
-    for fn, kwargs in [(shapley_values, {}), (shapley_values, {"groups": groups}), (banzhaf_values, {}),
-                       (shapley_interactions, {"groups": groups})]:
+    for fn, kwargs in [
+        (shapley_values, {}),
+        (shapley_values, {"groups": groups}),
+        (banzhaf_values, {}),
+        (shapley_interactions, {"groups": groups}),
+    ]:
         cpu = fn(spec, xq, bg, **kwargs)
         gpu_kwargs = {k: v.cuda() for k, v in kwargs.items()}
         gpu = fn(spec.to("cuda"), xq.cuda(), bg.cuda(), **gpu_kwargs)

@@ -30,8 +30,9 @@ class TestBlackBoxFourierShapContract(ExplainerTestCase):
 
     def make_explainer(self, dtype):
         torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1),
-                                    torch.nn.Flatten(0)).to(dtype)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1), torch.nn.Flatten(0)
+        ).to(dtype)
         background = torch.randint(0, 2, (6, 8), generator=torch.Generator().manual_seed(2)).to(dtype)
         return FourierShap(model, background, k=256, method="exact", relaxed=True)
 

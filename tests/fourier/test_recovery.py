@@ -33,16 +33,17 @@ def as_function(terms: dict[tuple[int, ...], float], n: int):
 
     def f(x: torch.Tensor) -> torch.Tensor:
         signs = 1.0 - 2.0 * x.double()
-        cols = [signs[:, list(key)].prod(1) if key else torch.ones(x.shape[0], dtype=torch.float64)
-                for key in keys]
+        cols = [signs[:, list(key)].prod(1) if key else torch.ones(x.shape[0], dtype=torch.float64) for key in keys]
         return torch.stack(cols, 1) @ amps
 
     return f
 
 
 def as_terms(spectrum: FourierSpectrum) -> dict[tuple[int, ...], float]:
-    return {tuple(row.nonzero()[:, 0].tolist()): float(a)
-            for row, a in zip(spectrum.frequencies.cpu(), spectrum.amplitudes.cpu())}
+    return {
+        tuple(row.nonzero()[:, 0].tolist()): float(a)
+        for row, a in zip(spectrum.frequencies.cpu(), spectrum.amplitudes.cpu())
+    }
 
 
 class Counter:
@@ -80,6 +81,7 @@ def table_function(table: torch.Tensor, n: int):
 
 # ---------------------------------------------------------------- fast WHT and exact method
 
+
 @pytest.mark.parametrize("bits", [1, 2, 5, 8])
 def test_fwht_equals_explicit_hadamard_product(bits):
     values = torch.randn(3, 2**bits, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(bits))
@@ -95,8 +97,9 @@ def test_fwht_rejects_non_power_of_two():
 def test_exact_method_equals_hadamard_matrix_on_a_random_table():
     n = 8
     table = torch.randn(2**n, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    spec, report = fit_sparse_fourier(table_function(table, n), n, k=2**n, method="exact", return_report=True,
-                                      show_progress=False)
+    spec, report = fit_sparse_fourier(
+        table_function(table, n), n, k=2**n, method="exact", return_report=True, show_progress=False
+    )
     expected = sylvester_hadamard(n) @ table / 2**n  # entry s: frequency with bit i = bit i of s
     index = (spec.frequencies.long() * 2 ** torch.arange(n)).sum(1)
     torch.testing.assert_close(spec.amplitudes, expected[index], rtol=0, atol=1e-12)
@@ -117,33 +120,36 @@ def test_exact_top_k_r2_is_the_r2_on_the_whole_cube():
 
 def test_exact_degree_cap_keeps_only_low_degree_terms():
     terms = random_spectrum(10, 40, 4, seed=3)
-    spec = fit_sparse_fourier(as_function(terms, 10), 10, k=100, max_degree=2, method="exact",
-                              show_progress=False)
+    spec = fit_sparse_fourier(as_function(terms, 10), 10, k=100, max_degree=2, method="exact", show_progress=False)
     assert_same_terms(as_terms(spec), {key: a for key, a in terms.items() if len(key) <= 2}, tol=1e-12)
 
 
 # ---------------------------------------------------------------- hashing (sparse WHT)
 
+
 @pytest.mark.parametrize("max_degree", [None, 3])
 def test_hashing_recovers_k50_degree3_spectrum_on_40_features(max_degree):
     terms = random_spectrum(40, 50, 3, seed=11)
     f = Counter(as_function(terms, 40))
-    spec, report = fit_sparse_fourier(f, 40, k=50, max_degree=max_degree, method="hashing",
-                                      return_report=True, show_progress=False, seed=4)
+    spec, report = fit_sparse_fourier(
+        f, 40, k=50, max_degree=max_degree, method="hashing", return_report=True, show_progress=False, seed=4
+    )
     assert_same_terms(as_terms(spec), terms)
     assert report.n_queries + report.n_validation_queries == f.rows
     assert report.params["decoder"] == ("bitwise" if max_degree is None else "low-degree")
     # the printed query count is enough: the same budget recovers it again
-    again = fit_sparse_fourier(f, 40, k=50, max_degree=max_degree, method="hashing", n_queries=report.n_queries,
-                               show_progress=False, seed=4)
+    again = fit_sparse_fourier(
+        f, 40, k=50, max_degree=max_degree, method="hashing", n_queries=report.n_queries, show_progress=False, seed=4
+    )
     assert_same_terms(as_terms(again), terms)
 
 
 def test_hashing_recovers_k200_degree2_spectrum_on_236_features():
     terms = random_spectrum(236, 200, 2, seed=5)
     f = Counter(as_function(terms, 236))
-    spec, report = fit_sparse_fourier(f, 236, k=200, max_degree=2, method="hashing", return_report=True,
-                                      show_progress=False, n_validation=0)
+    spec, report = fit_sparse_fourier(
+        f, 236, k=200, max_degree=2, method="hashing", return_report=True, show_progress=False, n_validation=0
+    )
     assert_same_terms(as_terms(spec), terms)
     assert f.rows == report.n_queries
     assert str(report.n_queries) in str(report).replace(",", "")
@@ -151,8 +157,16 @@ def test_hashing_recovers_k200_degree2_spectrum_on_236_features():
 
 def test_hashing_within_a_tight_budget():
     terms = random_spectrum(40, 50, 3, seed=12)
-    spec, report = fit_sparse_fourier(as_function(terms, 40), 40, k=50, method="hashing", n_queries=20_000,
-                                      return_report=True, show_progress=False, n_validation=0)
+    spec, report = fit_sparse_fourier(
+        as_function(terms, 40),
+        40,
+        k=50,
+        method="hashing",
+        n_queries=20_000,
+        return_report=True,
+        show_progress=False,
+        n_validation=0,
+    )
     assert report.n_queries <= 20_000
     assert_same_terms(as_terms(spec), terms)
 
@@ -190,10 +204,12 @@ def test_hashing_is_seeded():
 
 # ---------------------------------------------------------------- regression
 
+
 def test_dense_regression_recovers_low_degree_spectrum():
     terms = random_spectrum(12, 30, 2, seed=6)
-    spec, report = fit_sparse_fourier(as_function(terms, 12), 12, k=30, max_degree=2, method="regression",
-                                      return_report=True, show_progress=False)
+    spec, report = fit_sparse_fourier(
+        as_function(terms, 12), 12, k=30, max_degree=2, method="regression", return_report=True, show_progress=False
+    )
     assert report.params["solver"] == "dense least squares"
     assert_same_terms(as_terms(spec), terms)
 
@@ -202,8 +218,9 @@ def test_cosamp_regression_recovers_sparse_spectrum_among_many_candidates():
     n, d = 30, 3
     assert count_low_degree(n, d) > 3000
     terms = random_spectrum(n, 20, d, seed=7)
-    spec, report = fit_sparse_fourier(as_function(terms, n), n, k=20, max_degree=d, method="regression",
-                                      return_report=True, show_progress=False)
+    spec, report = fit_sparse_fourier(
+        as_function(terms, n), n, k=20, max_degree=d, method="regression", return_report=True, show_progress=False
+    )
     assert report.params["solver"] == "CoSaMP"
     assert_same_terms(as_terms(spec), terms)
 
@@ -213,10 +230,11 @@ def test_regression_on_a_given_support():
     support = torch.zeros(len(terms) + 5, 50, dtype=torch.bool)
     for row, key in enumerate(terms):
         support[row, list(key)] = True
-    support[len(terms):, :3] = torch.tensor([[1, 0, 1], [1, 1, 1], [0, 1, 1], [0, 0, 1], [1, 1, 0]]).bool()
-    support[len(terms):, 49] = True  # five extra frequencies with true amplitude 0
-    spec = fit_sparse_fourier(as_function(terms, 50), 50, k=100, method="regression", support=support,
-                              show_progress=False)
+    support[len(terms) :, :3] = torch.tensor([[1, 0, 1], [1, 1, 1], [0, 1, 1], [0, 0, 1], [1, 1, 0]]).bool()
+    support[len(terms) :, 49] = True  # five extra frequencies with true amplitude 0
+    spec = fit_sparse_fourier(
+        as_function(terms, 50), 50, k=100, method="regression", support=support, show_progress=False
+    )
     assert_same_terms(as_terms(spec), terms)
 
 
@@ -242,12 +260,16 @@ def test_low_degree_index_enumerates_every_frequency_once():
 
 # ---------------------------------------------------------------- auto, targets, report, devices
 
-@pytest.mark.parametrize(("n", "k", "max_degree", "expected"), [
-    (10, 50, None, "exact"), (40, 50, None, "hashing"), (40, 50, 2, "regression"), (40, 50, 3, "hashing")])
+
+@pytest.mark.parametrize(
+    ("n", "k", "max_degree", "expected"),
+    [(10, 50, None, "exact"), (40, 50, None, "hashing"), (40, 50, 2, "regression"), (40, 50, 3, "hashing")],
+)
 def test_auto_picks_and_says_why(n, k, max_degree, expected):
     terms = random_spectrum(n, 10, 2, seed=n)
-    spec, report = fit_sparse_fourier(as_function(terms, n), n, k=k, max_degree=max_degree, return_report=True,
-                                      show_progress=False, n_validation=200)
+    spec, report = fit_sparse_fourier(
+        as_function(terms, n), n, k=k, max_degree=max_degree, return_report=True, show_progress=False, n_validation=200
+    )
     assert report.method == expected and report.reason.startswith("auto:")
     assert expected in str(report) and report.reason in str(report)
     assert_same_terms(as_terms(spec), terms)
@@ -256,8 +278,9 @@ def test_auto_picks_and_says_why(n, k, max_degree, expected):
 def test_target_picks_one_output_column():
     t1, t2 = random_spectrum(20, 10, 2, seed=1), random_spectrum(20, 10, 2, seed=2)
     f1, f2 = as_function(t1, 20), as_function(t2, 20)
-    both = fit_sparse_fourier(lambda x: torch.stack((f1(x), f2(x)), 1), 20, k=10, method="hashing", target=1,
-                              show_progress=False)
+    both = fit_sparse_fourier(
+        lambda x: torch.stack((f1(x), f2(x)), 1), 20, k=10, method="hashing", target=1, show_progress=False
+    )
     assert_same_terms(as_terms(both), t2)
 
 
@@ -265,12 +288,12 @@ def test_eval_data_r2_matches_independent_computation():
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(10, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1)).double()
     rows = torch.randint(0, 2, (60, 10), generator=torch.Generator().manual_seed(3)).double()
-    spec, report = fit_sparse_fourier(net, 10, k=30, method="exact", eval_data=rows, return_report=True,
-                                      show_progress=False)
+    spec, report = fit_sparse_fourier(
+        net, 10, k=30, method="exact", eval_data=rows, return_report=True, show_progress=False
+    )
     with torch.no_grad():
         truth = net(rows)[:, 0].numpy()
-    pred = np.array([sum(a * (-1) ** sum(int(r[i]) for i in key) for key, a in as_terms(spec).items())
-                     for r in rows])
+    pred = np.array([sum(a * (-1) ** sum(int(r[i]) for i in key) for key, a in as_terms(spec).items()) for r in rows])
     assert report.r2_eval == pytest.approx(r2_score(truth, pred), abs=1e-9)
     assert report.n_validation_queries == 60 and spec.dtype == torch.float64
 
@@ -300,13 +323,16 @@ def test_report_is_frozen_and_prints():
 
 # ---------------------------------------------------------------- bad input
 
+
 def test_wrong_output_shape_names_the_query_batch():
     with pytest.raises(ValueError, match=r"query batch 0 .*returned shape \(64, 3, 2\)"):
-        fit_sparse_fourier(lambda x: torch.zeros(x.shape[0], 3, 2), 10, k=5, method="exact", batch_size=64,
-                           show_progress=False)
+        fit_sparse_fourier(
+            lambda x: torch.zeros(x.shape[0], 3, 2), 10, k=5, method="exact", batch_size=64, show_progress=False
+        )
     with pytest.raises(ValueError, match=r"returned shape \(63,\)"):
-        fit_sparse_fourier(lambda x: torch.zeros(x.shape[0] - 1), 10, k=5, method="exact", batch_size=64,
-                           show_progress=False)
+        fit_sparse_fourier(
+            lambda x: torch.zeros(x.shape[0] - 1), 10, k=5, method="exact", batch_size=64, show_progress=False
+        )
     with pytest.raises(TypeError, match="torch.Tensor"):
         fit_sparse_fourier(lambda x: x.sum(1).numpy(), 10, k=5, show_progress=False)
 
@@ -341,23 +367,27 @@ def test_too_small_budget_states_a_minimum_that_suffices():
     with pytest.raises(ValueError, match="too small to recover k=50") as err:
         fit_sparse_fourier(f, 40, k=50, method="hashing", n_queries=5000)
     minimum = int(re.search(r"at least ([\d,]+) queries", str(err.value)).group(1).replace(",", ""))
-    spec, report = fit_sparse_fourier(f, 40, k=50, method="hashing", n_queries=minimum, return_report=True,
-                                      show_progress=False, n_validation=0)
+    spec, report = fit_sparse_fourier(
+        f, 40, k=50, method="hashing", n_queries=minimum, return_report=True, show_progress=False, n_validation=0
+    )
     assert report.n_queries <= minimum and len(spec) <= 50
     with pytest.raises(ValueError, match=r"method='regression' with k=50: it needs at least 151"):
         fit_sparse_fourier(f, 40, k=50, max_degree=3, method="regression", n_queries=100)
 
 
-@pytest.mark.parametrize(("kwargs", "error", "match"), [
-    ({"k": 0}, ValueError, "k must be >= 1"),
-    ({"k": 2.5}, TypeError, "k must be an int"),
-    ({"method": "fft"}, ValueError, "method must be one of"),
-    ({"max_degree": -1}, ValueError, "max_degree must be >= 0"),
-    ({"method": "regression"}, ValueError, "needs max_degree"),
-    ({"eval_data": torch.ones(3, 4)}, ValueError, "eval_data has 4 features"),
-    ({"eval_data": torch.full((3, 6), 0.5)}, ValueError, "eval_data must hold binary"),
-    ({"singleton_tol": 1.5}, ValueError, "singleton_tol"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"k": 0}, ValueError, "k must be >= 1"),
+        ({"k": 2.5}, TypeError, "k must be an int"),
+        ({"method": "fft"}, ValueError, "method must be one of"),
+        ({"max_degree": -1}, ValueError, "max_degree must be >= 0"),
+        ({"method": "regression"}, ValueError, "needs max_degree"),
+        ({"eval_data": torch.ones(3, 4)}, ValueError, "eval_data has 4 features"),
+        ({"eval_data": torch.full((3, 6), 0.5)}, ValueError, "eval_data must hold binary"),
+        ({"singleton_tol": 1.5}, ValueError, "singleton_tol"),
+    ],
+)
 def test_argument_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
         fit_sparse_fourier(lambda x: x.sum(1), 6, **({"k": 3} | kwargs))

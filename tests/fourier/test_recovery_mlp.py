@@ -15,8 +15,9 @@ N = 13
 @pytest.fixture(scope="module")
 def mlp_and_data():
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(N, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32), torch.nn.ReLU(),
-                              torch.nn.Linear(32, 1)).double()
+    net = torch.nn.Sequential(
+        torch.nn.Linear(N, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1)
+    ).double()
     gen = torch.Generator().manual_seed(1)
     queries = torch.randint(0, 2, (2, N), generator=gen).double()
     background = torch.randint(0, 2, (4, N), generator=gen).double()

@@ -114,12 +114,15 @@ def test_continuous_matches_brute_force() -> None:
     assert isinstance(explainer, TreeFourierShap)
     q = torch.from_numpy(query)
     scale = float(np.abs(y).max())
-    np.testing.assert_allclose(explainer.attribute(q).numpy(), brute_force_values(v, "shapley"),
-                               atol=1e-12 * scale, rtol=0)
-    np.testing.assert_allclose(explainer.banzhaf(q).numpy(), brute_force_values(v, "banzhaf"),
-                               atol=1e-12 * scale, rtol=0)
-    np.testing.assert_allclose(explainer.interactions(q).numpy(), brute_force_interactions(v),
-                               atol=1e-12 * scale, rtol=0)
+    np.testing.assert_allclose(
+        explainer.attribute(q).numpy(), brute_force_values(v, "shapley"), atol=1e-12 * scale, rtol=0
+    )
+    np.testing.assert_allclose(
+        explainer.banzhaf(q).numpy(), brute_force_values(v, "banzhaf"), atol=1e-12 * scale, rtol=0
+    )
+    np.testing.assert_allclose(
+        explainer.interactions(q).numpy(), brute_force_interactions(v), atol=1e-12 * scale, rtol=0
+    )
     np.testing.assert_allclose(explainer.predict(q).numpy(), model.predict(query), atol=1e-12 * scale, rtol=0)
 
 
@@ -138,7 +141,8 @@ def test_feature_groups_are_players() -> None:
     ours = explainer.attribute(torch.from_numpy(query)).numpy()
     np.testing.assert_allclose(ours, phi[:, ids], atol=1e-10 * np.abs(y).max(), rtol=0)
     via_mask = FourierShap.from_trees(model, torch.from_numpy(background)).attribute(
-        torch.from_numpy(query), feature_mask=torch.from_numpy(ids)[None])
+        torch.from_numpy(query), feature_mask=torch.from_numpy(ids)[None]
+    )
     np.testing.assert_allclose(via_mask.numpy(), ours, atol=1e-10 * np.abs(y).max(), rtol=0)
 
 

@@ -29,8 +29,11 @@ def _check_xgb_trees(model, x: np.ndarray, spectrum_out: np.ndarray, target: int
     its own leaf table (trees_to_dataframe), and the total against predict(output_margin=True) to float32."""
     booster = model.get_booster()
     frame = booster.trees_to_dataframe()
-    leaf_value = {(int(t), int(n)): float(np.float32(g)) for t, n, g, f in
-                  zip(frame.Tree, frame.Node, frame.Gain, frame.Feature) if f == "Leaf"}
+    leaf_value = {
+        (int(t), int(n)): float(np.float32(g))
+        for t, n, g, f in zip(frame.Tree, frame.Node, frame.Gain, frame.Feature)
+        if f == "Leaf"
+    }
     xgb = pytest.importorskip("xgboost")
     leaves = booster.predict(xgb.DMatrix(x), pred_leaf=True).reshape(len(x), -1)
     n_class = int(getattr(model, "n_classes_", 1))
@@ -128,15 +131,21 @@ def test_early_stopping_and_lightgbm_random_forest_mode() -> None:
     x, y = diabetes()
     fit_rows, valid = slice(0, 300), slice(300, None)
     booster = lgb.LGBMRegressor(n_estimators=200, num_leaves=8, verbose=-1, n_jobs=1).fit(
-        x[fit_rows], y[fit_rows], eval_set=[(x[valid], y[valid])], callbacks=[lgb.early_stopping(3, verbose=False)])
+        x[fit_rows], y[fit_rows], eval_set=[(x[valid], y[valid])], callbacks=[lgb.early_stopping(3, verbose=False)]
+    )
     assert booster.best_iteration_ < 200
     xgbm = xgb.XGBRegressor(n_estimators=200, max_depth=3, early_stopping_rounds=3, n_jobs=1).fit(
-        x[fit_rows], y[fit_rows], eval_set=[(x[valid], y[valid])], verbose=False)
+        x[fit_rows], y[fit_rows], eval_set=[(x[valid], y[valid])], verbose=False
+    )
     assert xgbm.best_iteration < 199
-    forest = lgb.LGBMRegressor(boosting_type="rf", n_estimators=6, num_leaves=8, bagging_freq=1,
-                               bagging_fraction=0.7, verbose=-1, n_jobs=1).fit(x, y)
-    for model, ref, tol in ((booster, booster.predict(x), TOL), (forest, forest.predict(x), TOL),
-                            (xgbm, xgbm.predict(x, output_margin=True), 2e-6)):
+    forest = lgb.LGBMRegressor(
+        boosting_type="rf", n_estimators=6, num_leaves=8, bagging_freq=1, bagging_fraction=0.7, verbose=-1, n_jobs=1
+    ).fit(x, y)
+    for model, ref, tol in (
+        (booster, booster.predict(x), TOL),
+        (forest, forest.predict(x), TOL),
+        (xgbm, xgbm.predict(x, output_margin=True), 2e-6),
+    ):
         encoding = TreeEncoding.from_model(model)
         out = tree_spectrum(model, encoding=encoding).evaluate(encoding.transform(torch.from_numpy(x))).numpy()
         np.testing.assert_allclose(out, ref, atol=tol * np.abs(y).max(), rtol=0)
@@ -175,7 +184,7 @@ def test_depth_and_size_bounds() -> None:
     model = fit("rf_reg", 6, x, y)
     spec = tree_spectrum(model)
     leaves = sum(int((t.tree_.children_left < 0).sum()) for t in model.estimators_)
-    assert len(spec) <= 1 + sum(4 ** t.tree_.max_depth // 3 + 1 for t in model.estimators_)
+    assert len(spec) <= 1 + sum(4**t.tree_.max_depth // 3 + 1 for t in model.estimators_)
     assert spec.degree <= 6 and leaves > 0
     with pytest.raises(ValueError, match="max_terms"):
         tree_spectrum(model, max_terms=10)

@@ -58,8 +58,10 @@ def test_grouped_shapley_banzhaf_interactions_match_brute_force(seed, n, k, n_bg
     for ours, ref in [
         (shapley_values(spec, xq, bg, groups=g), brute_force.shapley(freq, amp, xq.numpy(), bg.numpy(), groups)),
         (banzhaf_values(spec, xq, bg, groups=g), brute_force.banzhaf(freq, amp, xq.numpy(), bg.numpy(), groups)),
-        (shapley_interactions(spec, xq, bg, groups=g),
-         brute_force.interactions(freq, amp, xq.numpy(), bg.numpy(), groups)),
+        (
+            shapley_interactions(spec, xq, bg, groups=g),
+            brute_force.interactions(freq, amp, xq.numpy(), bg.numpy(), groups),
+        ),
     ]:
         np.testing.assert_allclose(ours.numpy(), ref, atol=1e-10, rtol=0)
 
@@ -67,10 +69,15 @@ def test_grouped_shapley_banzhaf_interactions_match_brute_force(seed, n, k, n_bg
 @pytest.mark.parametrize("seed,n,k,n_bg,n_q", CASES[:3])
 def test_singleton_banzhaf_and_interactions_match_brute_force(seed, n, k, n_bg, n_q):
     spec, freq, amp, xq, bg = random_case(seed, n, k, n_bg, n_q)
-    np.testing.assert_allclose(banzhaf_values(spec, xq, bg).numpy(),
-                               brute_force.banzhaf(freq, amp, xq.numpy(), bg.numpy()), atol=1e-10, rtol=0)
-    np.testing.assert_allclose(shapley_interactions(spec, xq, bg).numpy(),
-                               brute_force.interactions(freq, amp, xq.numpy(), bg.numpy()), atol=1e-10, rtol=0)
+    np.testing.assert_allclose(
+        banzhaf_values(spec, xq, bg).numpy(), brute_force.banzhaf(freq, amp, xq.numpy(), bg.numpy()), atol=1e-10, rtol=0
+    )
+    np.testing.assert_allclose(
+        shapley_interactions(spec, xq, bg).numpy(),
+        brute_force.interactions(freq, amp, xq.numpy(), bg.numpy()),
+        atol=1e-10,
+        rtol=0,
+    )
 
 
 def test_relaxed_queries_match_brute_force_on_multilinear_extension():
@@ -83,8 +90,9 @@ def test_relaxed_queries_match_brute_force_on_multilinear_extension():
 
 def test_relaxed_equals_exact_on_binary_queries():
     spec, _, _, xq, bg = random_case(9, 8, 50, 5, 6)
-    np.testing.assert_allclose(shapley_values(spec, xq, bg, relaxed=True).numpy(),
-                               shapley_values(spec, xq, bg).numpy(), atol=1e-12)
+    np.testing.assert_allclose(
+        shapley_values(spec, xq, bg, relaxed=True).numpy(), shapley_values(spec, xq, bg).numpy(), atol=1e-12
+    )
 
 
 @settings(max_examples=30, deadline=None)
@@ -99,8 +107,12 @@ def test_efficiency_dummy_and_chunk_invariance(seed, n, k, n_bg):
     tiny = shapley_values(spec, xq, bg, max_memory=64)
     torch.testing.assert_close(tiny, phi, atol=1e-12, rtol=0)
     groups = torch.tensor(random_groups(seed, n))
-    torch.testing.assert_close(shapley_values(spec, xq, bg, groups=groups, max_memory=64),
-                               shapley_values(spec, xq, bg, groups=groups), atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        shapley_values(spec, xq, bg, groups=groups, max_memory=64),
+        shapley_values(spec, xq, bg, groups=groups),
+        atol=1e-12,
+        rtol=0,
+    )
     torch.testing.assert_close(shapley_values(spec, xq, bg, groups=groups).sum(1), gap, atol=1e-10, rtol=0)
 
 
@@ -153,13 +165,16 @@ def test_values_are_differentiable_in_amplitudes():
         torch.testing.assert_close(grad[f], single)
 
 
-@pytest.mark.parametrize("bad,match", [
-    (lambda xq, bg: (xq * 2, bg), "column"),
-    (lambda xq, bg: (xq[:, :-1], bg), "features"),
-    (lambda xq, bg: (xq, bg[:0]), "empty"),
-    (lambda xq, bg: (xq.masked_fill(torch.ones_like(xq, dtype=torch.bool), float("nan")), bg), "NaN"),
-    (lambda xq, bg: (xq, bg + 0.5), "background"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        (lambda xq, bg: (xq * 2, bg), "column"),
+        (lambda xq, bg: (xq[:, :-1], bg), "features"),
+        (lambda xq, bg: (xq, bg[:0]), "empty"),
+        (lambda xq, bg: (xq.masked_fill(torch.ones_like(xq, dtype=torch.bool), float("nan")), bg), "NaN"),
+        (lambda xq, bg: (xq, bg + 0.5), "background"),
+    ],
+)
 def test_bad_inputs_raise_clear_errors(bad, match):
     spec, _, _, xq, bg = random_case(14, 5, 8, 3, 2)
     x, b = bad(xq, bg)

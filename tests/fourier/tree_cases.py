@@ -54,19 +54,47 @@ def make_model(kind: str, depth: int, seed: int = 0):
         "et_clf": lambda: ExtraTreesClassifier(n_estimators=4, **common),
         "gbm_reg": lambda: GradientBoostingRegressor(n_estimators=5, learning_rate=0.3, **common),
         "gbm_clf": lambda: GradientBoostingClassifier(n_estimators=5, learning_rate=0.3, **common),
-        "xgb_reg": lambda: xgb.XGBRegressor(n_estimators=5, max_depth=depth, learning_rate=0.3, random_state=seed,
-                                           n_jobs=1),
-        "xgb_clf": lambda: xgb.XGBClassifier(n_estimators=5, max_depth=depth, learning_rate=0.3, random_state=seed,
-                                           n_jobs=1),
-        "lgb_reg": lambda: lgb.LGBMRegressor(n_estimators=5, max_depth=depth, num_leaves=2**depth, min_child_samples=5,
-                                             random_state=seed, verbose=-1, n_jobs=1),
-        "lgb_clf": lambda: lgb.LGBMClassifier(n_estimators=5, max_depth=depth, num_leaves=2**depth,
-                                              min_child_samples=5, random_state=seed, verbose=-1, n_jobs=1),
+        "xgb_reg": lambda: xgb.XGBRegressor(
+            n_estimators=5, max_depth=depth, learning_rate=0.3, random_state=seed, n_jobs=1
+        ),
+        "xgb_clf": lambda: xgb.XGBClassifier(
+            n_estimators=5, max_depth=depth, learning_rate=0.3, random_state=seed, n_jobs=1
+        ),
+        "lgb_reg": lambda: lgb.LGBMRegressor(
+            n_estimators=5,
+            max_depth=depth,
+            num_leaves=2**depth,
+            min_child_samples=5,
+            random_state=seed,
+            verbose=-1,
+            n_jobs=1,
+        ),
+        "lgb_clf": lambda: lgb.LGBMClassifier(
+            n_estimators=5,
+            max_depth=depth,
+            num_leaves=2**depth,
+            min_child_samples=5,
+            random_state=seed,
+            verbose=-1,
+            n_jobs=1,
+        ),
     }[kind]()
 
 
-MODEL_KINDS = ("tree_reg", "tree_clf", "rf_reg", "rf_clf", "et_reg", "et_clf", "gbm_reg", "gbm_clf",
-               "xgb_reg", "xgb_clf", "lgb_reg", "lgb_clf")
+MODEL_KINDS = (
+    "tree_reg",
+    "tree_clf",
+    "rf_reg",
+    "rf_clf",
+    "et_reg",
+    "et_clf",
+    "gbm_reg",
+    "gbm_clf",
+    "xgb_reg",
+    "xgb_clf",
+    "lgb_reg",
+    "lgb_clf",
+)
 # Models whose explained output is a probability column: they need target= (the class).
 PROBA_KINDS = ("tree_clf", "rf_clf", "et_clf")
 

@@ -34,9 +34,7 @@ def test_peer_loop_is_the_explicit_b_algorithm():
     model = make_gp(n=20, j=4, ard=False)
     goals = Goals(model)
     theta = 1.0 / (2.0 * float(model.covar_module.base_kernel.lengthscale.detach()) ** 2)
-    loop = bench.explicit_b_loop(
-        goals.backend.gram, goals.backend.alpha, model.train_inputs[0], theta, 1.0, range(4)
-    )
+    loop = bench.explicit_b_loop(goals.backend.gram, goals.backend.alpha, model.train_inputs[0], theta, 1.0, range(4))
     # The peer ignores the outputscale inside the exponent only; K and alpha carry it.
     torch.testing.assert_close(loop, torch.from_numpy(explicit_b_scores(model, 1.0)), atol=1e-10, rtol=0)
 

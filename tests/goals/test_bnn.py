@@ -22,20 +22,15 @@ from torchxplain.goals.gp import GPBackend
 def make_data(n=120, j=4, seed=0, dtype=torch.float64):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n, j, generator=g, dtype=dtype)
-    y = (
-        x[:, 0]
-        + torch.sin(2 * x[:, 1])
-        + 0.5 * x[:, 2] * x[:, -1]
-        + 0.1 * torch.randn(n, generator=g, dtype=dtype)
-    )
+    y = x[:, 0] + torch.sin(2 * x[:, 1]) + 0.5 * x[:, 2] * x[:, -1] + 0.1 * torch.randn(n, generator=g, dtype=dtype)
     return x, y
 
 
 def make_net(j=4, hidden=10, width=6, seed=1, dtype=torch.float64):
     torch.manual_seed(seed)
-    return nn.Sequential(
-        nn.Linear(j, hidden), nn.Tanh(), nn.Linear(hidden, width), nn.Tanh(), nn.Linear(width, 1)
-    ).to(dtype)
+    return nn.Sequential(nn.Linear(j, hidden), nn.Tanh(), nn.Linear(hidden, width), nn.Tanh(), nn.Linear(width, 1)).to(
+        dtype
+    )
 
 
 def shifted_features(features, x, xi):
@@ -141,25 +136,17 @@ def test_exact_conjugate_head_equals_gp_with_feature_kernel():
     b = [v * h @ hs[j].T for j in range(3)]
     gp_local = torch.stack([(k - b[j].T) @ alpha for j in range(3)], 1)
     kq = v * features(xq) @ h.T
-    gp_query = torch.stack(
-        [(kq - v * shifted_features(features, xq, xi)[j] @ h.T) @ alpha for j in range(3)], 1
-    )
+    gp_query = torch.stack([(kq - v * shifted_features(features, xq, xi)[j] @ h.T) @ alpha for j in range(3)], 1)
 
     def sigma(j, k2):
         d = v * hs[j] @ hs[k2].T
         return (
-            k
-            - k @ a_inv @ k
-            + d
-            - b[j].T @ a_inv @ b[k2]
-            - (b[j].T - b[j].T @ a_inv @ k + b[k2] - k @ a_inv @ b[k2])
+            k - k @ a_inv @ k + d - b[j].T @ a_inv @ b[k2] - (b[j].T - b[j].T @ a_inv @ k + b[k2] - k @ a_inv @ b[k2])
         )
 
     gp_var = torch.stack([torch.diagonal(sigma(j, j)) for j in range(3)], 1)
     ones = torch.ones(40, dtype=torch.float64)
-    gp_gcov = (
-        torch.stack([torch.stack([ones @ sigma(j, i) @ ones for i in range(3)]) for j in range(3)]) / 40**2
-    )
+    gp_gcov = torch.stack([torch.stack([ones @ sigma(j, i) @ ones for i in range(3)]) for j in range(3)]) / 40**2
 
     plug_in = BNNBackend(features, m, v_prior, x, xi)  # S8: the prior as V, the conjugate posterior mean
     torch.testing.assert_close(plug_in.local_scores(x), gp_local, atol=1e-10, rtol=0)
@@ -202,18 +189,14 @@ def test_shortcut_and_plain_forward_give_the_same_scores():
     with torch.no_grad():
         direct = (features(x)[None] - shifted_features(features, x, xi)) @ loc  # (J, N)
     torch.testing.assert_close(fast.local_scores(x), direct.T, atol=1e-12, rtol=0)
-    torch.testing.assert_close(
-        fast.global_importance("mean_abs").score, direct.abs().mean(1), atol=1e-12, rtol=0
-    )
+    torch.testing.assert_close(fast.global_importance("mean_abs").score, direct.abs().mean(1), atol=1e-12, rtol=0)
 
 
 def test_scores_are_differences_of_the_posterior_predictive_mean(fitted):
     bnn, x, _ = fitted
     g = BNNBackend.from_model(bnn, xi=0.5)
     q = x[:7]
-    direct = torch.stack(
-        [bnn.predict(q) - bnn.predict(q + 0.5 * torch.eye(4, dtype=q.dtype)[j]) for j in range(4)], 1
-    )
+    direct = torch.stack([bnn.predict(q) - bnn.predict(q + 0.5 * torch.eye(4, dtype=q.dtype)[j]) for j in range(4)], 1)
     torch.testing.assert_close(g.local_scores(q), direct, atol=1e-10, rtol=0)
     torch.testing.assert_close(g.posterior_mean(q), bnn.predict(q), atol=1e-12, rtol=0)
 
@@ -221,9 +204,7 @@ def test_scores_are_differences_of_the_posterior_predictive_mean(fitted):
 def test_predict_std_matches_guide_draws(fitted):
     bnn, x, _ = fitted
     pyro.set_rng_seed(5)
-    f = Predictive(bnn, guide=bnn.guide, num_samples=20000, parallel=True, return_sites=["_RETURN"])(x[:6])[
-        "_RETURN"
-    ]
+    f = Predictive(bnn, guide=bnn.guide, num_samples=20000, parallel=True, return_sites=["_RETURN"])(x[:6])["_RETURN"]
     mean, std = bnn.predict(x[:6], return_std=True)
     assert bool(((f.mean(0) - mean).abs() <= 3 * std / 20000**0.5).all())
     torch.testing.assert_close(f.std(0), std, rtol=0.03, atol=0)
@@ -253,9 +234,7 @@ def test_fit_learns_a_regression_and_keeps_features_fixed_by_default():
     x, y = make_data(n=150)
     net = make_net()
     before = copy.deepcopy(net[0].weight)
-    bnn = LastLayerBNN(net[:-1], 6, prior_scale=3.0).fit(
-        x, y, epochs=40, lr=0.05, batch_size=None, show_progress=False
-    )
+    bnn = LastLayerBNN(net[:-1], 6, prior_scale=3.0).fit(x, y, epochs=40, lr=0.05, batch_size=None, show_progress=False)
     torch.testing.assert_close(net[0].weight, before, atol=0, rtol=0)
     assert bnn.losses[-1] < bnn.losses[0]
     joint = LastLayerBNN(make_net()[:-1], 6).fit(
@@ -279,9 +258,7 @@ def test_classification_scores_are_on_the_logits(likelihood, k):
     direct = torch.stack(
         [bnn.predict(x[:4]) - bnn.predict(x[:4] + torch.eye(4, dtype=x.dtype)[j]) for j in range(4)], -1
     )
-    torch.testing.assert_close(
-        g.local_scores(x[:4]), direct if k == 1 else direct[:, cls], atol=1e-10, rtol=0
-    )
+    torch.testing.assert_close(g.local_scores(x[:4]), direct if k == 1 else direct[:, cls], atol=1e-10, rtol=0)
     if k > 1:
         with pytest.raises(ValueError, match="output"):
             BNNBackend.from_model(bnn)
@@ -296,9 +273,7 @@ class UserBNN(PyroModule):
         torch.manual_seed(0)
         self.body = nn.Sequential(nn.Linear(j, width), nn.Tanh()).to(dtype)
         self.out = PyroModule[nn.Linear](width, 1).to(dtype)
-        self.out.weight = PyroSample(
-            dist.Normal(torch.tensor(0.0, dtype=dtype), 1.0).expand([1, width]).to_event(2)
-        )
+        self.out.weight = PyroSample(dist.Normal(torch.tensor(0.0, dtype=dtype), 1.0).expand([1, width]).to_event(2))
         self.out.bias = PyroSample(dist.Normal(torch.tensor(0.0, dtype=dtype), 1.0).expand([1]).to_event(1))
 
     def forward(self, x, y=None):

@@ -19,8 +19,9 @@ _FITTED: dict[str, LastLayerBNN] = {}
 def fitted_bnn(dtype: torch.dtype) -> LastLayerBNN:
     if "bnn" not in _FITTED:
         x, y = make_data(n=80)
-        _FITTED["bnn"] = LastLayerBNN.from_sequential(make_net()).fit(x, y, epochs=30, batch_size=40,
-                                                                       show_progress=False)
+        _FITTED["bnn"] = LastLayerBNN.from_sequential(make_net()).fit(
+            x, y, epochs=30, batch_size=40, show_progress=False
+        )
     return copy.deepcopy(_FITTED["bnn"]).to(dtype)
 
 

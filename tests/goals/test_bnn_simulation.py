@@ -51,8 +51,7 @@ def bnn_auc(d, seed: int) -> float:
         opt.zero_grad()
         ((net(d.x)[:, 0] - d.y) ** 2).mean().backward()
         opt.step()
-    bnn = LastLayerBNN.from_sequential(net).fit(d.x, d.y, epochs=100, lr=0.02, batch_size=None,
-                                                show_progress=False)
+    bnn = LastLayerBNN.from_sequential(net).fit(d.x, d.y, epochs=100, lr=0.02, batch_size=None, show_progress=False)
     score = Goals(bnn, xi=1.0).global_importance("abs_mean").score
     return roc_auc_score(d.causal.numpy(), score.numpy())
 

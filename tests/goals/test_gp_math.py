@@ -61,9 +61,7 @@ def test_global_moments_match_joint_conditioning(xi, cfg):
     imp = Goals(model, xi=xi).global_importance(covariance_features=[0, 2, 3])
     np.testing.assert_allclose(imp.mean.numpy(), ref_mean, atol=1e-8, rtol=0)
     np.testing.assert_allclose(imp.variance.numpy(), np.diag(ref_cov), atol=1e-10, rtol=0)
-    np.testing.assert_allclose(
-        imp.covariance.numpy(), ref_cov[np.ix_([0, 2, 3], [0, 2, 3])], atol=1e-10, rtol=0
-    )
+    np.testing.assert_allclose(imp.covariance.numpy(), ref_cov[np.ix_([0, 2, 3], [0, 2, 3])], atol=1e-10, rtol=0)
 
 
 def test_training_variances_and_local_variance_on_training_rows():
@@ -116,9 +114,7 @@ def test_linear_kernel_identity_delta_is_minus_xi_beta():
     g = Goals(model, xi=xi)
     xq = torch.randn(6, 5, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     torch.testing.assert_close(g.attribute(xq), (-xi * beta).expand(6, 5), atol=1e-8, rtol=0)
-    torch.testing.assert_close(
-        g.local_variance(xq), (xi**2 * beta_cov.diagonal()).expand(6, 5), atol=1e-10, rtol=0
-    )
+    torch.testing.assert_close(g.local_variance(xq), (xi**2 * beta_cov.diagonal()).expand(6, 5), atol=1e-10, rtol=0)
     imp = g.global_importance(covariance_features=[0, 3])
     torch.testing.assert_close(imp.mean, -xi * beta, atol=1e-8, rtol=0)
     torch.testing.assert_close(imp.variance, xi**2 * beta_cov.diagonal(), atol=1e-10, rtol=0)
@@ -141,9 +137,7 @@ def test_generic_kernel_path_matches_gpytorch_and_conditioning():
     with torch.no_grad():
         kzz = model.covar_module(z, z).to_dense()
         kzx = model.covar_module(z, x).to_dense()
-        a = model.covar_module(x, x).to_dense() + float(model.likelihood.noise) * torch.eye(
-            n, dtype=torch.float64
-        )
+        a = model.covar_module(x, x).to_dense() + float(model.likelihood.noise) * torch.eye(n, dtype=torch.float64)
     cov = kzz - kzx @ torch.linalg.solve(a, kzx.T)
     t = torch.zeros(3, 4 * n, dtype=torch.float64)
     for f in range(3):
@@ -244,9 +238,7 @@ def test_model_variants_match_gpytorch_posterior(name):
     xq = torch.randn(4, 3, generator=torch.Generator().manual_seed(9), dtype=torch.float64)
     g = Goals(model, xi=xi)
     torch.testing.assert_close(g.attribute(xq), gpytorch_shift_scores(model, xq, xi), atol=1e-8, rtol=0)
-    torch.testing.assert_close(
-        g.local_variance(xq), _gpytorch_delta_variance(model, xq, xi), atol=1e-10, rtol=0
-    )
+    torch.testing.assert_close(g.local_variance(xq), _gpytorch_delta_variance(model, xq, xi), atol=1e-10, rtol=0)
     if name == "active_dims":
         assert torch.allclose(g.attribute(xq)[:, 1], torch.zeros(4, dtype=torch.float64), atol=1e-12)
 

@@ -11,8 +11,12 @@ from torchxplain.data import simulate_goals_design
 @pytest.mark.parametrize("v2,rho,pc_var", [(0.6, 0.5, 0.0), (0.3, 1.0, 0.2), (0.6, 0.0, 0.5)])
 def test_parts_have_the_prescribed_sample_variances(v2, rho, pc_var):
     d = simulate_goals_design(n=300, n_features=30, n_causal=6, v2=v2, rho=rho, pc_var=pc_var, seed=4)
-    parts = {"additive": rho * v2, "interaction": (1 - rho) * v2, "structure": pc_var * (1 - v2),
-             "noise": (1 - pc_var) * (1 - v2)}
+    parts = {
+        "additive": rho * v2,
+        "interaction": (1 - rho) * v2,
+        "structure": pc_var * (1 - v2),
+        "noise": (1 - pc_var) * (1 - v2),
+    }
     for name, var in parts.items():
         t = getattr(d, name)
         assert abs(float(t.var()) - var) < 1e-12, name
@@ -48,10 +52,17 @@ def test_seeded_and_reproducible():
     assert not torch.allclose(a.y, c.y)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(n_causal=1), "n_causal"), (dict(v2=1.5), "v2"), (dict(rho=-0.1), "rho"),
-    (dict(maf_range=(0.0, 0.5)), "maf_range"), (dict(n_pcs=0), "n_pcs"), (dict(n=2), "n >= 3"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(n_causal=1), "n_causal"),
+        (dict(v2=1.5), "v2"),
+        (dict(rho=-0.1), "rho"),
+        (dict(maf_range=(0.0, 0.5)), "maf_range"),
+        (dict(n_pcs=0), "n_pcs"),
+        (dict(n=2), "n >= 3"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         simulate_goals_design(**{"n": 50, "n_features": 10, "n_causal": 3, **kwargs})

@@ -51,9 +51,7 @@ class RefBC:
             "sd": {"attack": set(), "support": set()},
             "cf": {"critical": set(), "potential": set()},
         }
-        table = [
-            self.sigma(list(o)) for o in itertools.product(*[range(len(self.values[v])) for v in self.obs])
-        ]
+        table = [self.sigma(list(o)) for o in itertools.product(*[range(len(self.values[v])) for v in self.obs])]
         for y in self.cls:
             base = self.posterior(y, a)[a[y]]
             for x in self.structure[y]:

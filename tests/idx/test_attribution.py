@@ -105,14 +105,15 @@ def test_lime_matches_the_lime_package_within_sampling_noise():
     x = datasets.all_inputs(bc)
     o = bc.index_of("o")
     ours = lime_values(bc, x, outputs=["o"], num_samples=5000, seed=1)
-    explainer = lime_tabular.LimeTabularExplainer(x.numpy(), categorical_features=[0, 1, 2],
-                                                  discretize_continuous=False, random_state=0)
+    explainer = lime_tabular.LimeTabularExplainer(
+        x.numpy(), categorical_features=[0, 1, 2], discretize_continuous=False, random_state=0
+    )
 
     def predict(arr):
         return bc.predict_proba(torch.as_tensor(arr).long())[:, o, :2].numpy()
 
     for b in range(0, 18, 3):
-        s = int(bc.decide(x[b:b + 1])[0, o])
+        s = int(bc.decide(x[b : b + 1])[0, o])
         e = explainer.explain_instance(x[b].numpy(), predict, labels=(s,), num_features=3, num_samples=5000)
         theirs = dict(e.as_map()[s])
         np.testing.assert_allclose(ours[b, :, 0].numpy(), [theirs[j] for j in range(3)], atol=0.03)

@@ -53,8 +53,9 @@ def test_asia_conditionals_match_pgmpy_inference():
     q2 = ve.query(["dysp"], evidence={"bronc": "no"}, show_progress=False)  # dysp has 2 parents: marginalised
     e2 = bc.influences.index(("dysp", "bronc"))
     got2 = bc.log_cpt[e2, bc.value_names["bronc"].index("no"), :2].exp().numpy()
-    np.testing.assert_allclose(got2, [q2.values[q2.state_names["dysp"].index(v)] for v in bc.value_names["dysp"]],
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        got2, [q2.values[q2.state_names["dysp"].index(v)] for v in bc.value_names["dysp"]], rtol=1e-10
+    )
 
 
 def test_child_all_inputs_shares_near_the_paper(child):

@@ -23,8 +23,10 @@ def _pair(seed: int, naive: bool, dtype=torch.float64, class_card=None):
 
 
 def _sets(bc, rel, b):
-    return {k: {n: {p for p, hit in zip(bc.influences, rel[k][n][b].tolist()) if hit} for n in names}
-            for k, names in KITS.items()}
+    return {
+        k: {n: {p for p, hit in zip(bc.influences, rel[k][n][b].tolist()) if hit} for n in names}
+        for k, names in KITS.items()
+    }
 
 
 @settings(max_examples=40, deadline=None)

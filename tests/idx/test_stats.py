@@ -36,6 +36,8 @@ def test_violations_and_agreement_from_table2():
     assert monotonicity_violations(rel["sd"], rel["md"]) == pytest.approx(100 * (sd_total - md_total) / sd_total)
     assert agreement(rel["md"], rel["sd"]) == pytest.approx(100 * md_total / (18 * 5))
     columns = torch.tensor([bc.influences.index(("t", "r")), bc.influences.index(("p", "r"))])
-    want = sum(len(r["md"]["attack"] & {("t", "r"), ("p", "r")}) + len(r["md"]["support"] & {("t", "r"), ("p", "r")})
-               for r in ROWS)
+    want = sum(
+        len(r["md"]["attack"] & {("t", "r"), ("p", "r")}) + len(r["md"]["support"] & {("t", "r"), ("p", "r")})
+        for r in ROWS
+    )
     assert agreement(rel["md"], rel["sd"], columns) == pytest.approx(100 * want / (18 * 2))

@@ -19,11 +19,18 @@ from torchxplain.integrations.lightning import ExplainModule, ExplanationWriter
 def run(explainer_path: str, rows_path: str, out_dir: str, devices: int, batch_size: int = 64) -> None:
     explainer = FourierShap.load(explainer_path)
     rows = torch.load(rows_path, weights_only=True)
-    trainer = pl.Trainer(accelerator="cpu", devices=devices, strategy="ddp" if devices > 1 else "auto",
-                         logger=False, enable_progress_bar=False, enable_model_summary=False,
-                         callbacks=[ExplanationWriter(out_dir)])
-    trainer.predict(ExplainModule(explainer), DataLoader(TensorDataset(rows), batch_size=batch_size),
-                    return_predictions=False)
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        devices=devices,
+        strategy="ddp" if devices > 1 else "auto",
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[ExplanationWriter(out_dir)],
+    )
+    trainer.predict(
+        ExplainModule(explainer), DataLoader(TensorDataset(rows), batch_size=batch_size), return_predictions=False
+    )
 
 
 if __name__ == "__main__":

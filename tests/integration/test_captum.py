@@ -57,8 +57,9 @@ def test_captum_samplers_agree_with_fourier_shap_within_sampling_error(method):
         if method == "kernel":
             est = KernelShap(g).attribute(x, baselines=g.baselines(x), n_samples=300, perturbations_per_eval=300)
         else:
-            est = ShapleyValueSampling(g).attribute(x, baselines=g.baselines(x), n_samples=15,
-                                                    perturbations_per_eval=32)
+            est = ShapleyValueSampling(g).attribute(
+                x, baselines=g.baselines(x), n_samples=15, perturbations_per_eval=32
+            )
         estimates.append(est.double())
     stacked = torch.stack(estimates)
     mean, sem = stacked.mean(0), stacked.std(0) / len(estimates) ** 0.5
@@ -94,8 +95,9 @@ def test_fourier_shap_in_noise_tunnel_is_unbiased():
     smooth = NoiseTunnel(explainer).attribute(x, nt_type="smoothgrad", nt_samples=64, stdevs=0.1)
     exact = explainer.attribute(x)
     gen = torch.Generator().manual_seed(8)
-    draws = torch.stack([explainer.attribute(x + 0.1 * torch.randn(x.shape, generator=gen, dtype=x.dtype))
-                         for _ in range(128)])
+    draws = torch.stack(
+        [explainer.attribute(x + 0.1 * torch.randn(x.shape, generator=gen, dtype=x.dtype)) for _ in range(128)]
+    )
     sem = draws.std(0) / 64**0.5
     assert smooth.shape == x.shape
     assert bool(((smooth - exact).abs() <= 5 * sem + 1e-12).all())
@@ -116,8 +118,9 @@ def test_infidelity_is_zero_for_exact_shap_of_an_additive_model():
     torch.manual_seed(0)
     ours = infidelity(spectrum.evaluate, drop_random_subset, x, attributions, n_perturb_samples=16)
     torch.manual_seed(0)
-    shuffled = infidelity(spectrum.evaluate, drop_random_subset, x, attributions[:, torch.randperm(N)],
-                          n_perturb_samples=16)
+    shuffled = infidelity(
+        spectrum.evaluate, drop_random_subset, x, attributions[:, torch.randperm(N)], n_perturb_samples=16
+    )
     assert ours.shape == (8,)
     assert float(ours.max()) < 1e-20  # additive model: sum_{i in S} phi_i = f(x) - f(x_S -> baseline) exactly
     assert float(shuffled.mean()) > 1e-3

@@ -75,14 +75,21 @@ def test_callback_fit_writes_artifacts_and_scalars_and_resumes(tmp_path):
     names = [f"f{i}" for i in range(N_FEATURES)]
 
     def make_callback():
-        return ExplanationCallback(lambda m: IntegratedGradients(m), probe, feature_names=names,
-                                   attribute_kwargs={"n_steps": 16})
+        return ExplanationCallback(
+            lambda m: IntegratedGradients(m), probe, feature_names=names, attribute_kwargs={"n_steps": 16}
+        )
 
     callback = make_callback()
     checkpoint = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True)
     model = Regressor()
-    trainer = pl.Trainer(max_epochs=3, logger=CSVLogger(tmp_path / "logs"), callbacks=[callback, checkpoint],
-                         limit_train_batches=3, limit_val_batches=1, **QUIET)
+    trainer = pl.Trainer(
+        max_epochs=3,
+        logger=CSVLogger(tmp_path / "logs"),
+        callbacks=[callback, checkpoint],
+        limit_train_batches=3,
+        limit_val_batches=1,
+        **QUIET,
+    )
     train, val = _loaders(x, y)
     trainer.fit(model, train, val)
 
@@ -106,12 +113,19 @@ def test_callback_fit_writes_artifacts_and_scalars_and_resumes(tmp_path):
         assert logged == pytest.approx([h["importance"][j].item() for h in callback.history], rel=1e-6)
     drift = [float(r["xai/drift"]) for r in rows if r.get("xai/drift")]
     imp = [h["importance"] for h in callback.history]
-    assert drift == pytest.approx([((imp[e] - imp[e - 1]).abs().sum() / imp[e - 1].abs().sum()).item()
-                                   for e in (1, 2)], rel=1e-5)
+    assert drift == pytest.approx(
+        [((imp[e] - imp[e - 1]).abs().sum() / imp[e - 1].abs().sum()).item() for e in (1, 2)], rel=1e-5
+    )
 
     resumed = make_callback()
-    trainer2 = pl.Trainer(max_epochs=4, logger=CSVLogger(tmp_path / "logs"), callbacks=[resumed],
-                          limit_train_batches=3, limit_val_batches=1, **QUIET)
+    trainer2 = pl.Trainer(
+        max_epochs=4,
+        logger=CSVLogger(tmp_path / "logs"),
+        callbacks=[resumed],
+        limit_train_batches=3,
+        limit_val_batches=1,
+        **QUIET,
+    )
     trainer2.fit(Regressor(), train, val, ckpt_path=tmp_path / "ckpt" / "last.ckpt")
     assert [h["epoch"] for h in resumed.history] == [0, 1, 2, 3]
     for before, after in zip(callback.history, resumed.history):
@@ -174,8 +188,15 @@ def test_callback_on_train_epoch_end_eval_mode_fourier_shap_and_logger_figures(t
     callback = ExplanationCallback(factory, probe, every_n_epochs=2, on="train")
     recorder = _ModeRecorder()
     logger = _TensorBoardLike()
-    trainer = pl.Trainer(max_epochs=4, logger=[logger], callbacks=[callback, recorder], default_root_dir=tmp_path,
-                         limit_train_batches=2, limit_val_batches=1, **QUIET)
+    trainer = pl.Trainer(
+        max_epochs=4,
+        logger=[logger],
+        callbacks=[callback, recorder],
+        default_root_dir=tmp_path,
+        limit_train_batches=2,
+        limit_val_batches=1,
+        **QUIET,
+    )
     model = Regressor()
     trainer.fit(model, *_loaders(x, y))
 
@@ -231,7 +252,8 @@ def test_predict_under_default_inference_mode_with_gradient_explainer(tmp_path):
     torch.testing.assert_close(importance["mean_abs"], expected.abs().mean(0).double(), rtol=1e-5, atol=1e-7)
     with pytest.raises(FileExistsError):  # a second run into the same folder would mix shards
         pl.Trainer(logger=False, callbacks=[ExplanationWriter(tmp_path / "out")], **QUIET).predict(
-            module, DataLoader(TensorDataset(x), batch_size=16))
+            module, DataLoader(TensorDataset(x), batch_size=16)
+        )
 
 
 def test_explain_batch_and_merge_shards_contracts(tmp_path):
@@ -250,14 +272,17 @@ def test_explain_batch_and_merge_shards_contracts(tmp_path):
     with pytest.raises(ValueError, match="index"):
         explain_batch(explainer, {"inputs": x, "index": torch.tensor([1])})
 
-    torch.save({"index": torch.tensor([2, 0]), "attributions": torch.ones(2, 3)},
-               tmp_path / "shard-rank00000-part00000.pt")
-    torch.save({"index": torch.tensor([1, 2]), "attributions": torch.zeros(2, 3)},
-               tmp_path / "shard-rank00001-part00000.pt")
+    torch.save(
+        {"index": torch.tensor([2, 0]), "attributions": torch.ones(2, 3)}, tmp_path / "shard-rank00000-part00000.pt"
+    )
+    torch.save(
+        {"index": torch.tensor([1, 2]), "attributions": torch.zeros(2, 3)}, tmp_path / "shard-rank00001-part00000.pt"
+    )
     with pytest.raises(ValueError, match="more than once"):
         merge_shards(tmp_path)
-    torch.save({"index": torch.tensor([1, 4]), "attributions": torch.zeros(2, 3)},
-               tmp_path / "shard-rank00001-part00000.pt")
+    torch.save(
+        {"index": torch.tensor([1, 4]), "attributions": torch.zeros(2, 3)}, tmp_path / "shard-rank00001-part00000.pt"
+    )
     with pytest.raises(ValueError, match=r"missing \[3\]"):
         merge_shards(tmp_path, expected_rows=5)
     assert merge_shards(tmp_path)["index"].tolist() == [0, 1, 2, 4]
@@ -278,8 +303,20 @@ def test_ddp_predict_two_processes_equals_single_process(tmp_path):
     script = Path(__file__).with_name("ddp_explain.py")
     env = dict(os.environ, TORCHXPLAIN_PROGRESS="0", PYTHONWARNINGS="ignore")
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[2]), env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, str(script), str(tmp_path / "explainer.pt"), str(tmp_path / "rows.pt"),
-                           str(tmp_path / "ddp"), "2"], env=env, capture_output=True, text=True, timeout=240)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            str(tmp_path / "explainer.pt"),
+            str(tmp_path / "rows.pt"),
+            str(tmp_path / "ddp"),
+            "2",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
     shards = sorted((tmp_path / "ddp").glob("shard-*.pt"))

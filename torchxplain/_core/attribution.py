@@ -93,8 +93,9 @@ class ExplainerBase(nn.Module, PerturbationAttribution):
         raise TypeError(f"{type(self).__name__} does not support save(): it defines no _config()")
 
     @classmethod
-    def _from_config(cls, config: dict[str, Any], state: dict[str, Tensor],
-                     forward_func: Callable[..., Tensor] | None) -> ExplainerBase:
+    def _from_config(
+        cls, config: dict[str, Any], state: dict[str, Tensor], forward_func: Callable[..., Tensor] | None
+    ) -> ExplainerBase:
         """Rebuild an explainer from ``_config()`` and its tensor ``state_dict`` (inverse of :meth:`_config`)."""
         raise TypeError(f"{cls.__name__} does not support load(): it defines no _from_config()")
 
@@ -105,8 +106,12 @@ class ExplainerBase(nn.Module, PerturbationAttribution):
         return save_explainer(self, path)
 
     @classmethod
-    def load(cls, path: str, forward_func: Callable[..., Tensor] | None = None,
-             map_location: str | torch.device | None = None) -> ExplainerBase:
+    def load(
+        cls,
+        path: str,
+        forward_func: Callable[..., Tensor] | None = None,
+        map_location: str | torch.device | None = None,
+    ) -> ExplainerBase:
         """Load an explainer saved with :meth:`save` (``forward_func``: the model to attach, if any)."""
         from torchxplain._core.persistence import load_explainer
 

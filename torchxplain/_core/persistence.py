@@ -38,9 +38,7 @@ def _class_name(explainer: Any) -> str:
     for name, cls in registry.items():
         if type(explainer) is cls:
             return name
-    raise TypeError(
-        f"{type(explainer).__name__} cannot be saved: loadable classes are {sorted(registry)}"
-    )
+    raise TypeError(f"{type(explainer).__name__} cannot be saved: loadable classes are {sorted(registry)}")
 
 
 def save_explainer(explainer: Any, path: str | os.PathLike[str]) -> str:
@@ -84,8 +82,11 @@ def _read(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
-def load_explainer(path: str | os.PathLike[str], forward_func: Callable[..., Tensor] | None = None,
-                   map_location: str | torch.device | None = None) -> Any:
+def load_explainer(
+    path: str | os.PathLike[str],
+    forward_func: Callable[..., Tensor] | None = None,
+    map_location: str | torch.device | None = None,
+) -> Any:
     """Rebuild an explainer written by :func:`save_explainer`.
 
     Args:

@@ -18,8 +18,9 @@ def progress_enabled(show: bool | None) -> bool:
     return True if show is None else bool(show)
 
 
-def progress(iterable: Iterable[T], show: bool | None = None, desc: str | None = None,
-             total: int | None = None) -> Iterator[T]:
+def progress(
+    iterable: Iterable[T], show: bool | None = None, desc: str | None = None, total: int | None = None
+) -> Iterator[T]:
     """Iterate over ``iterable`` with a tqdm bar when enabled (see :func:`progress_enabled`)."""
     if not progress_enabled(show):
         yield from iterable

@@ -30,9 +30,7 @@ def check_matrix(x: Tensor, name: str, n_features: int | None = None, allow_empt
         want = f"(rows, {n_features})" if n_features is not None else "(rows, features)"
         raise ValueError(f"{name} must be a 2-D tensor of shape {want}, got shape {tuple(x.shape)}")
     if n_features is not None and x.shape[1] != n_features:
-        raise ValueError(
-            f"{name} has {x.shape[1]} features (shape {tuple(x.shape)}), expected {n_features}"
-        )
+        raise ValueError(f"{name} has {x.shape[1]} features (shape {tuple(x.shape)}), expected {n_features}")
     if not allow_empty and x.shape[0] == 0:
         raise ValueError(f"{name} is empty (shape {tuple(x.shape)}); pass at least one row")
     return x

@@ -129,7 +129,13 @@ def simulate_goals_design(
     causal[causal_idx] = True
     y = additive + interaction + structure + noise
     return SimulatedData(
-        x=x.to(dtype), y=y.to(dtype), causal=causal, beta=(beta * a_factor).to(dtype),
-        tau=(tau * i_factor).to(dtype), additive=additive.to(dtype), interaction=interaction.to(dtype),
-        structure=structure.to(dtype), noise=noise.to(dtype),
+        x=x.to(dtype),
+        y=y.to(dtype),
+        causal=causal,
+        beta=(beta * a_factor).to(dtype),
+        tau=(tau * i_factor).to(dtype),
+        additive=additive.to(dtype),
+        interaction=interaction.to(dtype),
+        structure=structure.to(dtype),
+        noise=noise.to(dtype),
     )

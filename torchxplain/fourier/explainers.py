@@ -50,12 +50,24 @@ class FourierShap(ExplainerBase):
             background, so the fit report gives the surrogate's R² on the data distribution too).
     """
 
-    def __init__(self, forward_func: Callable[..., Tensor] | None, background: Tensor, k: int = 256,
-                 max_degree: int | None = None, n_queries: int | None = None, method: str = "auto",
-                 target: int | None = None, groups: Tensor | None = None, seed: int = 0,
-                 relaxed: bool = False, max_memory: int | str | None = None,
-                 show_progress: bool | None = None, spectrum: FourierSpectrum | None = None,
-                 differentiable: bool = False, **fit_options: Any) -> None:
+    def __init__(
+        self,
+        forward_func: Callable[..., Tensor] | None,
+        background: Tensor,
+        k: int = 256,
+        max_degree: int | None = None,
+        n_queries: int | None = None,
+        method: str = "auto",
+        target: int | None = None,
+        groups: Tensor | None = None,
+        seed: int = 0,
+        relaxed: bool = False,
+        max_memory: int | str | None = None,
+        show_progress: bool | None = None,
+        spectrum: FourierSpectrum | None = None,
+        differentiable: bool = False,
+        **fit_options: Any,
+    ) -> None:
         super().__init__(forward_func)
         check_matrix(background, "background")
         check_binary(background, "background")
@@ -67,9 +79,18 @@ class FourierShap(ExplainerBase):
             from torchxplain.fourier.recovery import fit_sparse_fourier
 
             spectrum, self.fit_report = fit_sparse_fourier(
-                forward_func, n, k=k, max_degree=max_degree, n_queries=n_queries, method=method,
-                target=target, seed=seed, device=background.device, show_progress=show_progress,
-                return_report=True, **{"eval_data": background, **fit_options},
+                forward_func,
+                n,
+                k=k,
+                max_degree=max_degree,
+                n_queries=n_queries,
+                method=method,
+                target=target,
+                seed=seed,
+                device=background.device,
+                show_progress=show_progress,
+                return_report=True,
+                **{"eval_data": background, **fit_options},
             )
         elif spectrum.n_features != n:
             raise ValueError(f"background has {n} features but the spectrum has {spectrum.n_features}")
@@ -86,9 +107,15 @@ class FourierShap(ExplainerBase):
         self.differentiable = differentiable
 
     @classmethod
-    def from_spectrum(cls, spectrum: FourierSpectrum, background: Tensor, groups: Tensor | None = None,
-                      relaxed: bool = False, max_memory: int | str | None = None,
-                      differentiable: bool = False) -> FourierShap:
+    def from_spectrum(
+        cls,
+        spectrum: FourierSpectrum,
+        background: Tensor,
+        groups: Tensor | None = None,
+        relaxed: bool = False,
+        max_memory: int | str | None = None,
+        differentiable: bool = False,
+    ) -> FourierShap:
         """An explainer of a known spectrum; ``forward_func`` is its :class:`SparseFourierSurrogate`.
 
         Args:
@@ -96,8 +123,15 @@ class FourierShap(ExplainerBase):
             background: ``(B, n)`` binary background.
             groups, relaxed, max_memory, differentiable: as in the constructor.
         """
-        return cls(None, background, groups=groups, relaxed=relaxed, max_memory=max_memory, spectrum=spectrum,
-                   differentiable=differentiable)
+        return cls(
+            None,
+            background,
+            groups=groups,
+            relaxed=relaxed,
+            max_memory=max_memory,
+            spectrum=spectrum,
+            differentiable=differentiable,
+        )
 
     @classmethod
     def from_trees(cls, model: Any, background: Tensor, target: int | None = None, **options: Any) -> FourierShap:
@@ -119,23 +153,44 @@ class FourierShap(ExplainerBase):
 
     def _config(self) -> dict[str, Any]:
         """Constructor metadata for ``save``; the spectrum, background and groups are in the ``state_dict``."""
-        return {"n_features": self.n_features, "target": self.target, "relaxed": self.relaxed,
-                "max_memory": self.max_memory, "has_groups": self.groups is not None,
-                "differentiable": self.differentiable}
+        return {
+            "n_features": self.n_features,
+            "target": self.target,
+            "relaxed": self.relaxed,
+            "max_memory": self.max_memory,
+            "has_groups": self.groups is not None,
+            "differentiable": self.differentiable,
+        }
 
     @classmethod
-    def _from_config(cls, config: dict[str, Any], state: dict[str, Tensor],
-                     forward_func: Callable[..., Tensor] | None) -> FourierShap:
+    def _from_config(
+        cls, config: dict[str, Any], state: dict[str, Tensor], forward_func: Callable[..., Tensor] | None
+    ) -> FourierShap:
         """Rebuild from ``_config()`` and the ``state_dict``; without ``forward_func`` the surrogate is the model."""
         spectrum = FourierSpectrum(state["surrogate.frequencies"], state["surrogate.amplitudes"])
         groups = state["groups"] if config["has_groups"] else None
-        return cls(forward_func, state["background"], target=config["target"], groups=groups,
-                   relaxed=config["relaxed"], max_memory=config["max_memory"], spectrum=spectrum,
-                   differentiable=config.get("differentiable", False))
+        return cls(
+            forward_func,
+            state["background"],
+            target=config["target"],
+            groups=groups,
+            relaxed=config["relaxed"],
+            max_memory=config["max_memory"],
+            spectrum=spectrum,
+            differentiable=config.get("differentiable", False),
+        )
 
-    def _attribute(self, inputs: tuple[Tensor, ...], *, baselines: Any, target: Any,
-                   additional_forward_args: Any, feature_mask: tuple[Tensor, ...] | None,
-                   show_progress: bool, **kwargs: Any) -> tuple[Tensor, ...]:
+    def _attribute(
+        self,
+        inputs: tuple[Tensor, ...],
+        *,
+        baselines: Any,
+        target: Any,
+        additional_forward_args: Any,
+        feature_mask: tuple[Tensor, ...] | None,
+        show_progress: bool,
+        **kwargs: Any,
+    ) -> tuple[Tensor, ...]:
         if kwargs:
             raise TypeError(f"FourierShap.attribute got unexpected arguments {sorted(kwargs)}")
         if additional_forward_args is not None:
@@ -144,12 +199,17 @@ class FourierShap(ExplainerBase):
         x, shapes = self._flatten(inputs)
         groups, m = self._players(feature_mask, shapes, x.shape[0])
         background = self._background(baselines)
-        phi = shapley_values(self._spectrum_for_values(), x, background, groups=groups,
-                             max_memory=self.max_memory, relaxed=self.relaxed)
+        phi = shapley_values(
+            self._spectrum_for_values(), x, background, groups=groups, max_memory=self.max_memory, relaxed=self.relaxed
+        )
         return self._unflatten(phi if groups is None else phi[:, groups], inputs, shapes)
 
-    def banzhaf(self, inputs: Tensor | tuple[Tensor, ...], feature_mask: Tensor | tuple[Tensor, ...] | None = None,
-                baselines: Tensor | None = None) -> Tensor | tuple[Tensor, ...]:
+    def banzhaf(
+        self,
+        inputs: Tensor | tuple[Tensor, ...],
+        feature_mask: Tensor | tuple[Tensor, ...] | None = None,
+        baselines: Tensor | None = None,
+    ) -> Tensor | tuple[Tensor, ...]:
         """Interventional Banzhaf values, shaped like ``inputs`` (each feature gets its group's value)."""
         is_tuple = isinstance(inputs, tuple)
         inputs_t = inputs if is_tuple else (inputs,)
@@ -157,14 +217,18 @@ class FourierShap(ExplainerBase):
         if feature_mask is not None and not isinstance(feature_mask, tuple):
             feature_mask = (feature_mask,)
         groups, _ = self._players(feature_mask, shapes, x.shape[0])
-        beta = banzhaf_values(self._spectrum_for_values(), x, self._background(baselines), groups=groups,
-                              max_memory=self.max_memory)
+        beta = banzhaf_values(
+            self._spectrum_for_values(), x, self._background(baselines), groups=groups, max_memory=self.max_memory
+        )
         out = self._unflatten(beta if groups is None else beta[:, groups], inputs_t, shapes)
         return out if is_tuple else out[0]
 
-    def interactions(self, inputs: Tensor | tuple[Tensor, ...],
-                     feature_mask: Tensor | tuple[Tensor, ...] | None = None,
-                     baselines: Tensor | None = None) -> Tensor:
+    def interactions(
+        self,
+        inputs: Tensor | tuple[Tensor, ...],
+        feature_mask: Tensor | tuple[Tensor, ...] | None = None,
+        baselines: Tensor | None = None,
+    ) -> Tensor:
         """Pairwise Shapley interaction index between players.
 
         Returns:
@@ -175,8 +239,9 @@ class FourierShap(ExplainerBase):
         if feature_mask is not None and not isinstance(feature_mask, tuple):
             feature_mask = (feature_mask,)
         groups, _ = self._players(feature_mask, shapes, x.shape[0])
-        return shapley_interactions(self._spectrum_for_values(), x, self._background(baselines), groups=groups,
-                                    max_memory=self.max_memory)
+        return shapley_interactions(
+            self._spectrum_for_values(), x, self._background(baselines), groups=groups, max_memory=self.max_memory
+        )
 
     # -----------------------------------------------------------------------------------------------
     def _spectrum_for_values(self) -> FourierSpectrum:
@@ -224,12 +289,15 @@ class FourierShap(ExplainerBase):
             try:
                 check_binary(x, "inputs")
             except ValueError as err:
-                raise ValueError(f"{err}. To explain continuous inputs (NoiseTunnel, sensitivity_max) on the "
-                                 "multilinear extension, build the explainer with relaxed=True") from None
+                raise ValueError(
+                    f"{err}. To explain continuous inputs (NoiseTunnel, sensitivity_max) on the "
+                    "multilinear extension, build the explainer with relaxed=True"
+                ) from None
         return x.to(self.background.dtype), shapes
 
-    def _players(self, feature_mask: tuple[Tensor, ...] | None, shapes: list[torch.Size],
-                 n_rows: int) -> tuple[Tensor | None, int]:
+    def _players(
+        self, feature_mask: tuple[Tensor, ...] | None, shapes: list[torch.Size], n_rows: int
+    ) -> tuple[Tensor | None, int]:
         if feature_mask is None:
             return (None, self.n_features) if self.groups is None else (self.groups, int(self.groups.max()) + 1)
         if len(feature_mask) != len(shapes):
@@ -250,6 +318,6 @@ class FourierShap(ExplainerBase):
         for t, shape in zip(inputs, shapes):
             width = t[0].numel()
             dtype = t.dtype if t.is_floating_point() else values.dtype
-            out.append(values[:, start:start + width].reshape(shape).to(dtype))
+            out.append(values[:, start : start + width].reshape(shape).to(dtype))
             start += width
         return tuple(out)

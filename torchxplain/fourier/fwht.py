@@ -50,8 +50,13 @@ def index_bits(index: Tensor, n_bits: int) -> Tensor:
     return ((index[:, None] >> shifts) & 1).bool()
 
 
-def exact_amplitudes(query: Callable[[Tensor], Tensor], n_features: int, device: torch.device,
-                     batch_size: int, show_progress: bool | None = None) -> Tensor:
+def exact_amplitudes(
+    query: Callable[[Tensor], Tensor],
+    n_features: int,
+    device: torch.device,
+    batch_size: int,
+    show_progress: bool | None = None,
+) -> Tensor:
     """All ``2**n`` amplitudes of ``h`` from all ``2**n`` queries.
 
     Args:

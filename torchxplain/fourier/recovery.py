@@ -90,21 +90,31 @@ class FitReport:
 
         cap = "" if self.max_degree is None else f", degree <= {self.max_degree}"
         params = ", ".join(f"{key}={value}" for key, value in self.params.items())
-        return "\n".join([
-            f"fit_sparse_fourier: method={self.method!r} ({self.reason})",
-            f"  terms: {self.n_terms} (k={self.k} requested{cap}) on n={self.n_features} features",
-            f"  queries: {self.n_queries:,} for the fit, {self.n_validation_queries:,} for validation",
-            f"  wall time: {self.wall_time_s:.3f} s fit, {self.validation_time_s:.3f} s validation",
-            f"  R^2 on uniform inputs: {r2(self.r2_uniform)}; on eval_data: {r2(self.r2_eval)}",
-            f"  parameters: {params}",
-        ])
+        return "\n".join(
+            [
+                f"fit_sparse_fourier: method={self.method!r} ({self.reason})",
+                f"  terms: {self.n_terms} (k={self.k} requested{cap}) on n={self.n_features} features",
+                f"  queries: {self.n_queries:,} for the fit, {self.n_validation_queries:,} for validation",
+                f"  wall time: {self.wall_time_s:.3f} s fit, {self.validation_time_s:.3f} s validation",
+                f"  R^2 on uniform inputs: {r2(self.r2_uniform)}; on eval_data: {r2(self.r2_eval)}",
+                f"  parameters: {params}",
+            ]
+        )
 
 
 class _Oracle:
     """Queries ``f`` in batches on its device and dtype, checks each answer, counts rows and batches."""
 
-    def __init__(self, f: Callable[[Tensor], Tensor], n_features: int, device: torch.device,
-                 dtype: torch.dtype, batch_size: int, target: int | None, show_progress: bool | None) -> None:
+    def __init__(
+        self,
+        f: Callable[[Tensor], Tensor],
+        n_features: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        batch_size: int,
+        target: int | None,
+        show_progress: bool | None,
+    ) -> None:
         self.f, self.n, self.device, self.dtype = f, n_features, device, dtype
         self.batch_size, self.target, self.show_progress = batch_size, target, show_progress
         self.phase = "fit"
@@ -161,8 +171,9 @@ def _r2(y: Tensor, pred: Tensor) -> float:
     return 1.0 - resid / total if total > 0 else (1.0 if resid == 0 else float("nan"))
 
 
-def _model_placement(f: object, device: torch.device | str | None, dtype: torch.dtype | None
-                     ) -> tuple[torch.device, torch.dtype]:
+def _model_placement(
+    f: object, device: torch.device | str | None, dtype: torch.dtype | None
+) -> tuple[torch.device, torch.dtype]:
     """Device and dtype of the queries: given, else those of ``f``'s first parameter, else cpu / default."""
     param = next(f.parameters(), None) if isinstance(f, nn.Module) else None
     if device is None:
@@ -182,8 +193,9 @@ def _check_int(value: object, name: str, minimum: int, allow_none: bool = False)
     return value
 
 
-def plan_hashing(n_features: int, k: int, max_degree: int | None, n_queries: int | None,
-                 **overrides: int | None) -> HashingPlan:
+def plan_hashing(
+    n_features: int, k: int, max_degree: int | None, n_queries: int | None, **overrides: int | None
+) -> HashingPlan:
     """Sizes of a hashing run within a query budget.
 
     The default uses ``2**b >= 2k`` buckets, 3 hashes, 3 base delays per bit (bitwise decoder) or
@@ -235,15 +247,18 @@ def plan_hashing(n_features: int, k: int, max_degree: int | None, n_queries: int
     )
 
 
-def _regression_sizes(n_features: int, k: int, max_degree: int | None, support: Tensor | None,
-                      n_queries: int | None) -> tuple[int, int]:
+def _regression_sizes(
+    n_features: int, k: int, max_degree: int | None, support: Tensor | None, n_queries: int | None
+) -> tuple[int, int]:
     """``(queries to use, minimum queries)`` for ``method="regression"``."""
     if support is not None:
         minimum, default = support.shape[0], max(10 * support.shape[0], 1000)
     else:
         if max_degree is None:
-            raise ValueError("method='regression' needs max_degree (all frequencies of degree <= d) "
-                             "or support= (a (s, n) bool tensor of candidate frequencies)")
+            raise ValueError(
+                "method='regression' needs max_degree (all frequencies of degree <= d) "
+                "or support= (a (s, n) bool tensor of candidate frequencies)"
+            )
         n_cand = count_low_degree(n_features, max_degree)
         if n_cand > MAX_CANDIDATES:
             raise ValueError(
@@ -266,11 +281,11 @@ def _regression_sizes(n_features: int, k: int, max_degree: int | None, support: 
     return n_queries, minimum
 
 
-def _choose(n: int, k: int, max_degree: int | None, n_queries: int | None, support: Tensor | None
-            ) -> tuple[str, str]:
+def _choose(n: int, k: int, max_degree: int | None, n_queries: int | None, support: Tensor | None) -> tuple[str, str]:
     """``method="auto"``: the method and a sentence saying why."""
-    if n <= EXACT_MAX_FEATURES and (n_queries is None and n <= AUTO_EXACT_MAX_FEATURES
-                                    or n_queries is not None and n_queries >= 2**n):
+    if n <= EXACT_MAX_FEATURES and (
+        n_queries is None and n <= AUTO_EXACT_MAX_FEATURES or n_queries is not None and n_queries >= 2**n
+    ):
         return "exact", f"auto: all 2^{n} = {2**n:,} inputs fit the query budget, so the spectrum is exact"
     if support is not None:
         return "regression", "auto: a candidate support was given, so least squares on it"
@@ -278,8 +293,10 @@ def _choose(n: int, k: int, max_degree: int | None, n_queries: int | None, suppo
         n_cand = count_low_degree(n, max_degree)
         budget_ok = n_queries is None or n_queries >= _regression_sizes(n, k, max_degree, None, None)[0]
         if n_cand <= LS_MAX_COLUMNS and budget_ok:
-            return "regression", (f"auto: only {n_cand:,} frequencies have degree <= {max_degree}, "
-                                  "so dense least squares over all of them")
+            return "regression", (
+                f"auto: only {n_cand:,} frequencies have degree <= {max_degree}, "
+                "so dense least squares over all of them"
+            )
     why = f"n={n} is too large to query all 2^{n} inputs"
     if max_degree is not None:
         why += f" and degree <= {max_degree} leaves {count_low_degree(n, max_degree):,} candidates"
@@ -384,8 +401,10 @@ def fit_sparse_fourier(
                 f"n_features={n}. Use method='hashing' (sparse WHT), or 'regression' with max_degree"
             )
         if n_queries is not None and n_queries < 2**n:
-            raise ValueError(f"method='exact' needs all 2^{n} = {2**n:,} queries, but n_queries="
-                             f"{n_queries:,}; raise n_queries or use method='hashing'")
+            raise ValueError(
+                f"method='exact' needs all 2^{n} = {2**n:,} queries, but n_queries="
+                f"{n_queries:,}; raise n_queries or use method='hashing'"
+            )
         amps = exact_amplitudes(oracle, n, device, batch_size, show_progress)
         index = torch.arange(amps.numel(), device=device)
         cube_energy = (float((amps**2).sum()), float((amps[1:] ** 2).sum()))
@@ -396,21 +415,37 @@ def fit_sparse_fourier(
         freqs, amp = index_bits(index[top], n), amps[top]
         params["terms_available"] = int(amps.numel())
     elif method == "hashing":
-        plan = plan_hashing(n, k, max_degree, n_queries, n_bits=n_bits, n_hashes=n_hashes,
-                            n_delays=n_delays, n_refit=n_refit)
+        plan = plan_hashing(
+            n, k, max_degree, n_queries, n_bits=n_bits, n_hashes=n_hashes, n_delays=n_delays, n_refit=n_refit
+        )
         oracle.phase = "hashing"
         found, found_amp, info = sparse_wht(
-            oracle, n, plan, max_degree=max_degree, generator=gen, device=device, batch_size=batch_size,
-            singleton_tol=singleton_tol, show_progress=show_progress, max_memory=max_memory)
+            oracle,
+            n,
+            plan,
+            max_degree=max_degree,
+            generator=gen,
+            device=device,
+            batch_size=batch_size,
+            singleton_tol=singleton_tol,
+            show_progress=show_progress,
+            max_memory=max_memory,
+        )
         oracle.phase = "refit"
         if found.shape[0] == 0:
             found = torch.zeros(1, n, dtype=torch.bool, device=device)
         elif found.shape[0] > REFIT_MAX_FACTOR * k:  # dense spectra: refit the largest peeled terms only
             found = found[torch.topk(found_amp.abs(), REFIT_MAX_FACTOR * k).indices]
         freqs, amp = refit(oracle, found, plan.n_refit, k, gen, device)
-        params.update(n_bits=plan.n_bits, n_hashes=plan.n_hashes, n_delays=plan.n_delays,
-                      decoder=plan.decoder, n_refit=plan.n_refit, peeling_rounds=info["rounds"],
-                      recovered=int(found_amp.numel()))
+        params.update(
+            n_bits=plan.n_bits,
+            n_hashes=plan.n_hashes,
+            n_delays=plan.n_delays,
+            decoder=plan.decoder,
+            n_refit=plan.n_refit,
+            peeling_rounds=info["rounds"],
+            recovered=int(found_amp.numel()),
+        )
     else:
         m, _ = _regression_sizes(n, k, max_degree, support, n_queries)
         oracle.phase = "regression"
@@ -448,9 +483,19 @@ def fit_sparse_fourier(
     if not return_report:
         return spectrum
     report = FitReport(
-        method=method, reason=reason, n_features=n, k=k, n_terms=len(spectrum), max_degree=max_degree,
-        n_queries=fit_queries, n_validation_queries=oracle.rows - fit_queries, wall_time_s=wall,
-        validation_time_s=time.perf_counter() - start, r2_uniform=r2_uniform, r2_eval=r2_eval, params=params,
+        method=method,
+        reason=reason,
+        n_features=n,
+        k=k,
+        n_terms=len(spectrum),
+        max_degree=max_degree,
+        n_queries=fit_queries,
+        n_validation_queries=oracle.rows - fit_queries,
+        wall_time_s=wall,
+        validation_time_s=time.perf_counter() - start,
+        r2_uniform=r2_uniform,
+        r2_eval=r2_eval,
+        params=params,
     )
     return spectrum, report
 

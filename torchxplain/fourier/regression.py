@@ -29,8 +29,7 @@ def solve_normal(gram: Tensor, rhs: Tensor) -> Tensor:
     chol, info = torch.linalg.cholesky_ex(gram)
     if int(info) == 0:
         return torch.cholesky_solve(rhs[:, None], chol)[:, 0]
-    return torch.linalg.lstsq(gram, rhs[:, None], driver="gelsd" if gram.device.type == "cpu" else None
-                              ).solution[:, 0]
+    return torch.linalg.lstsq(gram, rhs[:, None], driver="gelsd" if gram.device.type == "cpu" else None).solution[:, 0]
 
 
 def least_squares(x: Tensor, y: Tensor, frequencies: Tensor, max_memory: int | str | None = None) -> Tensor:
@@ -62,15 +61,16 @@ def least_squares(x: Tensor, y: Tensor, frequencies: Tensor, max_memory: int | s
     return solve_normal(gram, rhs)
 
 
-def _cgls(x: Tensor, y: Tensor, frequencies: Tensor, max_memory: int | str | None, tol: float = 1e-13,
-          max_iter: int = 1000) -> Tensor:
+def _cgls(
+    x: Tensor, y: Tensor, frequencies: Tensor, max_memory: int | str | None, tol: float = 1e-13, max_iter: int = 1000
+) -> Tensor:
     """CGLS (Hestenes–Stiefel on ``ΦᵀΦ a = Φᵀ y``) with the sign matrix ``Φ`` kept, or rebuilt per chunk."""
     step = rows_per_chunk(8 * frequencies.shape[0], x.shape[0], max_memory)
     bounds = chunk_bounds(x.shape[0], step)
     blocks = [signs(x[a:b], frequencies) for a, b in bounds] if len(bounds) == 1 else None
 
     def block(i: int) -> Tensor:
-        return blocks[i] if blocks is not None else signs(x[bounds[i][0]:bounds[i][1]], frequencies)
+        return blocks[i] if blocks is not None else signs(x[bounds[i][0] : bounds[i][1]], frequencies)
 
     def matvec(v: Tensor) -> Tensor:
         return torch.cat([block(i) @ v for i in range(len(bounds))])
@@ -98,8 +98,9 @@ def _cgls(x: Tensor, y: Tensor, frequencies: Tensor, max_memory: int | str | Non
     return amp
 
 
-def refit(query: Query, frequencies: Tensor, n_samples: int, k: int | None, generator: torch.Generator,
-          device: torch.device) -> tuple[Tensor, Tensor]:
+def refit(
+    query: Query, frequencies: Tensor, n_samples: int, k: int | None, generator: torch.Generator, device: torch.device
+) -> tuple[Tensor, Tensor]:
     """Refit amplitudes of a recovered support on fresh uniform queries, then keep the ``k`` largest.
 
     Args:
@@ -131,16 +132,16 @@ def _design(signs_ext: Tensor, index: Tensor) -> Tensor:
     return out
 
 
-def _correlations(signs_ext: Tensor, index: Tensor, residual: Tensor,
-                  max_memory: int | str | None) -> Tensor:
+def _correlations(signs_ext: Tensor, index: Tensor, residual: Tensor, max_memory: int | str | None) -> Tensor:
     """``Φᵀ r`` over all candidates, building ``Φ`` in column chunks."""
     step = rows_per_chunk(8 * signs_ext.shape[0], index.shape[0], max_memory)
     bounds = chunk_bounds(index.shape[0], step)
     return torch.cat([_design(signs_ext, index[a:b]).T @ residual for a, b in bounds])
 
 
-def regression(x: Tensor, y: Tensor, index: Tensor, k: int, max_iter: int = 30,
-               max_memory: int | str | None = None) -> tuple[Tensor, Tensor, dict[str, object]]:
+def regression(
+    x: Tensor, y: Tensor, index: Tensor, k: int, max_iter: int = 30, max_memory: int | str | None = None
+) -> tuple[Tensor, Tensor, dict[str, object]]:
     """Sparse regression of ``y`` on the candidate frequencies given as index tuples.
 
     With at most :data:`LS_MAX_COLUMNS` candidates and at least ``1.5×`` as many rows, a dense least-squares

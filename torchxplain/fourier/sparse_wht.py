@@ -84,8 +84,7 @@ class _Buckets:
 
     def subtract(self, freqs: Tensor, amps: Tensor) -> Tensor:
         """Remove ``Σ a_f (-1)^{<f,p>}`` from the buckets of every hash; returns the touched ``(C, 2**b)``."""
-        touched = torch.zeros(self.values.shape[0], self.values.shape[2], dtype=torch.bool,
-                              device=self.values.device)
+        touched = torch.zeros(self.values.shape[0], self.values.shape[2], dtype=torch.bool, device=self.values.device)
         for c in range(self.values.shape[0]):
             j = self.bucket_of(c, freqs)
             self.values[c].index_add_(1, j, -(self.patterns(c, freqs) * amps))
@@ -93,8 +92,7 @@ class _Buckets:
         return touched
 
 
-def _query_buckets(query: Query, hashes: Tensor, delays: Tensor, batch_size: int,
-                   show_progress: bool | None) -> Tensor:
+def _query_buckets(query: Query, hashes: Tensor, delays: Tensor, batch_size: int, show_progress: bool | None) -> Tensor:
     """Query ``h(H_c t ⊕ p)`` for every hash ``c``, delay ``p`` and ``t ∈ {0,1}^b`` and WHT over ``t``."""
     n_hash, n_delay = delays.shape[0], delays.shape[1]
     n_bits = hashes.shape[2]
@@ -134,14 +132,14 @@ class _LowDegreeTable:
             table[sorted_bucket, pos] = order
             self.tables.append(table)
 
-    def decode(self, c: int, buckets: Tensor, values: Tensor, delays: Tensor,
-               max_memory: int | str | None) -> Tensor:
+    def decode(self, c: int, buckets: Tensor, values: Tensor, delays: Tensor, max_memory: int | str | None) -> Tensor:
         """Best-matching candidate per bucket: ``argmax_f |Σ_p U_p(j) (-1)^{<f,p>}|`` -> ``(A, n)`` bool."""
         table = self.tables[c][buckets]  # (A, L)
         delays_ext = torch.cat((delays.long(), delays.new_zeros(delays.shape[0], 1, dtype=torch.long)), dim=1)
         best = torch.empty(buckets.numel(), dtype=torch.long, device=buckets.device)
-        step = rows_per_chunk(8 * table.shape[1] * delays.shape[0] * (self.index.shape[1] + 1),
-                              buckets.numel(), max_memory)
+        step = rows_per_chunk(
+            8 * table.shape[1] * delays.shape[0] * (self.index.shape[1] + 1), buckets.numel(), max_memory
+        )
         for a, b in chunk_bounds(buckets.numel(), step):
             cand = self.index[table[a:b].clamp(min=0)]  # (a', L, w)
             bits = delays_ext[:, cand].sum(-1) % 2  # (P, a', L)
@@ -169,11 +167,21 @@ def _coalesce(freqs: Tensor, amps: Tensor, reduce: str) -> tuple[Tensor, Tensor]
     return uniq, total
 
 
-def sparse_wht(query: Query, n_features: int, plan: HashingPlan, *, max_degree: int | None,
-               generator: torch.Generator, device: torch.device, batch_size: int,
-               singleton_tol: float = 0.3, zero_tol: float = 1e-9, max_rounds: int = 50,
-               show_progress: bool | None = None, max_memory: int | str | None = None,
-               ) -> tuple[Tensor, Tensor, dict[str, object]]:
+def sparse_wht(
+    query: Query,
+    n_features: int,
+    plan: HashingPlan,
+    *,
+    max_degree: int | None,
+    generator: torch.Generator,
+    device: torch.device,
+    batch_size: int,
+    singleton_tol: float = 0.3,
+    zero_tol: float = 1e-9,
+    max_rounds: int = 50,
+    show_progress: bool | None = None,
+    max_memory: int | str | None = None,
+) -> tuple[Tensor, Tensor, dict[str, object]]:
     """Recover the large Fourier coefficients of ``h`` by hashing and peeling (no refit).
 
     Args:
@@ -197,8 +205,9 @@ def sparse_wht(query: Query, n_features: int, plan: HashingPlan, *, max_degree: 
     hashes = torch.randint(0, 2, (c_count, n, b), generator=generator, device=device).bool()
     if plan.decoder == "bitwise":
         base = torch.randint(0, 2, (c_count, plan.n_delays, 1, n), generator=generator, device=device).bool()
-        flips = torch.cat((torch.zeros(1, n, dtype=torch.bool, device=device),
-                           torch.eye(n, dtype=torch.bool, device=device)))
+        flips = torch.cat(
+            (torch.zeros(1, n, dtype=torch.bool, device=device), torch.eye(n, dtype=torch.bool, device=device))
+        )
         delays = (base ^ flips).reshape(c_count, plan.n_delays * (n + 1), n)
         table = None
     else:

@@ -118,8 +118,9 @@ class FourierSpectrum:
         keep = amp != 0
         return FourierSpectrum(uniq[keep], amp[keep])
 
-    def prune(self, k: int | None = None, threshold: float | None = None,
-              energy: float | None = None) -> FourierSpectrum:
+    def prune(
+        self, k: int | None = None, threshold: float | None = None, energy: float | None = None
+    ) -> FourierSpectrum:
         """Keep the largest-magnitude frequencies.
 
         Args:

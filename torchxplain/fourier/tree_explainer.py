@@ -49,8 +49,9 @@ class PruningReport:
     r2_background: float
 
 
-def prune_tree_spectrum(spectrum: FourierSpectrum, background: Tensor, energy: float | None = None,
-                        threshold: float | None = None) -> tuple[FourierSpectrum, PruningReport]:
+def prune_tree_spectrum(
+    spectrum: FourierSpectrum, background: Tensor, energy: float | None = None, threshold: float | None = None
+) -> tuple[FourierSpectrum, PruningReport]:
     """Prune the non-constant part of ``spectrum`` and report what was kept.
 
     The constant term is always kept and excluded from the energy fraction: it is the model's mean over
@@ -65,15 +66,18 @@ def prune_tree_spectrum(spectrum: FourierSpectrum, background: Tensor, energy: f
     constant = ~spectrum.frequencies.any(dim=1)
     rest = FourierSpectrum(spectrum.frequencies[~constant], spectrum.amplitudes[~constant])
     kept = rest.prune(energy=energy, threshold=threshold)
-    pruned = FourierSpectrum(torch.cat([spectrum.frequencies[constant], kept.frequencies]),
-                             torch.cat([spectrum.amplitudes[constant], kept.amplitudes]))
+    pruned = FourierSpectrum(
+        torch.cat([spectrum.frequencies[constant], kept.frequencies]),
+        torch.cat([spectrum.amplitudes[constant], kept.amplitudes]),
+    )
     total_energy = float(rest.energy)
     exact = spectrum.evaluate(background.to(spectrum.dtype))
     approx = pruned.evaluate(background.to(spectrum.dtype))
     variance = float(((exact - exact.mean()) ** 2).sum())
     residual = float(((exact - approx) ** 2).sum())
     report = PruningReport(
-        total_terms=len(spectrum), kept_terms=len(pruned),
+        total_terms=len(spectrum),
+        kept_terms=len(pruned),
         kept_energy=float(kept.energy) / total_energy if total_energy > 0 else 1.0,
         r2_background=1.0 - residual / variance if variance > 0 else (1.0 if residual == 0 else float("-inf")),
     )
@@ -97,9 +101,15 @@ class TreeFourierShap(FourierShap):
         max_memory: budget for chunked intermediates.
     """
 
-    def __init__(self, spectrum: FourierSpectrum, encoding: TreeEncoding, background: Tensor,
-                 feature_groups: Tensor | None = None, target: int | None = None,
-                 max_memory: int | str | None = None) -> None:
+    def __init__(
+        self,
+        spectrum: FourierSpectrum,
+        encoding: TreeEncoding,
+        background: Tensor,
+        feature_groups: Tensor | None = None,
+        target: int | None = None,
+        max_memory: int | str | None = None,
+    ) -> None:
         background = check_matrix(as_tensor(background, "background"), "background", encoding.n_features)
         if not background.is_floating_point():
             background = background.to(spectrum.dtype)
@@ -108,8 +118,13 @@ class TreeFourierShap(FourierShap):
         used, binary_groups = torch.unique(players[encoding.feature.to(players.device)], return_inverse=True)
         slot = torch.full((int(players.max()) + 1,), len(used), dtype=torch.long, device=players.device)
         slot[used] = torch.arange(len(used), device=players.device)
-        super().__init__(None, encoding.transform(background, max_memory), groups=binary_groups,
-                         spectrum=spectrum, max_memory=max_memory)
+        super().__init__(
+            None,
+            encoding.transform(background, max_memory),
+            groups=binary_groups,
+            spectrum=spectrum,
+            max_memory=max_memory,
+        )
         self.encoding = encoding
         self.target = target
         self.register_buffer("feature_slot", slot[players])
@@ -142,17 +157,20 @@ class TreeFourierShap(FourierShap):
         return self.spectrum.evaluate(self.encoding.transform(x, self.max_memory).to(dtype), self.max_memory)
 
     # --- the three kinds of values, on encoded inputs, mapped back to the original features ----------
-    def _encode(self, inputs: tuple[Tensor, ...],
-                feature_mask: tuple[Tensor, ...] | None) -> tuple[Tensor, Tensor, Tensor, list[torch.Size]]:
+    def _encode(
+        self, inputs: tuple[Tensor, ...], feature_mask: tuple[Tensor, ...] | None
+    ) -> tuple[Tensor, Tensor, Tensor, list[torch.Size]]:
         shapes = [t.shape for t in inputs]
         if len({t.shape[0] for t in inputs}) != 1 or any(t.ndim < 2 for t in inputs):
-            raise ValueError("inputs must be tensors (Q, ...) with the same Q, got shapes "
-                             f"{[tuple(s) for s in shapes]}")
+            raise ValueError(
+                f"inputs must be tensors (Q, ...) with the same Q, got shapes {[tuple(s) for s in shapes]}"
+            )
         x = torch.cat([t.reshape(t.shape[0], -1) for t in inputs], dim=1)
         check_matrix(x, "inputs", self.n_features)
         if x.device != self.background.device:
-            raise ValueError(f"inputs are on {x.device} but the explainer is on {self.background.device}; "
-                             "call .to(device)")
+            raise ValueError(
+                f"inputs are on {x.device} but the explainer is on {self.background.device}; call .to(device)"
+            )
         xb = self.encoding.transform(x, self.max_memory).to(self.background.dtype)
         if feature_mask is None:
             return xb, self.groups, self.feature_slot, shapes
@@ -181,33 +199,50 @@ class TreeFourierShap(FourierShap):
         """``(Q, m_used)`` player values -> ``(Q, p)``: each feature gets its player's value (0 if no split)."""
         return torch.cat([values, values.new_zeros(values.shape[0], 1)], dim=1)[:, slot]
 
-    def _attribute(self, inputs: tuple[Tensor, ...], *, baselines: Any, target: Any,
-                   additional_forward_args: Any, feature_mask: tuple[Tensor, ...] | None,
-                   show_progress: bool, **kwargs: Any) -> tuple[Tensor, ...]:
+    def _attribute(
+        self,
+        inputs: tuple[Tensor, ...],
+        *,
+        baselines: Any,
+        target: Any,
+        additional_forward_args: Any,
+        feature_mask: tuple[Tensor, ...] | None,
+        show_progress: bool,
+        **kwargs: Any,
+    ) -> tuple[Tensor, ...]:
         if kwargs:
             raise TypeError(f"FourierShap.attribute got unexpected arguments {sorted(kwargs)}")
         if additional_forward_args is not None:
             raise ValueError("FourierShap explains the tree spectrum; additional_forward_args are not used")
         self._check_target(target)
         xb, groups, slot, shapes = self._encode(inputs, feature_mask)
-        phi = shapley_values(self.spectrum, xb, self._background_term(baselines), groups=groups,
-                             max_memory=self.max_memory)
+        phi = shapley_values(
+            self.spectrum, xb, self._background_term(baselines), groups=groups, max_memory=self.max_memory
+        )
         return self._unflatten(self._per_feature(phi, slot), inputs, shapes)
 
-    def banzhaf(self, inputs: Tensor | tuple[Tensor, ...], feature_mask: Tensor | tuple[Tensor, ...] | None = None,
-                baselines: Tensor | None = None) -> Tensor | tuple[Tensor, ...]:
+    def banzhaf(
+        self,
+        inputs: Tensor | tuple[Tensor, ...],
+        feature_mask: Tensor | tuple[Tensor, ...] | None = None,
+        baselines: Tensor | None = None,
+    ) -> Tensor | tuple[Tensor, ...]:
         """Interventional Banzhaf values, shaped like ``inputs`` (each feature gets its player's value)."""
         inputs_t = inputs if isinstance(inputs, tuple) else (inputs,)
         mask = feature_mask if feature_mask is None or isinstance(feature_mask, tuple) else (feature_mask,)
         xb, groups, slot, shapes = self._encode(inputs_t, mask)
-        beta = banzhaf_values(self.spectrum, xb, self._background_term(baselines), groups=groups,
-                              max_memory=self.max_memory)
+        beta = banzhaf_values(
+            self.spectrum, xb, self._background_term(baselines), groups=groups, max_memory=self.max_memory
+        )
         out = self._unflatten(self._per_feature(beta, slot), inputs_t, shapes)
         return out if isinstance(inputs, tuple) else out[0]
 
-    def interactions(self, inputs: Tensor | tuple[Tensor, ...],
-                     feature_mask: Tensor | tuple[Tensor, ...] | None = None,
-                     baselines: Tensor | None = None) -> Tensor:
+    def interactions(
+        self,
+        inputs: Tensor | tuple[Tensor, ...],
+        feature_mask: Tensor | tuple[Tensor, ...] | None = None,
+        baselines: Tensor | None = None,
+    ) -> Tensor:
         """Pairwise Shapley interaction index between original features.
 
         Returns:
@@ -217,16 +252,26 @@ class TreeFourierShap(FourierShap):
         inputs_t = inputs if isinstance(inputs, tuple) else (inputs,)
         mask = feature_mask if feature_mask is None or isinstance(feature_mask, tuple) else (feature_mask,)
         xb, groups, slot, _ = self._encode(inputs_t, mask)
-        phi = shapley_interactions(self.spectrum, xb, self._background_term(baselines), groups=groups,
-                                   max_memory=self.max_memory)
+        phi = shapley_interactions(
+            self.spectrum, xb, self._background_term(baselines), groups=groups, max_memory=self.max_memory
+        )
         padded = torch.nn.functional.pad(phi, (0, 1, 0, 1))
         return padded[:, slot][:, :, slot]
 
 
-def from_trees(cls: type[FourierShap], model: Any, background: Tensor, target: int | None = None, *,
-               encoding: str | TreeEncoding = "auto", feature_groups: Tensor | None = None,
-               energy: float | None = None, threshold: float | None = None, relaxed: bool = False,
-               max_memory: int | str | None = None) -> FourierShap:
+def from_trees(
+    cls: type[FourierShap],
+    model: Any,
+    background: Tensor,
+    target: int | None = None,
+    *,
+    encoding: str | TreeEncoding = "auto",
+    feature_groups: Tensor | None = None,
+    energy: float | None = None,
+    threshold: float | None = None,
+    relaxed: bool = False,
+    max_memory: int | str | None = None,
+) -> FourierShap:
     """Build a :class:`FourierShap` on the exact spectrum of a tree ensemble (``FourierShap.from_trees``).
 
     Args:
@@ -257,16 +302,18 @@ def from_trees(cls: type[FourierShap], model: Any, background: Tensor, target: i
         raise TypeError(f"encoding must be a string or a TreeEncoding, got {type(encoding).__name__}")
     ensemble = parse_model(model, target)
     if background.shape[1] != ensemble.n_features:
-        raise ValueError(f"background has {background.shape[1]} features, but {ensemble.description} expects "
-                         f"{ensemble.n_features}")
+        raise ValueError(
+            f"background has {background.shape[1]} features, but {ensemble.description} expects {ensemble.n_features}"
+        )
     if encoding == "auto":
         binary = bool(((background == 0) | (background == 1)).all()) and splits_binary_inputs(ensemble)
         encoding = "binary" if binary else "thresholds"
     if encoding == "thresholds":
         encoding = TreeEncoding.from_ensemble(ensemble)
     tree_encoding = encoding if isinstance(encoding, TreeEncoding) else None
-    spectrum = spectrum_of_ensemble(ensemble, tree_encoding, dtype=torch.float64, device=background.device,
-                                    max_memory=max_memory)
+    spectrum = spectrum_of_ensemble(
+        ensemble, tree_encoding, dtype=torch.float64, device=background.device, max_memory=max_memory
+    )
     if tree_encoding is not None:
         bin_background = tree_encoding.transform(background.to(torch.float64), max_memory)
     else:
@@ -279,16 +326,18 @@ def from_trees(cls: type[FourierShap], model: Any, background: Tensor, target: i
     if tree_encoding is not None:
         if relaxed:
             raise ValueError("relaxed=True applies to binary inputs; continuous inputs are explained exactly")
-        explainer: FourierShap = TreeFourierShap(spectrum, tree_encoding, background.to(dtype), feature_groups,
-                                                 target=target, max_memory=max_memory)
+        explainer: FourierShap = TreeFourierShap(
+            spectrum, tree_encoding, background.to(dtype), feature_groups, target=target, max_memory=max_memory
+        )
     else:
         groups = None
         if feature_groups is not None:
-            groups = torch.unique(as_tensor(feature_groups, "feature_groups").to(background.device),
-                                  return_inverse=True)[1]
-        explainer = cls.from_spectrum(spectrum, bin_background.to(dtype), groups=groups, relaxed=relaxed,
-                                      max_memory=max_memory)
+            groups = torch.unique(
+                as_tensor(feature_groups, "feature_groups").to(background.device), return_inverse=True
+            )[1]
+        explainer = cls.from_spectrum(
+            spectrum, bin_background.to(dtype), groups=groups, relaxed=relaxed, max_memory=max_memory
+        )
         explainer.target = target
     explainer.pruning = report
     return explainer
-

@@ -59,8 +59,16 @@ class TreeEncoding:
         n_features: number of original input features.
     """
 
-    def __init__(self, feature: Tensor, threshold: Tensor, nan_right: Tensor, zero_is_missing: Tensor,
-                 strict: bool, input_dtype: torch.dtype, n_features: int) -> None:
+    def __init__(
+        self,
+        feature: Tensor,
+        threshold: Tensor,
+        nan_right: Tensor,
+        zero_is_missing: Tensor,
+        strict: bool,
+        input_dtype: torch.dtype,
+        n_features: int,
+    ) -> None:
         self.feature = feature.long()
         self.threshold = threshold.double()
         self.nan_right = nan_right.bool()
@@ -138,8 +146,11 @@ def _split_keys(ensemble: TreeEnsemble) -> np.ndarray:
 def _binary_sides(ensemble: TreeEnsemble) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(internal nodes, 0 goes right, 1 goes right)`` for every internal node."""
     internal = np.flatnonzero(~ensemble.is_leaf)
-    return (internal, ensemble.goes_right(np.zeros(len(internal)), internal),
-            ensemble.goes_right(np.ones(len(internal)), internal))
+    return (
+        internal,
+        ensemble.goes_right(np.zeros(len(internal)), internal),
+        ensemble.goes_right(np.ones(len(internal)), internal),
+    )
 
 
 def splits_binary_inputs(ensemble: TreeEnsemble) -> bool:
@@ -180,15 +191,21 @@ def _encoded_split_features(ensemble: TreeEnsemble, encoding: TreeEncoding) -> n
         )
     if encoding.strict != ensemble.strict:
         raise ValueError("encoding was built for a library with different split semantics (< versus <=)")
-    table = np.stack([encoding.feature.numpy().astype(np.float64), encoding.threshold.numpy(),
-                      encoding.nan_right.numpy().astype(np.float64),
-                      encoding.zero_is_missing.numpy().astype(np.float64)], axis=1)
+    table = np.stack(
+        [
+            encoding.feature.numpy().astype(np.float64),
+            encoding.threshold.numpy(),
+            encoding.nan_right.numpy().astype(np.float64),
+            encoding.zero_is_missing.numpy().astype(np.float64),
+        ],
+        axis=1,
+    )
     internal = np.flatnonzero(~ensemble.is_leaf)
     keys = _split_keys(ensemble)[internal]
     both, inverse = np.unique(np.concatenate([table, keys]), axis=0, return_inverse=True)
     position = np.full(len(both), -1, dtype=np.int64)
     position[inverse[: len(table)]] = np.arange(len(table))
-    found = position[inverse[len(table):]]
+    found = position[inverse[len(table) :]]
     if (found < 0).any():
         node = internal[np.flatnonzero(found < 0)[0]]
         raise ValueError(
@@ -228,10 +245,17 @@ def _coalesce(words: Tensor, amp: Tensor, scale: Tensor) -> tuple[Tensor, Tensor
     return uniq, merged_amp, merged_scale
 
 
-def ensemble_spectrum(ensemble: TreeEnsemble, node_feature: np.ndarray, n: int, *,
-                      swap: np.ndarray | None = None, dtype: torch.dtype = torch.float64,
-                      device: torch.device | str | None = None, max_memory: int | str | None = None,
-                      max_terms: int = DEFAULT_MAX_TERMS) -> FourierSpectrum:
+def ensemble_spectrum(
+    ensemble: TreeEnsemble,
+    node_feature: np.ndarray,
+    n: int,
+    *,
+    swap: np.ndarray | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+    max_memory: int | str | None = None,
+    max_terms: int = DEFAULT_MAX_TERMS,
+) -> FourierSpectrum:
     """Exact spectrum of a parsed ensemble whose internal node ``i`` splits on binary ``node_feature[i]``.
 
     Args:
@@ -312,9 +336,16 @@ def ensemble_spectrum(ensemble: TreeEnsemble, node_feature: np.ndarray, n: int, 
     return FourierSpectrum(_unpack(words[keep], n), amp[keep].to(dtype))
 
 
-def tree_spectrum(model: Any, target: int | None = None, *, encoding: TreeEncoding | None = None,
-                  dtype: torch.dtype = torch.float64, device: torch.device | str | None = None,
-                  max_memory: int | str | None = None, max_terms: int = DEFAULT_MAX_TERMS) -> FourierSpectrum:
+def tree_spectrum(
+    model: Any,
+    target: int | None = None,
+    *,
+    encoding: TreeEncoding | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+    max_memory: int | str | None = None,
+    max_terms: int = DEFAULT_MAX_TERMS,
+) -> FourierSpectrum:
     """Exact Fourier spectrum of a fitted tree ensemble.
 
     Without ``encoding`` the model must be a function of binary inputs (every split separates 0 from 1) and
@@ -347,12 +378,14 @@ def tree_spectrum(model: Any, target: int | None = None, *, encoding: TreeEncodi
     """
     if encoding is not None and not isinstance(encoding, TreeEncoding):
         raise TypeError(f"encoding must be a TreeEncoding or None, got {type(encoding).__name__}")
-    return spectrum_of_ensemble(parse_model(model, target), encoding, dtype=dtype, device=device,
-                                max_memory=max_memory, max_terms=max_terms)
+    return spectrum_of_ensemble(
+        parse_model(model, target), encoding, dtype=dtype, device=device, max_memory=max_memory, max_terms=max_terms
+    )
 
 
-def spectrum_of_ensemble(ensemble: TreeEnsemble, encoding: TreeEncoding | None = None, **options: Any
-                         ) -> FourierSpectrum:
+def spectrum_of_ensemble(
+    ensemble: TreeEnsemble, encoding: TreeEncoding | None = None, **options: Any
+) -> FourierSpectrum:
     """:func:`tree_spectrum` of an already parsed ensemble (``options`` as :func:`ensemble_spectrum`)."""
     if encoding is None:
         node_feature, swap = _binary_split_features(ensemble)

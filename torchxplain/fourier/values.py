@@ -69,9 +69,14 @@ def precompute_background(spectrum: FourierSpectrum, background: Tensor) -> Back
     return BackgroundTerm(bg, (1.0 - 2.0 * parity) * spectrum.amplitudes.to(bg.device))
 
 
-def shapley_values(spectrum: FourierSpectrum, x: Tensor, background: Tensor | BackgroundTerm,
-                   groups: Tensor | None = None, max_memory: int | str | None = None,
-                   relaxed: bool = False) -> Tensor:
+def shapley_values(
+    spectrum: FourierSpectrum,
+    x: Tensor,
+    background: Tensor | BackgroundTerm,
+    groups: Tensor | None = None,
+    max_memory: int | str | None = None,
+    relaxed: bool = False,
+) -> Tensor:
     """Exact interventional Shapley values of the spectrum's function (paper Eq. 5).
 
     Args:
@@ -96,8 +101,13 @@ def shapley_values(spectrum: FourierSpectrum, x: Tensor, background: Tensor | Ba
     return _grouped_first_order(spectrum, xq, term, groups, m, "shapley", max_memory)
 
 
-def banzhaf_values(spectrum: FourierSpectrum, x: Tensor, background: Tensor | BackgroundTerm,
-                   groups: Tensor | None = None, max_memory: int | str | None = None) -> Tensor:
+def banzhaf_values(
+    spectrum: FourierSpectrum,
+    x: Tensor,
+    background: Tensor | BackgroundTerm,
+    groups: Tensor | None = None,
+    max_memory: int | str | None = None,
+) -> Tensor:
     """Exact interventional Banzhaf values; arguments as :func:`shapley_values`.
 
     Returns:
@@ -109,8 +119,13 @@ def banzhaf_values(spectrum: FourierSpectrum, x: Tensor, background: Tensor | Ba
     return _grouped_first_order(spectrum, xq, term, groups, m, "banzhaf", max_memory)
 
 
-def shapley_interactions(spectrum: FourierSpectrum, x: Tensor, background: Tensor | BackgroundTerm,
-                         groups: Tensor | None = None, max_memory: int | str | None = None) -> Tensor:
+def shapley_interactions(
+    spectrum: FourierSpectrum,
+    x: Tensor,
+    background: Tensor | BackgroundTerm,
+    groups: Tensor | None = None,
+    max_memory: int | str | None = None,
+) -> Tensor:
     """Exact interventional pairwise Shapley interaction index; arguments as :func:`shapley_values`.
 
     Returns:
@@ -122,8 +137,9 @@ def shapley_interactions(spectrum: FourierSpectrum, x: Tensor, background: Tenso
 
 
 # ---------------------------------------------------------------------------------------------------
-def _prepare(spectrum: FourierSpectrum, x: Tensor, background: Tensor | BackgroundTerm,
-             groups: Tensor | None, relaxed: bool) -> tuple[BackgroundTerm, Tensor, Tensor | None, int]:
+def _prepare(
+    spectrum: FourierSpectrum, x: Tensor, background: Tensor | BackgroundTerm, groups: Tensor | None, relaxed: bool
+) -> tuple[BackgroundTerm, Tensor, Tensor | None, int]:
     if not isinstance(spectrum, FourierSpectrum):
         raise TypeError(f"spectrum must be a FourierSpectrum, got {type(spectrum).__name__}")
     n = spectrum.n_features
@@ -180,8 +196,9 @@ def _signed_query_amplitudes(spectrum: FourierSpectrum, xq: Tensor, freq_t: Tens
     return (1.0 - 2.0 * torch.remainder(xq @ freq_t, 2.0)) * spectrum.amplitudes.to(xq.device)
 
 
-def _singleton_gemm(spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm, kind: str,
-                    max_memory: int | str | None) -> Tensor:
+def _singleton_gemm(
+    spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm, kind: str, max_memory: int | str | None
+) -> Tensor:
     """Shapley (``kind="shapley"``) or Banzhaf values of singleton players in the two-GEMM form.
 
     ``c`` is odd exactly when ``(-1)^{<f,x>} ≠ (-1)^{<f,x*>}``, so ``s · [c odd] = (s - t) / 2`` with
@@ -255,8 +272,14 @@ def _parity_bits(rows: Tensor, freq: Tensor, layout: Tensor | None) -> Tensor:
     return torch.remainder(counts, 2.0).permute(1, 2, 0)
 
 
-def _dis_blocks(spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm, groups: Tensor | None, m: int,
-                max_memory: int | str | None):
+def _dis_blocks(
+    spectrum: FourierSpectrum,
+    xq: Tensor,
+    term: BackgroundTerm,
+    groups: Tensor | None,
+    m: int,
+    max_memory: int | str | None,
+):
     """Yield ``(q0, q1, b0, b1, f0, f1, dis)`` with ``dis`` of shape ``(q, b, kc, m)``."""
     bg = term.background
     q_rows, b_rows, k, n = xq.shape[0], bg.shape[0], len(spectrum), spectrum.n_features
@@ -275,8 +298,15 @@ def _dis_blocks(spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm, gro
                 yield q0, q1, b0, b1, f0, f1, dis
 
 
-def _grouped_first_order(spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm, groups: Tensor, m: int,
-                         kind: str, max_memory: int | str | None) -> Tensor:
+def _grouped_first_order(
+    spectrum: FourierSpectrum,
+    xq: Tensor,
+    term: BackgroundTerm,
+    groups: Tensor,
+    m: int,
+    kind: str,
+    max_memory: int | str | None,
+) -> Tensor:
     """Shapley or Banzhaf values of grouped players, as batched products (no ``(Q, B, k, m)`` tensor).
 
     With parity bits ``p`` of each player, ``dis_g = p_q + p_b - 2 p_q p_b``, so ``c = Σ_g dis_g`` and
@@ -296,8 +326,11 @@ def _grouped_first_order(spectrum: FourierSpectrum, xq: Tensor, term: Background
         s_b = s[:, f0:f1].T[:, None, :]  # (kc, 1, B)
         for q0, q1 in chunk_bounds(q_rows, qc):
             bits_q = _parity_bits(xq[q0:q1], freq[f0:f1], layout).permute(1, 0, 2)  # (kc, q, m)
-            counts = bits_q.sum(-1, keepdim=True) + bits_b.sum(-1)[:, None, :] \
-                - 2.0 * torch.bmm(bits_q, bits_b.transpose(1, 2))  # (kc, q, B)
+            counts = (
+                bits_q.sum(-1, keepdim=True)
+                + bits_b.sum(-1)[:, None, :]
+                - 2.0 * torch.bmm(bits_q, bits_b.transpose(1, 2))
+            )  # (kc, q, B)
             if kind == "shapley":  # s·[c odd] = (s - t)/2 as in the singleton form
                 w = (s_b - t[q0:q1, f0:f1].T[:, :, None]) / (2.0 * counts.clamp_(min=1.0))
             else:
@@ -309,8 +342,14 @@ def _grouped_first_order(spectrum: FourierSpectrum, xq: Tensor, term: Background
     return out * (-2.0 / b_rows)
 
 
-def _grouped_interactions(spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm, groups: Tensor | None,
-                          m: int, max_memory: int | str | None) -> Tensor:
+def _grouped_interactions(
+    spectrum: FourierSpectrum,
+    xq: Tensor,
+    term: BackgroundTerm,
+    groups: Tensor | None,
+    m: int,
+    max_memory: int | str | None,
+) -> Tensor:
     s = term.signed_amplitudes
     out = xq.new_zeros(xq.shape[0], m, m)
     for q0, q1, b0, b1, f0, f1, dis in _dis_blocks(spectrum, xq, term, groups, m, max_memory):
@@ -332,8 +371,9 @@ def _gauss_legendre_01(n_nodes: int, dtype: torch.dtype, device: torch.device) -
     return ((nodes + 1.0) / 2.0).to(device=device, dtype=dtype), weights.to(device=device, dtype=dtype)
 
 
-def _relaxed_shapley(spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm,
-                     max_memory: int | str | None) -> Tensor:
+def _relaxed_shapley(
+    spectrum: FourierSpectrum, xq: Tensor, term: BackgroundTerm, max_memory: int | str | None
+) -> Tensor:
     """Shapley values of the multilinear extension at real-valued queries.
 
     With ``d = x* + x - 2 x x*`` (equal to ``x ⊕ x*`` on the cube), Owen's formula gives

@@ -114,16 +114,12 @@ class BNNBackend(nn.Module):
         if cov.shape not in ((width,), (width, width)):
             raise ValueError(f"cov must have shape ({width},) or ({width}, {width}), got {tuple(cov.shape)}")
         if loc.dtype != x.dtype or cov.dtype != x.dtype:
-            raise TypeError(
-                f"loc and cov must have train_inputs' dtype {x.dtype}, got {loc.dtype}, {cov.dtype}"
-            )
+            raise TypeError(f"loc and cov must have train_inputs' dtype {x.dtype}, got {loc.dtype}, {cov.dtype}")
         self.__dict__["fmap"] = FeatureMap(features, shortcut)
         self.register_buffer("x", x.detach())
         self.register_buffer("loc", loc.detach())
         self.register_buffer("cov", cov.detach())
-        self.register_buffer(
-            "bias", torch.as_tensor(bias, dtype=x.dtype, device=x.device).detach().reshape(())
-        )
+        self.register_buffer("bias", torch.as_tensor(bias, dtype=x.dtype, device=x.device).detach().reshape(()))
         self.register_buffer("xi", check_xi(xi, x.shape[1]).to(device=x.device, dtype=x.dtype))
         self.max_memory, self.show_progress = max_memory, show_progress
         h = self._run(lambda: self.fmap(x[:1]))
@@ -193,9 +189,7 @@ class BNNBackend(nn.Module):
         except AttributeError as err:
             raise ValueError(f"model has no submodule {head!r} (head names the linear last layer)") from err
         if not isinstance(head_module, nn.Linear):
-            raise TypeError(
-                f"the head {head!r} must be a linear layer (nn.Linear), got {type(head_module).__name__}"
-            )
+            raise TypeError(f"the head {head!r} must be a linear layer (nn.Linear), got {type(head_module).__name__}")
         loc, cov = guide_moments(guide, [f"{head}.weight"])
         n_out, width = head_module.out_features, head_module.in_features
         if loc.numel() != n_out * width:
@@ -210,9 +204,7 @@ class BNNBackend(nn.Module):
             probe = x[: min(8, x.shape[0])]
             h = hooked(probe)
             if not torch.allclose(_HeadInput(model, head_module, drawn)(probe), h):
-                raise ValueError(
-                    f"the layers before {head!r} are random; GOALS needs a deterministic extractor"
-                )
+                raise ValueError(f"the layers before {head!r} are random; GOALS needs a deterministic extractor")
             if features is not None and not torch.allclose(features(probe), h):
                 raise ValueError(f"features(x) does not match the input of {head!r} in the model")
         bias_site = latents.get(f"{head}.bias")
@@ -278,7 +270,9 @@ class BNNBackend(nn.Module):
 
     def _training_summary(self) -> tuple[Tensor, Tensor]:
         stale = self._summary is not None and (self._summary[0].device, self._summary[0].dtype) != (
-            self.x.device, self.x.dtype)
+            self.x.device,
+            self.x.dtype,
+        )
         if self._summary is None or stale:
             self._summary = self._run(
                 lambda: training_summary(

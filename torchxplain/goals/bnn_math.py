@@ -101,9 +101,7 @@ class FeatureMap:
     @staticmethod
     def _check(h: Tensor, rows: int) -> Tensor:
         if h.ndim != 2 or h.shape[0] != rows:
-            raise ValueError(
-                f"the feature extractor must return a (batch, L) tensor, got shape {tuple(h.shape)}"
-            )
+            raise ValueError(f"the feature extractor must return a (batch, L) tensor, got shape {tuple(h.shape)}")
         return h
 
 

@@ -46,9 +46,7 @@ def _local_params() -> Any:
 
 def _native_params(module: object) -> Any:
     """The ``module_local_params`` setting a (user's) Pyro module was built under; calls must use the same."""
-    return pyro.settings.context(
-        module_local_params=hasattr(getattr(module, "_pyro_context", None), "param_state")
-    )
+    return pyro.settings.context(module_local_params=hasattr(getattr(module, "_pyro_context", None), "param_state"))
 
 
 class _LocalParams:
@@ -146,17 +144,13 @@ class LastLayerBNN(_LocalParams, PyroModule):
         self.head.register_buffer("bias_prior_scale", torch.tensor(float(bias_scale), dtype=dtype))
         self.head.weight = PyroSample(
             lambda head: (
-                dist.Normal(torch.zeros_like(head.prior_scale), head.prior_scale)
-                .expand([k, width])
-                .to_event(2)
+                dist.Normal(torch.zeros_like(head.prior_scale), head.prior_scale).expand([k, width]).to_event(2)
             )
         )
         if bias:
             self.head.bias = PyroSample(
                 lambda head: (
-                    dist.Normal(torch.zeros_like(head.bias_prior_scale), head.bias_prior_scale)
-                    .expand([k])
-                    .to_event(1)
+                    dist.Normal(torch.zeros_like(head.bias_prior_scale), head.bias_prior_scale).expand([k]).to_event(1)
                 )
             )
         if likelihood == "gaussian":
@@ -288,9 +282,7 @@ class LastLayerBNN(_LocalParams, PyroModule):
     ) -> None:
         if "guide" not in self.posterior:
             if self.likelihood == "gaussian":
-                self.sigma = PyroParam(
-                    0.5 * y.std().clamp_min(1e-3).detach(), constraint=constraints.positive
-                )
+                self.sigma = PyroParam(0.5 * y.std().clamp_min(1e-3).detach(), constraint=constraints.positive)
             init = init_to_value(values=self._init_values) if self._init_values else init_to_feasible
             kind = _AutoNormal if self.guide_kind == "normal" else _AutoMultivariateNormal
             guide = kind(self, init_loc_fn=init, init_scale=self.init_scale)
@@ -367,9 +359,7 @@ class LastLayerBNN(_LocalParams, PyroModule):
             hh = torch.cat([h, torch.ones_like(h[:, :1])], 1)[:, : sel.numel()]
             block = cov[sel] if cov.ndim == 1 else cov[sel][:, sel]
             means.append(hh @ loc[sel])
-            stds.append(
-                ((hh * hh) @ block if block.ndim == 1 else ((hh @ block) * hh).sum(-1)).clamp_min(0).sqrt()
-            )
+            stds.append(((hh * hh) @ block if block.ndim == 1 else ((hh @ block) * hh).sum(-1)).clamp_min(0).sqrt())
         mean, std = torch.stack(means, -1), torch.stack(stds, -1)
         if k == 1:
             mean, std = mean[:, 0], std[:, 0]

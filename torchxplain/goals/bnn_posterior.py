@@ -66,9 +66,7 @@ def output_block(loc: Tensor, cov: Tensor, n_out: int, output: int | None) -> tu
     """The ``(L,)`` mean and ``(L, L)``/``(L,)`` covariance of row ``output`` of a ``(n_out, L)`` weight."""
     if output is None:
         if n_out != 1:
-            raise ValueError(
-                f"the head has {n_out} outputs; pass output=<index in [0, {n_out})> to choose one"
-            )
+            raise ValueError(f"the head has {n_out} outputs; pass output=<index in [0, {n_out})> to choose one")
         output = 0
     if not isinstance(output, int) or not 0 <= output < n_out:
         raise ValueError(f"output must be an int in [0, {n_out}), got {output!r}")

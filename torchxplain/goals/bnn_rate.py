@@ -16,8 +16,9 @@ from torchxplain.goals.bnn import BNNBackend
 from torchxplain.goals.rate import PROJECTIONS, rate_kld
 
 
-def bnn_rate(backend: BNNBackend, projection: str = "pinv", kl: str = "full",
-             jitter: float = 0.0) -> tuple[Tensor, Tensor]:
+def bnn_rate(
+    backend: BNNBackend, projection: str = "pinv", kl: str = "full", jitter: float = 0.0
+) -> tuple[Tensor, Tensor]:
     """RATE of the J inputs for a network with a Gaussian last layer.
 
     Args:

@@ -133,17 +133,11 @@ class Goals(ExplainerBase):
         **kwargs: Any,
     ) -> tuple[Tensor, ...]:
         if len(inputs) != 1:
-            raise ValueError(
-                f"Goals explains models of one (Q, J) input tensor, got a tuple of {len(inputs)}"
-            )
+            raise ValueError(f"Goals explains models of one (Q, J) input tensor, got a tuple of {len(inputs)}")
         if baselines is not None:
-            raise ValueError(
-                "Goals takes no baselines: the perturbation is the shift xi given at construction"
-            )
+            raise ValueError("Goals takes no baselines: the perturbation is the shift xi given at construction")
         if target not in (None, 0):
-            raise ValueError(
-                f"Goals explains a single-output model; target must be None or 0, got {target!r}"
-            )
+            raise ValueError(f"Goals explains a single-output model; target must be None or 0, got {target!r}")
         if additional_forward_args is not None:
             raise ValueError("Goals does not take additional_forward_args")
         if kwargs:

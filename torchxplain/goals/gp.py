@@ -135,8 +135,7 @@ class GPBackend(nn.Module):
         chol, info = torch.linalg.cholesky_ex(a)
         if int(info) != 0:
             raise ValueError(
-                "K + noise is not positive definite in float64; pass a small jitter=... "
-                "(or check the likelihood noise)"
+                "K + noise is not positive definite in float64; pass a small jitter=... (or check the likelihood noise)"
             )
         self.register_buffer("gram", gram)
         self.register_buffer("chol", chol)
@@ -212,9 +211,7 @@ class GPBackend(nn.Module):
         step = rows_per_chunk(8 * 4 * (n + j), q * j, self.max_memory)
         for a, b in progress(chunk_bounds(q * j, step), self.show_progress, desc="GOALS local variances"):
             rows, c, xi_p = xq64[q_idx[a:b]], cols[a:b], self.xi[cols[a:b]]
-            w = torch.linalg.solve_triangular(
-                self.chol, self.kernel.delta_cross(x64, rows, c, xi_p), upper=False
-            )
+            w = torch.linalg.solve_triangular(self.chol, self.kernel.delta_cross(x64, rows, c, xi_p), upper=False)
             out[a:b] = self.kernel.delta_prior_var(rows, c, xi_p) - w.square().sum(0)
         return out.clamp_min(0.0).reshape(q, j).to(xq.dtype)
 
@@ -263,11 +260,7 @@ class GPBackend(nn.Module):
             for a in range(s):
                 for b in range(a, s):
                     fa, fb = int(feats[a]), int(feats[b])
-                    d_ab = (
-                        self_c[fa]
-                        if fa == fb
-                        else self.kernel.pair_shift_sum(x64, fa, self.xi[fa], fb, self.xi[fb])
-                    )
+                    d_ab = self_c[fa] if fa == fb else self.kernel.pair_shift_sum(x64, fa, self.xi[fa], fb, self.xi[fb])
                     prior[a, b] = prior[b, a] = k_tot - sum_b[fa] - sum_b[fb] + d_ab
             ws = w[:, feats]
             cov = ((prior - ws.T @ ws) / n**2).to(dt)
@@ -287,9 +280,7 @@ class GPBackend(nn.Module):
         k = torch.cat(
             [
                 self.kernel.cross(xq[a:b], self.x.to(dt))
-                for a, b in chunk_bounds(
-                    xq.shape[0], rows_per_chunk(8 * self.x.shape[0], xq.shape[0], self.max_memory)
-                )
+                for a, b in chunk_bounds(xq.shape[0], rows_per_chunk(8 * self.x.shape[0], xq.shape[0], self.max_memory))
             ]
         )
         return k @ self.alpha.to(dt) + self._mean(xq)

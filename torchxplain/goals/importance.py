@@ -58,9 +58,7 @@ class GlobalImportance:
                 f"and {tuple(self.score.shape)}"
             )
         if self.variance is not None and self.variance.shape != self.mean.shape:
-            raise ValueError(
-                f"variance must have shape {tuple(self.mean.shape)}, got {tuple(self.variance.shape)}"
-            )
+            raise ValueError(f"variance must have shape {tuple(self.mean.shape)}, got {tuple(self.variance.shape)}")
         if (self.covariance is None) != (self.covariance_features is None):
             raise ValueError("covariance and covariance_features must be given together")
         if self.covariance is not None:
@@ -68,9 +66,7 @@ class GlobalImportance:
             if self.covariance.shape != (s, s):
                 raise ValueError(f"covariance must have shape ({s}, {s}), got {tuple(self.covariance.shape)}")
         if self.feature_names is not None and len(self.feature_names) != self.mean.numel():
-            raise ValueError(
-                f"feature_names has {len(self.feature_names)} names, expected {self.mean.numel()}"
-            )
+            raise ValueError(f"feature_names has {len(self.feature_names)} names, expected {self.mean.numel()}")
 
     @property
     def n_features(self) -> int:
@@ -114,11 +110,7 @@ class GlobalImportance:
 
     def names(self) -> list[str]:
         """Feature names (``x0, x1, ...`` when none were given)."""
-        return (
-            list(self.feature_names)
-            if self.feature_names is not None
-            else [f"x{j}" for j in range(self.n_features)]
-        )
+        return list(self.feature_names) if self.feature_names is not None else [f"x{j}" for j in range(self.n_features)]
 
     def to_frame(self, level: float = 0.95) -> pd.DataFrame:
         """A pandas DataFrame, one row per feature by rank: mean, score, sd, z, interval, rank."""

@@ -155,20 +155,14 @@ class RBFOps(KernelOps):
     def __init__(self, theta: Tensor, outputscale: Tensor | float = 1.0) -> None:
         super().__init__()
         self.register_buffer("theta", theta.detach().double().reshape(-1).clone())
-        self.register_buffer(
-            "outputscale", torch.as_tensor(outputscale).detach().double().reshape(()).clone()
-        )
+        self.register_buffer("outputscale", torch.as_tensor(outputscale).detach().double().reshape(()).clone())
 
     def _neg_sq_dist(self, x1: Tensor, x2: Tensor) -> Tensor:
         """``-sum_d theta_d (x1_d - x2_d)^2``, ``(..., n1, n2)``, centred on ``x2``'s mean."""
         r = self.theta.to(x1.dtype).sqrt()
         centre = x2.mean(-2, keepdim=True)
         z1, z2 = (x1 - centre) * r, (x2 - centre) * r
-        d2 = (
-            z1.square().sum(-1)[..., :, None]
-            + z2.square().sum(-1)[..., None, :]
-            - 2.0 * z1 @ z2.transpose(-1, -2)
-        )
+        d2 = z1.square().sum(-1)[..., :, None] + z2.square().sum(-1)[..., None, :] - 2.0 * z1 @ z2.transpose(-1, -2)
         return -d2.clamp_min(0.0)
 
     def cross(self, x1: Tensor, x2: Tensor) -> Tensor:
@@ -231,9 +225,7 @@ class RBFOps(KernelOps):
         hi = torch.maximum(x.max(0).values, xq.max(0).values)
         theta, sh = self.theta.to(dt), shifts.to(dt)
         bound = (
-            self.theta[:, None]
-            * shifts.double().abs()
-            * (2.0 * (hi - lo).double()[:, None] + shifts.double().abs())
+            self.theta[:, None] * shifts.double().abs() * (2.0 * (hi - lo).double()[:, None] + shifts.double().abs())
         ).sum(0)
         bad = bound > GUARD_LIMITS.get(dt, 60.0)
         centre = (lo + hi) / 2.0
@@ -383,9 +375,7 @@ def kernel_ops(kernel: gpytorch.kernels.Kernel, n_features: int) -> KernelOps:
         if isinstance(base, gpytorch.kernels.RBFKernel):
             ls = base.lengthscale.detach().double().reshape(-1)
             if ls.numel() not in (1, n_features):
-                raise ValueError(
-                    f"RBF kernel has {ls.numel()} lengthscales, expected 1 or {n_features} (ard_num_dims)"
-                )
+                raise ValueError(f"RBF kernel has {ls.numel()} lengthscales, expected 1 or {n_features} (ard_num_dims)")
             return RBFOps((1.0 / (2.0 * ls.square())).expand(n_features), scale)
         if isinstance(base, gpytorch.kernels.LinearKernel):
             return LinearOps(scale * base.variance.detach().double().reshape(()))

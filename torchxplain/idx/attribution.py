@@ -58,11 +58,20 @@ def _shapley_matrix(m: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     return torch.where(member, with_i, -without_i)
 
 
-def shap_values(bc: BayesianClassifier, inputs: Any, outputs: Sequence[str] | None = None,
-                background: Any = None, method: str = "exact", background_size: int = 100, seed: int = 0,
-                max_players: int = DEFAULT_MAX_PLAYERS, max_table: int = DEFAULT_MAX_TABLE,
-                max_bits: int = DEFAULT_MAX_BITS, max_memory: int | str | None = None,
-                show_progress: bool | None = False) -> Tensor:
+def shap_values(
+    bc: BayesianClassifier,
+    inputs: Any,
+    outputs: Sequence[str] | None = None,
+    background: Any = None,
+    method: str = "exact",
+    background_size: int = 100,
+    seed: int = 0,
+    max_players: int = DEFAULT_MAX_PLAYERS,
+    max_table: int = DEFAULT_MAX_TABLE,
+    max_bits: int = DEFAULT_MAX_BITS,
+    max_memory: int | str | None = None,
+    show_progress: bool | None = False,
+) -> Tensor:
     """Exact interventional Shapley values with one player per observation, ``(B, |O|, |C_o|)``.
 
     The game of output ``y`` for input ``a`` is ``v(S) = mean_{b in background} P(sigma(a,y) | a_S, b_{-S})``.
@@ -94,8 +103,10 @@ def shap_values(bc: BayesianClassifier, inputs: Any, outputs: Sequence[str] | No
 def _shap_exact(bc, codes, bg, sigma, out_idx, max_players, max_table, max_memory, show_progress) -> Tensor:
     m = len(bc.observations)
     if m > max_players:
-        raise ValueError(f"exact SHAP enumerates 2^{m} coalitions of the {m} observations, above max_players="
-                         f"{max_players}; raise max_players or use method='fourier'")
+        raise ValueError(
+            f"exact SHAP enumerates 2^{m} coalitions of the {m} observations, above max_players="
+            f"{max_players}; raise max_players or use method='fourier'"
+        )
     dtype, device = bc.log_prior.dtype, codes.device
     cards = bc.cardinality[bc.observation_index]
     n_assign = math.prod(cards.tolist())
@@ -106,9 +117,12 @@ def _shap_exact(bc, codes, bg, sigma, out_idx, max_players, max_table, max_memor
     if use_table:
         from torchxplain.idx.datasets import all_inputs
 
-        table = torch.cat([_target_proba(bc, rows, out_idx)
-                           for rows in all_inputs(bc).split(rows_per_chunk(64 * n_out * n_values, n_assign,
-                                                                           max_memory))])
+        table = torch.cat(
+            [
+                _target_proba(bc, rows, out_idx)
+                for rows in all_inputs(bc).split(rows_per_chunk(64 * n_out * n_values, n_assign, max_memory))
+            ]
+        )
         stride = torch.ones(m, dtype=torch.long, device=device)
         for j in range(m - 2, -1, -1):
             stride[j] = stride[j + 1] * cards[j + 1]
@@ -139,8 +153,10 @@ def _shap_fourier(bc, codes, bg, sigma, out_idx, max_bits, max_memory, show_prog
     bits = [max(1, math.ceil(math.log2(k))) for k in cards]
     n_bits = sum(bits)
     if n_bits > max_bits:
-        raise ValueError(f"method='fourier' needs the posterior on all 2^{n_bits} binary codes of the observations, "
-                         f"above max_bits={max_bits}; raise max_bits or use method='exact'")
+        raise ValueError(
+            f"method='fourier' needs the posterior on all 2^{n_bits} binary codes of the observations, "
+            f"above max_bits={max_bits}; raise max_bits or use method='exact'"
+        )
     groups = torch.tensor([j for j, b in enumerate(bits) for _ in range(b)], device=device)
     shifts = torch.tensor([i for b in bits for i in range(b)], device=device)
 
@@ -167,8 +183,7 @@ def _shap_fourier(bc, codes, bg, sigma, out_idx, max_bits, max_memory, show_prog
         a = amps[:, o * n_values + v]
         keep = a != 0
         spec = FourierSpectrum(freqs[keep], a[keep])
-        phi[rows, :, o] = shapley_values(spec, xb[rows].to(dtype), bgb.to(dtype), groups=groups,
-                                         max_memory=max_memory)
+        phi[rows, :, o] = shapley_values(spec, xb[rows].to(dtype), bgb.to(dtype), groups=groups, max_memory=max_memory)
     return phi
 
 
@@ -193,9 +208,18 @@ def weighted_ridge(x: Tensor, y: Tensor, w: Tensor, alpha: float = 1.0) -> tuple
     return coef, (ym - (xm.squeeze(1) * coef).sum(dim=1, keepdim=True)).squeeze(1)
 
 
-def lime_values(bc: BayesianClassifier, inputs: Any, outputs: Sequence[str] | None = None, num_samples: int = 5000,
-                kernel_width: float | None = None, alpha: float = 1.0, sampling: Tensor | None = None,
-                seed: int = 0, max_memory: int | str | None = None, show_progress: bool | None = False) -> Tensor:
+def lime_values(
+    bc: BayesianClassifier,
+    inputs: Any,
+    outputs: Sequence[str] | None = None,
+    num_samples: int = 5000,
+    kernel_width: float | None = None,
+    alpha: float = 1.0,
+    sampling: Tensor | None = None,
+    seed: int = 0,
+    max_memory: int | str | None = None,
+    show_progress: bool | None = False,
+) -> Tensor:
     """LIME attributions for categorical observations, batched: ``(B, |O|, |C_o|)``.
 
     Follows ``lime.lime_tabular.LimeTabularExplainer`` on categorical features with its defaults: each
@@ -236,8 +260,9 @@ def lime_values(bc: BayesianClassifier, inputs: Any, outputs: Sequence[str] | No
     return torch.cat(out)
 
 
-def attribution_relations(bc: BayesianClassifier, codes: Tensor, kit: str, outputs: Sequence[str] | None = None,
-                          **kwargs: Any) -> tuple[Tensor, dict[str, Tensor], list[tuple[str, str]], Tensor]:
+def attribution_relations(
+    bc: BayesianClassifier, codes: Tensor, kit: str, outputs: Sequence[str] | None = None, **kwargs: Any
+) -> tuple[Tensor, dict[str, Tensor], list[tuple[str, str]], Tensor]:
     """Relations of the LIME or SHAP kit over input-output influences ``O x C_o``.
 
     Returns ``(sigma (B, n), {"attack", "support"} -> (B, P) bool, pairs, scores (B, P))`` with the

@@ -91,15 +91,11 @@ class BayesianClassifier(nn.Module):
         self.structure: dict[str, tuple[str, ...]] = {}
         for c, children in structure.items():
             if c not in index:
-                raise ValueError(
-                    f"structure names unknown classification {c!r}; variables are {self.variables}"
-                )
+                raise ValueError(f"structure names unknown classification {c!r}; variables are {self.variables}")
             kids = tuple(str(x) for x in children)
             for x in kids:
                 if x not in index:
-                    raise ValueError(
-                        f"structure[{c!r}] names unknown variable {x!r}; variables are {self.variables}"
-                    )
+                    raise ValueError(f"structure[{c!r}] names unknown variable {x!r}; variables are {self.variables}")
                 if x == c:
                     raise ValueError(f"structure[{c!r}] lists {c!r} as its own child (a cycle)")
             if not kids or len(set(kids)) != len(kids):
@@ -110,9 +106,7 @@ class BayesianClassifier(nn.Module):
         self.classifications: tuple[str, ...] = tuple(v for v in self.variables if v in self.structure)
         self.observations: tuple[str, ...] = tuple(v for v in self.variables if v not in self.structure)
         if not self.observations:
-            raise ValueError(
-                "a classifier needs at least one observation (a variable that is no key of structure)"
-            )
+            raise ValueError("a classifier needs at least one observation (a variable that is no key of structure)")
         self.levels: tuple[tuple[str, ...], ...] = self._levels()
 
         card = [len(self.value_names[v]) for v in self.variables]
@@ -192,8 +186,9 @@ class BayesianClassifier(nn.Module):
         return from_sklearn(model, feature_names, **kwargs)
 
     @classmethod
-    def fit(cls, frame: Any, structure: str | Mapping[str, Sequence[str]], alpha: float = 1.0,
-            **kwargs: Any) -> BayesianClassifier:
+    def fit(
+        cls, frame: Any, structure: str | Mapping[str, Sequence[str]], alpha: float = 1.0, **kwargs: Any
+    ) -> BayesianClassifier:
         """Naive or chain BC fitted from a DataFrame (see :func:`torchxplain.idx.io.fit`)."""
         from torchxplain.idx.io import fit
 
@@ -229,9 +224,7 @@ class BayesianClassifier(nn.Module):
         if bool(bad.any()):
             i = int(bad.nonzero()[0, 0])
             where = f" row {rows[i]!r}" if rows is not None else ""
-            raise ValueError(
-                f"{name}{where} sums to {float(sums[i]):.6g}, expected 1 (tolerance {CPT_TOLERANCE})"
-            )
+            raise ValueError(f"{name}{where} sums to {float(sums[i]):.6g}, expected 1 (tolerance {CPT_TOLERANCE})")
 
     def _levels(self) -> tuple[tuple[str, ...], ...]:
         """Classifications grouped so that every level only needs values of lower levels (children first)."""
@@ -285,9 +278,7 @@ class BayesianClassifier(nn.Module):
         if _is_dataframe(inputs):
             missing = [o for o in self.observations if o not in inputs.columns]
             if missing:
-                raise ValueError(
-                    f"inputs DataFrame lacks observation columns {missing}; it has {list(inputs.columns)}"
-                )
+                raise ValueError(f"inputs DataFrame lacks observation columns {missing}; it has {list(inputs.columns)}")
             frame = inputs[list(self.observations)]
             edges = {c: e for c, e in self.bin_edges.items() if c in frame.columns and frame[c].dtype.kind in "iuf"}
             if edges:
@@ -310,8 +301,7 @@ class BayesianClassifier(nn.Module):
                     name = str(row[o])
                     if name not in self.value_names[o]:
                         raise ValueError(
-                            f"inputs[{r}][{o!r}] = {name!r} is not a value of {o!r}; "
-                            f"values are {self.value_names[o]}"
+                            f"inputs[{r}][{o!r}] = {name!r} is not a value of {o!r}; values are {self.value_names[o]}"
                         )
                     code.append(self.value_names[o].index(name))
                 rows.append(code)
@@ -378,9 +368,7 @@ class BayesianClassifier(nn.Module):
         n_vars, n_values = self.log_prior.shape
         sigma = torch.zeros((n_rows, n_vars), dtype=torch.long, device=codes.device)
         sigma[:, self.observation_index] = codes
-        log_post = torch.full(
-            (n_rows, n_vars, n_values), -math.inf, dtype=self.log_prior.dtype, device=codes.device
-        )
+        log_post = torch.full((n_rows, n_vars, n_values), -math.inf, dtype=self.log_prior.dtype, device=codes.device)
         log_post.scatter_(2, sigma.unsqueeze(-1), 0.0)
         for level in self._level_index:
             level = level.to(codes.device)

@@ -55,9 +55,7 @@ def play_outside(dtype: torch.dtype = torch.float64) -> BayesianClassifier:
     """
     values = {"w": ["l", "m", "h"], "t": ["l", "m", "h"], "p": ["l", "h"], "r": ["+", "-"], "o": ["+", "-"]}
     priors = {"w": [_THIRD] * 3, "t": [_THIRD] * 3, "p": [0.5, 0.5], "r": [0.67, 0.33], "o": [0.22, 0.78]}
-    return BayesianClassifier(
-        values, {"r": ["t", "p"], "o": ["w", "t", "r"]}, priors, _PLAY_OUTSIDE_CPTS, dtype=dtype
-    )
+    return BayesianClassifier(values, {"r": ["t", "p"], "o": ["w", "t", "r"]}, priors, _PLAY_OUTSIDE_CPTS, dtype=dtype)
 
 
 def play_outside_data() -> Any:
@@ -69,17 +67,33 @@ def play_outside_data() -> Any:
 
 
 VOTES_COLUMNS = (
-    "party", "handicapped-infants", "water-project-cost-sharing", "adoption-of-the-budget-resolution",
-    "physician-fee-freeze", "el-salvador-aid", "religious-groups-in-schools", "anti-satellite-test-ban",
-    "aid-to-nicaraguan-contras", "mx-missile", "immigration", "synfuels-corporation-cutback",
-    "education-spending", "superfund-right-to-sue", "crime", "duty-free-exports",
+    "party",
+    "handicapped-infants",
+    "water-project-cost-sharing",
+    "adoption-of-the-budget-resolution",
+    "physician-fee-freeze",
+    "el-salvador-aid",
+    "religious-groups-in-schools",
+    "anti-satellite-test-ban",
+    "aid-to-nicaraguan-contras",
+    "mx-missile",
+    "immigration",
+    "synfuels-corporation-cutback",
+    "education-spending",
+    "superfund-right-to-sue",
+    "crime",
+    "duty-free-exports",
     "export-administration-act-south-africa",
 )
 CAR_COLUMNS = ("buying", "maint", "doors", "persons", "lug_boot", "safety", "class")
 CAR_VALUES = {
-    "buying": ("vhigh", "high", "med", "low"), "maint": ("vhigh", "high", "med", "low"),
-    "doors": ("2", "3", "4", "5more"), "persons": ("2", "4", "more"), "lug_boot": ("small", "med", "big"),
-    "safety": ("low", "med", "high"), "class": ("unacc", "acc", "good", "vgood"),
+    "buying": ("vhigh", "high", "med", "low"),
+    "maint": ("vhigh", "high", "med", "low"),
+    "doors": ("2", "3", "4", "5more"),
+    "persons": ("2", "4", "more"),
+    "lug_boot": ("small", "med", "big"),
+    "safety": ("low", "med", "high"),
+    "class": ("unacc", "acc", "good", "vgood"),
 }
 
 

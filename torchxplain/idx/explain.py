@@ -116,9 +116,7 @@ def connected(
     pairs = bc.influences if pairs is None else pairs
     src = torch.tensor([bc.index_of(x) for x, _ in pairs], device=relation_mask.device)
     dst = torch.tensor([bc.index_of(y) for _, y in pairs], device=relation_mask.device)
-    relevant = torch.zeros(
-        (relation_mask.shape[0], len(bc.variables)), dtype=torch.bool, device=relation_mask.device
-    )
+    relevant = torch.zeros((relation_mask.shape[0], len(bc.variables)), dtype=torch.bool, device=relation_mask.device)
     relevant[:, bc.index_of(explanandum)] = True
     for _ in range(len(bc.variables)):
         reach = relation_mask & relevant[:, dst]
@@ -227,9 +225,7 @@ def _build(
         probabilities = {bc.variables[i]: probs[b][i] for i in cls_idx} if probs is not None else {}
         related = set().union(*relations.values())
         sc = {p: s for p, s in zip(pairs, score_rows[b]) if p in related} if score_rows is not None else {}
-        out.append(
-            Explanation(kit, assignment, explanandum, relevant, relations, bc.observations, probabilities, sc)
-        )
+        out.append(Explanation(kit, assignment, explanandum, relevant, relations, bc.observations, probabilities, sc))
     return out
 
 

@@ -11,8 +11,12 @@ import torch
 from torchxplain.idx.classifier import BayesianClassifier
 
 
-def from_pgmpy(network: Any, observations: Sequence[str] | None = None, dtype: torch.dtype = torch.float64,
-               show_progress: bool | None = False) -> BayesianClassifier:
+def from_pgmpy(
+    network: Any,
+    observations: Sequence[str] | None = None,
+    dtype: torch.dtype = torch.float64,
+    show_progress: bool | None = False,
+) -> BayesianClassifier:
     """A chain classifier (BCC) derived from a discrete pgmpy Bayesian network.
 
     Every non-leaf node becomes a classification, a naive Bayes model over its children in the network,
@@ -37,8 +41,10 @@ def from_pgmpy(network: Any, observations: Sequence[str] | None = None, dtype: t
         if unknown:
             raise ValueError(f"observations names unknown nodes {unknown}")
         if set(observations) != set(leaves):
-            raise ValueError(f"observations must be the network's leaves {sorted(leaves)} (every other node is a "
-                             f"classification over its children), got {sorted(observations)}")
+            raise ValueError(
+                f"observations must be the network's leaves {sorted(leaves)} (every other node is a "
+                f"classification over its children), got {sorted(observations)}"
+            )
     order = list(network.states) if hasattr(network, "states") else nodes
     order = [v for v in order if v in nodes] + [v for v in nodes if v not in order]
     values = {v: [str(s) for s in network.states[v]] for v in order}
@@ -63,9 +69,15 @@ def from_pgmpy(network: Any, observations: Sequence[str] | None = None, dtype: t
     return BayesianClassifier(values, structure, priors, cpts, dtype=dtype)
 
 
-def from_sklearn(model: Any, feature_names: Sequence[str], class_name: str = "class",
-                 value_names: Mapping[str, Sequence[str]] | None = None, class_names: Sequence[str] | None = None,
-                 sd_weights: Mapping[str, Any] | None = None, dtype: torch.dtype = torch.float64) -> BayesianClassifier:
+def from_sklearn(
+    model: Any,
+    feature_names: Sequence[str],
+    class_name: str = "class",
+    value_names: Mapping[str, Sequence[str]] | None = None,
+    class_names: Sequence[str] | None = None,
+    sd_weights: Mapping[str, Any] | None = None,
+    dtype: torch.dtype = torch.float64,
+) -> BayesianClassifier:
     """A naive BC from a fitted ``sklearn.naive_bayes.CategoricalNB``.
 
     Feature ``i`` takes codes ``0..n_categories_[i]-1``; ``value_names`` names them (default ``"0", "1", ...``)
@@ -77,8 +89,9 @@ def from_sklearn(model: Any, feature_names: Sequence[str], class_name: str = "cl
             raise TypeError(f"model must be a fitted sklearn CategoricalNB (missing {attr})")
     feature_names = [str(f) for f in feature_names]
     if len(feature_names) != len(model.feature_log_prob_):
-        raise ValueError(f"feature_names has {len(feature_names)} names, the model has "
-                         f"{len(model.feature_log_prob_)} features")
+        raise ValueError(
+            f"feature_names has {len(feature_names)} names, the model has {len(model.feature_log_prob_)} features"
+        )
     if class_name in feature_names:
         raise ValueError(f"class_name {class_name!r} is also a feature name")
     value_names = dict(value_names or {})
@@ -101,8 +114,9 @@ def from_sklearn(model: Any, feature_names: Sequence[str], class_name: str = "cl
     weights[class_name] = prior
     if sd_weights is not None:
         weights.update(sd_weights)
-    return BayesianClassifier(values, {class_name: feature_names}, {class_name: prior}, cpts,
-                              sd_weights=weights, dtype=dtype)
+    return BayesianClassifier(
+        values, {class_name: feature_names}, {class_name: prior}, cpts, sd_weights=weights, dtype=dtype
+    )
 
 
 def discretize(frame: Any, bins: int | Mapping[str, int] = 5, method: str = "same_size") -> tuple[Any, dict]:
@@ -137,16 +151,21 @@ def apply_bins(frame: Any, edges: Mapping[str, np.ndarray]) -> Any:
     (values outside the training range fall into the first or last bin)."""
     out = frame.copy()
     for col, e in edges.items():
-        idx = np.clip(np.searchsorted(e[1:-1], np.asarray(frame[col], dtype=np.float64), side="right"),
-                      0, len(e) - 2)
+        idx = np.clip(np.searchsorted(e[1:-1], np.asarray(frame[col], dtype=np.float64), side="right"), 0, len(e) - 2)
         out[col] = [f"b{i}" for i in idx]
     return out
 
 
-def fit(frame: Any, structure: str | Mapping[str, Sequence[str]], alpha: float = 1.0,
-        class_prior: Mapping[str, Sequence[float]] | None = None, values: Mapping[str, Sequence[str]] | None = None,
-        bins: int | Mapping[str, int] | None = None, method: str = "same_size",
-        dtype: torch.dtype = torch.float64) -> BayesianClassifier:
+def fit(
+    frame: Any,
+    structure: str | Mapping[str, Sequence[str]],
+    alpha: float = 1.0,
+    class_prior: Mapping[str, Sequence[float]] | None = None,
+    values: Mapping[str, Sequence[str]] | None = None,
+    bins: int | Mapping[str, int] | None = None,
+    method: str = "same_size",
+    dtype: torch.dtype = torch.float64,
+) -> BayesianClassifier:
     """Fit a naive or chain BC from a DataFrame of categorical (or binned numeric) columns.
 
     Each classification's naive Bayes model is fitted like ``CategoricalNB(alpha)``:

@@ -48,9 +48,7 @@ def tie_tolerance(dtype: torch.dtype) -> float:
     return 64 * torch.finfo(dtype).eps
 
 
-def modified_posteriors(
-    bc: BayesianClassifier, codes: Tensor, rtol: float | None = None
-) -> ModifiedPosteriors:
+def modified_posteriors(bc: BayesianClassifier, codes: Tensor, rtol: float | None = None) -> ModifiedPosteriors:
     """Posteriors under every modified input (Def. 6) of every influence, in one batched computation.
 
     Log factors are summed in log space (exact zeros are ``-inf``); the final normalisation over the

@@ -36,8 +36,13 @@ def to_networkx(ex: Explanation) -> Any:
 
     g = nx.DiGraph(kit=ex.kit, explanandum=ex.explanandum)
     for v in _nodes(ex):
-        g.add_node(v, value=ex.assignment[v], kind="observation" if v in ex.observations else "classification",
-                   explanandum=v == ex.explanandum, probability=ex.probabilities.get(v))
+        g.add_node(
+            v,
+            value=ex.assignment[v],
+            kind="observation" if v in ex.observations else "classification",
+            explanandum=v == ex.explanandum,
+            probability=ex.probabilities.get(v),
+        )
     for name, pairs in ex.relations.items():
         for x, y in sorted(pairs):
             g.add_edge(x, y, relation=name, symbol=SYMBOLS[name], score=ex.scores.get((x, y)))
@@ -94,10 +99,8 @@ def plot_explanation(ex: Explanation, ax: Any = None) -> tuple[Any, Any]:
     pos = nx.multipartite_layout(g, subset_key="layer", align="horizontal")
     colours = ["lightgrey" if g.nodes[v]["kind"] == "observation" else "white" for v in g.nodes]
     widths = [2.5 if g.nodes[v]["explanandum"] else 1.0 for v in g.nodes]
-    nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colours, edgecolors="black", linewidths=widths,
-                           node_size=1800)
-    nx.draw_networkx_labels(g, pos, ax=ax, font_size=8,
-                            labels={v: f"{v}\n{g.nodes[v]['value']}" for v in g.nodes})
+    nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colours, edgecolors="black", linewidths=widths, node_size=1800)
+    nx.draw_networkx_labels(g, pos, ax=ax, font_size=8, labels={v: f"{v}\n{g.nodes[v]['value']}" for v in g.nodes})
     edge_colours = [COLOURS[g.edges[e]["relation"]] for e in g.edges]
     nx.draw_networkx_edges(g, pos, ax=ax, edge_color=edge_colours, arrows=True, arrowsize=15, node_size=1800)
     labels = {}

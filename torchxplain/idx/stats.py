@@ -11,8 +11,14 @@ from torch import Tensor
 from torchxplain.idx.classifier import BayesianClassifier
 from torchxplain.idx.explain import relation_tensors
 
-SHARE_COLUMNS = {("sd", "support"): "SD+", ("sd", "attack"): "SD-", ("md", "support"): "MD+",
-                 ("md", "attack"): "MD-", ("cf", "critical"): "CF!", ("cf", "potential"): "CF*"}
+SHARE_COLUMNS = {
+    ("sd", "support"): "SD+",
+    ("sd", "attack"): "SD-",
+    ("md", "support"): "MD+",
+    ("md", "attack"): "MD-",
+    ("cf", "critical"): "CF!",
+    ("cf", "potential"): "CF*",
+}
 
 
 def structural_share(bc: BayesianClassifier) -> float:
@@ -30,8 +36,9 @@ def shares_from_relations(relations: dict[str, dict[str, Tensor]]) -> dict[str, 
     return out
 
 
-def relation_shares(bc: BayesianClassifier, inputs: Any, kits: Sequence[str] = ("sd", "md", "cf"),
-                    **kwargs: Any) -> dict[str, float]:
+def relation_shares(
+    bc: BayesianClassifier, inputs: Any, kits: Sequence[str] = ("sd", "md", "cf"), **kwargs: Any
+) -> dict[str, float]:
     """Table 4: the percentage of (input, influence) pairs in each relation, plus ``"R^C"``.
 
     Every influence of every input counts (the per-influence view), as in the paper's Table 4.
@@ -72,4 +79,3 @@ def shares_table(rows: dict[str, dict[str, float]]) -> Any:
     import pandas as pd
 
     return pd.DataFrame(rows).T.round(1)
-

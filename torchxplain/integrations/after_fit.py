@@ -31,8 +31,16 @@ class AfterFitResult:
     attributions: Any
 
 
-def explain_after_fit(model: Any, X_train: Any, X_test: Any, method: str = "auto", target: int | None = None,
-                      n_background: int = 100, seed: int = 0, **options: Any) -> AfterFitResult:
+def explain_after_fit(
+    model: Any,
+    X_train: Any,
+    X_test: Any,
+    method: str = "auto",
+    target: int | None = None,
+    n_background: int = 100,
+    seed: int = 0,
+    **options: Any,
+) -> AfterFitResult:
     """Explain ``X_test`` with the method that fits ``model``'s type.
 
     * tree ensembles (scikit-learn, XGBoost, LightGBM) → exact tree spectrum (``FourierShap.from_trees``);

@@ -87,6 +87,8 @@ def merge_shards(directory: str | os.PathLike[str], expected_rows: int | None = 
     if expected_rows is not None and not torch.equal(index, torch.arange(expected_rows)):
         missing = sorted(set(range(expected_rows)) - set(index.tolist()))
         beyond = bool(index.numel()) and int(index.max()) >= expected_rows
-        raise ValueError(f"expected rows 0..{expected_rows - 1}; missing {missing[:10]} ({len(missing)} in all)"
-                         f"{', and indices beyond the range' if beyond else ''}")
+        raise ValueError(
+            f"expected rows 0..{expected_rows - 1}; missing {missing[:10]} ({len(missing)} in all)"
+            f"{', and indices beyond the range' if beyond else ''}"
+        )
     return {"index": index, "attributions": attributions}

@@ -30,8 +30,9 @@ from torchxplain._core import check_finite, check_matrix, chunk_bounds, rows_per
 DEFAULT_SENTINEL = -1.0e9
 
 
-def expand_to_inputs(importance: Tensor | tuple[Tensor, ...],
-                     inputs: Tensor | tuple[Tensor, ...]) -> Tensor | tuple[Tensor, ...]:
+def expand_to_inputs(
+    importance: Tensor | tuple[Tensor, ...], inputs: Tensor | tuple[Tensor, ...]
+) -> Tensor | tuple[Tensor, ...]:
     """Broadcast global importances to the inputs' shape (each row gets the same values).
 
     Args:
@@ -46,8 +47,10 @@ def expand_to_inputs(importance: Tensor | tuple[Tensor, ...],
     inputs_t = inputs if is_tuple else (inputs,)
     importance_t = importance if isinstance(importance, tuple) else (importance,)
     if len(importance_t) != len(inputs_t) or isinstance(importance, tuple) != is_tuple:
-        raise ValueError(f"importance must have the inputs' structure: {len(inputs_t)} tensor(s), "
-                         f"{'a tuple' if is_tuple else 'one tensor'}")
+        raise ValueError(
+            f"importance must have the inputs' structure: {len(inputs_t)} tensor(s), "
+            f"{'a tuple' if is_tuple else 'one tensor'}"
+        )
     out = []
     for imp, x in zip(importance_t, inputs_t):
         if not isinstance(imp, Tensor) or not imp.is_floating_point():
@@ -59,8 +62,10 @@ def expand_to_inputs(importance: Tensor | tuple[Tensor, ...],
         elif imp.shape == x.shape[1:]:
             out.append(imp.expand(x.shape).contiguous())
         else:
-            raise ValueError(f"importance of shape {tuple(imp.shape)} fits neither inputs {tuple(x.shape)} "
-                             f"nor one row {tuple(x.shape[1:])}")
+            raise ValueError(
+                f"importance of shape {tuple(imp.shape)} fits neither inputs {tuple(x.shape)} "
+                f"nor one row {tuple(x.shape[1:])}"
+            )
     return tuple(out) if is_tuple else out[0]
 
 
@@ -74,8 +79,13 @@ class BackgroundAveraged:
         max_memory: budget for the ``(P * B, n)`` expanded batch (bytes or e.g. ``"1GB"``).
     """
 
-    def __init__(self, forward_func: Callable[..., Tensor], background: Tensor, sentinel: float = DEFAULT_SENTINEL,
-                 max_memory: int | str | None = None) -> None:
+    def __init__(
+        self,
+        forward_func: Callable[..., Tensor],
+        background: Tensor,
+        sentinel: float = DEFAULT_SENTINEL,
+        max_memory: int | str | None = None,
+    ) -> None:
         if not callable(forward_func):
             raise TypeError(f"forward_func must be callable, got {type(forward_func).__name__}")
         check_matrix(background, "background")
@@ -106,9 +116,12 @@ class BackgroundAveraged:
         for start, stop in chunk_bounds(inputs.shape[0], step):
             z = inputs[start:stop]
             filled = torch.where(z[:, None, :] == self.sentinel, bg[None], z[:, None, :])  # (p, B, n)
-            extra = tuple(a[start:stop].repeat_interleave(n_bg, 0)
-                          if isinstance(a, Tensor) and a.ndim and a.shape[0] == inputs.shape[0] else a
-                          for a in additional_forward_args)
+            extra = tuple(
+                a[start:stop].repeat_interleave(n_bg, 0)
+                if isinstance(a, Tensor) and a.ndim and a.shape[0] == inputs.shape[0]
+                else a
+                for a in additional_forward_args
+            )
             y = self.forward_func(filled.reshape(-1, z.shape[1]), *extra)
             out.append(y.reshape(stop - start, n_bg, *y.shape[1:]).mean(1))
         if not out:
@@ -116,8 +129,12 @@ class BackgroundAveraged:
         return torch.cat(out)
 
 
-def background_averaged(forward_func: Callable[..., Tensor], background: Tensor, sentinel: float = DEFAULT_SENTINEL,
-                        max_memory: int | str | None = None) -> BackgroundAveraged:
+def background_averaged(
+    forward_func: Callable[..., Tensor],
+    background: Tensor,
+    sentinel: float = DEFAULT_SENTINEL,
+    max_memory: int | str | None = None,
+) -> BackgroundAveraged:
     """Wrap a model so that Captum's coalition samplers compute interventional SHAP over ``background``.
 
     Pass ``baselines=wrapper.baselines(x)`` to the Captum method. Each Captum forward pass then costs

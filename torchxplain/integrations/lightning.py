@@ -77,8 +77,13 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------------------------ plots
-def plot_drift(epochs: Sequence[int] | Tensor, importance: Tensor, feature_names: Sequence[str] | None = None,
-               max_features: int = 10, ax: Axes | None = None) -> tuple[Figure, Axes]:
+def plot_drift(
+    epochs: Sequence[int] | Tensor,
+    importance: Tensor,
+    feature_names: Sequence[str] | None = None,
+    max_features: int = 10,
+    ax: Axes | None = None,
+) -> tuple[Figure, Axes]:
     """How each feature's mean ``|attribution|`` moved across epochs (the top features at the last epoch).
 
     Args:
@@ -140,10 +145,18 @@ class ExplanationCallback(Callback):
         max_plot_features: features shown in the plots.
     """
 
-    def __init__(self, explainer_factory: Callable[[pl.LightningModule], Any], probe: Tensor,
-                 every_n_epochs: int = 1, on: str = "validation", feature_names: Sequence[str] | None = None,
-                 attribute_kwargs: dict[str, Any] | None = None, prefix: str = "xai", figures: bool = True,
-                 max_plot_features: int = 20) -> None:
+    def __init__(
+        self,
+        explainer_factory: Callable[[pl.LightningModule], Any],
+        probe: Tensor,
+        every_n_epochs: int = 1,
+        on: str = "validation",
+        feature_names: Sequence[str] | None = None,
+        attribute_kwargs: dict[str, Any] | None = None,
+        prefix: str = "xai",
+        figures: bool = True,
+        max_plot_features: int = 20,
+    ) -> None:
         if not callable(explainer_factory):
             raise TypeError(f"explainer_factory must be callable (module -> explainer), got {explainer_factory!r}")
         if not isinstance(probe, Tensor) or probe.ndim != 2 or probe.shape[0] == 0:
@@ -178,8 +191,9 @@ class ExplanationCallback(Callback):
     @property
     def history(self) -> list[dict[str, Any]]:
         """One ``{"epoch", "step", "importance": (n,) tensor}`` per explained epoch, in order."""
-        return [{"epoch": e, "step": s, "importance": imp}
-                for e, s, imp in zip(self._epochs, self._steps, self._importance)]
+        return [
+            {"epoch": e, "step": s, "importance": imp} for e, s, imp in zip(self._epochs, self._steps, self._importance)
+        ]
 
     def to_dataframe(self) -> Any:
         """The history as a pandas ``DataFrame`` (rows: epochs; columns: features)."""
@@ -199,8 +213,10 @@ class ExplanationCallback(Callback):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         importance = state_dict["importance"]
         if importance.ndim != 2 or importance.shape[1] != len(self.feature_names):
-            raise ValueError(f"checkpointed history has {tuple(importance.shape)} importances; this callback's "
-                             f"probe has {len(self.feature_names)} features")
+            raise ValueError(
+                f"checkpointed history has {tuple(importance.shape)} importances; this callback's "
+                f"probe has {len(self.feature_names)} features"
+            )
         self._epochs = [int(e) for e in state_dict["epochs"]]
         self._steps = [int(s) for s in state_dict["steps"]]
         self._importance = list(importance.unbind(0))
@@ -230,7 +246,8 @@ class ExplanationCallback(Callback):
         if len(self._importance) > 1:
             previous = self._importance[-2]
             scalars[f"{self.prefix}/drift"] = (importance - previous).abs().sum() / previous.abs().sum().clamp_min(
-                torch.finfo(previous.dtype).tiny)
+                torch.finfo(previous.dtype).tiny
+            )
         pl_module.log_dict(scalars, on_step=False, on_epoch=True)
         if trainer.is_global_zero:
             self._write(trainer, log_dir, epoch, attributions.cpu(), importance)
@@ -246,23 +263,38 @@ class ExplanationCallback(Callback):
         finally:
             pl_module.train(was_training)
         if not isinstance(attributions, Tensor) or attributions.shape != probe.shape:
-            raise ValueError("the explainer must return one tensor shaped like the probe "
-                             f"{tuple(probe.shape)}, got {getattr(attributions, 'shape', type(attributions))}")
+            raise ValueError(
+                "the explainer must return one tensor shaped like the probe "
+                f"{tuple(probe.shape)}, got {getattr(attributions, 'shape', type(attributions))}"
+            )
         return attributions.detach()
 
-    def _write(self, trainer: pl.Trainer, log_dir: str | None, epoch: int, attributions: Tensor,
-               importance: Tensor) -> None:
+    def _write(
+        self, trainer: pl.Trainer, log_dir: str | None, epoch: int, attributions: Tensor, importance: Tensor
+    ) -> None:
         folder = os.path.join(log_dir or trainer.default_root_dir, "explanations", self.prefix)
         os.makedirs(folder, exist_ok=True)
-        torch.save({"epoch": epoch, "step": trainer.global_step, "probe": self.probe.cpu(),
-                    "attributions": attributions, "importance": importance,
-                    "feature_names": self.feature_names}, os.path.join(folder, f"epoch{epoch:03d}.pt"))
+        torch.save(
+            {
+                "epoch": epoch,
+                "step": trainer.global_step,
+                "probe": self.probe.cpu(),
+                "attributions": attributions,
+                "importance": importance,
+                "feature_names": self.feature_names,
+            },
+            os.path.join(folder, f"epoch{epoch:03d}.pt"),
+        )
         if not self.figures:
             return
-        beeswarm = viz.beeswarm(attributions, self.probe, self.feature_names, self.max_plot_features,
-                                title=f"Attributions on the probe, epoch {epoch}")
-        drift = plot_drift(self._epochs, torch.stack(self._importance), self.feature_names,
-                           self.max_plot_features)
+        beeswarm = viz.beeswarm(
+            attributions,
+            self.probe,
+            self.feature_names,
+            self.max_plot_features,
+            title=f"Attributions on the probe, epoch {epoch}",
+        )
+        drift = plot_drift(self._epochs, torch.stack(self._importance), self.feature_names, self.max_plot_features)
         self._log_figure(trainer, folder, "beeswarm", beeswarm[0], epoch)
         self._log_figure(trainer, folder, "drift", drift[0], epoch)
 
@@ -342,15 +374,17 @@ class ExplainModule(pl.LightningModule):
         global_importance: ``(n,)`` its all-reduced value after ``Trainer.predict``.
     """
 
-    def __init__(self, explainer: Any, n_features: int | None = None,
-                 attribute_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, explainer: Any, n_features: int | None = None, attribute_kwargs: dict[str, Any] | None = None
+    ) -> None:
         super().__init__()
         if not callable(getattr(explainer, "attribute", None)):
             raise TypeError(f"explainer must have an attribute() method, got {type(explainer).__name__}")
         self.explainer = explainer
         model = getattr(explainer, "forward_func", None)
-        if isinstance(model, nn.Module) and not (isinstance(explainer, nn.Module)
-                                                 and any(m is model for m in explainer.modules())):
+        if isinstance(model, nn.Module) and not (
+            isinstance(explainer, nn.Module) and any(m is model for m in explainer.modules())
+        ):
             self.model = model  # registered here (not in the explainer) only so that the strategy moves it
         n_features = n_features if n_features is not None else getattr(explainer, "n_features", None)
         self.importance = MeanAbsAttribution(n_features) if n_features is not None else None
@@ -404,9 +438,16 @@ class ExplanationWriter(BasePredictionWriter):
             raise FileExistsError(f"{self.output_dir!r} already holds explanation shards; use an empty directory")
         self._index, self._attributions, self._part = [], [], 0
 
-    def write_on_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, prediction: Any,
-                           batch_indices: Sequence[int] | None, batch: Any, batch_idx: int,
-                           dataloader_idx: int) -> None:
+    def write_on_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        prediction: Any,
+        batch_indices: Sequence[int] | None,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int,
+    ) -> None:
         if not isinstance(prediction, dict) or "attributions" not in prediction:
             raise TypeError("ExplanationWriter expects predict_step to return explain_batch's dict")
         if batch_indices is not None:
@@ -428,8 +469,10 @@ class ExplanationWriter(BasePredictionWriter):
         if isinstance(metric, MeanAbsAttribution):
             mean_abs = metric.compute()  # collective: every rank calls it
             if trainer.is_global_zero:
-                torch.save({"mean_abs": mean_abs.cpu(), "rows": metric.total_rows},
-                           os.path.join(self.output_dir, "importance.pt"))
+                torch.save(
+                    {"mean_abs": mean_abs.cpu(), "rows": metric.total_rows},
+                    os.path.join(self.output_dir, "importance.pt"),
+                )
 
     def _flush(self, rank: int) -> None:
         if not self._index:

@@ -52,7 +52,7 @@ def check_shape_and_structure(explainer: Any, inputs: Tensor, **kwargs: Any) -> 
 def check_batch_invariance(explainer: Any, inputs: Tensor, atol: float, **kwargs: Any) -> None:
     """Explaining a batch equals explaining its rows one by one."""
     batch = explainer.attribute(inputs, **kwargs)
-    rows = torch.cat([explainer.attribute(inputs[i:i + 1], **kwargs) for i in range(inputs.shape[0])])
+    rows = torch.cat([explainer.attribute(inputs[i : i + 1], **kwargs) for i in range(inputs.shape[0])])
     torch.testing.assert_close(batch, rows, atol=atol, rtol=0, msg="batch attribution != row-by-row attribution")
 
 
@@ -140,12 +140,14 @@ class ExplainerTestCase:
         check_captum_contract(self.make_explainer(torch.float32))
 
     def test_shape_and_structure_float32(self) -> None:
-        check_shape_and_structure(self.make_explainer(torch.float32), self.make_inputs(torch.float32),
-                                  **self.attribute_kwargs)
+        check_shape_and_structure(
+            self.make_explainer(torch.float32), self.make_inputs(torch.float32), **self.attribute_kwargs
+        )
 
     def test_shape_and_structure_float64(self) -> None:
-        check_shape_and_structure(self.make_explainer(torch.float64), self.make_inputs(torch.float64),
-                                  **self.attribute_kwargs)
+        check_shape_and_structure(
+            self.make_explainer(torch.float64), self.make_inputs(torch.float64), **self.attribute_kwargs
+        )
 
     def test_float32_close_to_float64(self) -> None:
         x64 = self.make_inputs(torch.float64)
@@ -156,19 +158,22 @@ class ExplainerTestCase:
         assert err <= 1e-3 * scale, f"float32 differs from float64 by {err:.3g} (scale {scale:.3g})"
 
     def test_batch_invariance(self) -> None:
-        check_batch_invariance(self.make_explainer(torch.float64), self.make_inputs(torch.float64), self.atol,
-                               **self.attribute_kwargs)
+        check_batch_invariance(
+            self.make_explainer(torch.float64), self.make_inputs(torch.float64), self.atol, **self.attribute_kwargs
+        )
 
     def test_noise_tunnel(self) -> None:
         if self.noise_tunnel:
-            check_noise_tunnel(self.make_explainer(torch.float64), self.make_inputs(torch.float64),
-                               **self.attribute_kwargs)
+            check_noise_tunnel(
+                self.make_explainer(torch.float64), self.make_inputs(torch.float64), **self.attribute_kwargs
+            )
 
     def test_captum_metrics(self) -> None:
         if self.captum_metrics:
             explainer = self.make_explainer(torch.float64)
-            check_captum_metrics(explainer, self.make_inputs(torch.float64), explainer.forward_func,
-                                 **self.attribute_kwargs)
+            check_captum_metrics(
+                explainer, self.make_inputs(torch.float64), explainer.forward_func, **self.attribute_kwargs
+            )
 
     def test_user_model_untouched(self) -> None:
         check_user_model_untouched(self.make_explainer(torch.float32))

@@ -66,9 +66,9 @@ def concat_trees(trees: list[dict[str, np.ndarray]], weights: list[float], **met
     Every dict holds ``left, right, feature, threshold, nan_right, zero_is_missing, value`` for one tree
     (``value`` is the leaf output, ignored at internal nodes); ``weights`` scales each tree's leaves.
     """
-    parts: dict[str, list[np.ndarray]] = {key: [] for key in
-                                          ("left", "right", "feature", "threshold", "nan_right",
-                                           "zero_is_missing", "value")}
+    parts: dict[str, list[np.ndarray]] = {
+        key: [] for key in ("left", "right", "feature", "threshold", "nan_right", "zero_is_missing", "value")
+    }
     roots = []
     start = 0
     for tree, weight in zip(trees, weights):

@@ -52,9 +52,12 @@ def _flatten(root: dict[str, Any], name: str) -> dict[str, np.ndarray]:
     # missing_type None: NaN is read as 0 and compared; NaN: NaN takes the default side; Zero: 0 and NaN do.
     nan_right = np.where(np.array(missing) == "None", threshold < 0.0, ~default_left) & np.array(internal)
     return {
-        "left": np.array(left), "right": np.array(right),
-        "feature": np.array([n.get("split_feature", -1) for n in nodes]), "threshold": threshold,
-        "nan_right": nan_right, "zero_is_missing": np.array(missing) == "Zero",
+        "left": np.array(left),
+        "right": np.array(right),
+        "feature": np.array([n.get("split_feature", -1) for n in nodes]),
+        "threshold": threshold,
+        "nan_right": nan_right,
+        "zero_is_missing": np.array(missing) == "Zero",
         "value": np.array([n.get("leaf_value", 0.0) for n in nodes], dtype=np.float64),
     }
 
@@ -81,5 +84,12 @@ def parse(model: Any, target: int | None) -> TreeEnsemble:
     trees = [_flatten(info["tree_structure"], name) for info in chosen]
     weight = 1.0 / max(len(chosen), 1) if dump.get("average_output", False) else 1.0
     description = f"{name} (raw score" + (f", class {out})" if per_iteration > 1 else ")")
-    return concat_trees(trees, [weight] * len(trees), offset=0.0, n_features=int(dump["max_feature_idx"]) + 1,
-                        strict=False, input_dtype=np.dtype(np.float64), description=description)
+    return concat_trees(
+        trees,
+        [weight] * len(trees),
+        offset=0.0,
+        n_features=int(dump["max_feature_idx"]) + 1,
+        strict=False,
+        input_dtype=np.dtype(np.float64),
+        description=description,
+    )

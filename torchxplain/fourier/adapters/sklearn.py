@@ -52,11 +52,15 @@ def _check_fitted(model: Any) -> None:
 def _tree_arrays(tree: Any, values: np.ndarray) -> dict[str, np.ndarray]:
     t = tree.tree_
     missing_left = getattr(t, "missing_go_to_left", None)
-    nan_right = (np.zeros(t.node_count, dtype=bool) if missing_left is None
-                 else ~np.asarray(missing_left, dtype=bool))
+    nan_right = np.zeros(t.node_count, dtype=bool) if missing_left is None else ~np.asarray(missing_left, dtype=bool)
     return {
-        "left": t.children_left, "right": t.children_right, "feature": t.feature, "threshold": t.threshold,
-        "nan_right": nan_right, "zero_is_missing": np.zeros(t.node_count, dtype=bool), "value": values,
+        "left": t.children_left,
+        "right": t.children_right,
+        "feature": t.feature,
+        "threshold": t.threshold,
+        "nan_right": nan_right,
+        "zero_is_missing": np.zeros(t.node_count, dtype=bool),
+        "value": values,
     }
 
 
@@ -101,8 +105,9 @@ def parse(model: Any, target: int | None) -> TreeEnsemble:
         raw = np.asarray(raw, dtype=np.float64).reshape(1, -1)[0, out]
         offset = float(raw - model.learning_rate * stage_sum)
         description = f"{name} (raw decision_function" + (f", class {out})" if n_out > 1 else ")")
-        return concat_trees(trees, [float(model.learning_rate)] * len(trees), offset=offset,
-                            description=description, **meta)
+        return concat_trees(
+            trees, [float(model.learning_rate)] * len(trees), offset=offset, description=description, **meta
+        )
     estimators = list(model.estimators_) if isinstance(model, _forests()) else [model]
     classifier = is_classifier(model)
     if classifier:

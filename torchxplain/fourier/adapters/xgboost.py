@@ -15,8 +15,15 @@ SUPPORTED = "xgboost Booster (gbtree), XGBRegressor, XGBClassifier, XGBRFRegress
 _LOGIT = {"binary:logistic", "reg:logistic"}
 _LOG = {"count:poisson", "reg:gamma", "reg:tweedie"}
 _IDENTITY = {
-    "reg:squarederror", "reg:squaredlogerror", "reg:pseudohubererror", "reg:absoluteerror",
-    "reg:quantileerror", "binary:logitraw", "binary:hinge", "multi:softmax", "multi:softprob",
+    "reg:squarederror",
+    "reg:squaredlogerror",
+    "reg:pseudohubererror",
+    "reg:absoluteerror",
+    "reg:quantileerror",
+    "binary:logitraw",
+    "binary:hinge",
+    "multi:softmax",
+    "multi:softprob",
 }
 
 
@@ -87,11 +94,24 @@ def parse(model: Any, target: int | None) -> TreeEnsemble:
         if any(int(t) != 0 for t in tree["split_type"]):
             raise ValueError(f"{name} has categorical splits, which are not supported; one-hot encode")
         cond = _floats32(tree["split_conditions"])
-        trees.append({
-            "left": tree["left_children"], "right": tree["right_children"], "feature": tree["split_indices"],
-            "threshold": cond, "nan_right": ~np.asarray(tree["default_left"], dtype=bool),
-            "zero_is_missing": np.zeros(len(cond), dtype=bool), "value": cond,
-        })
+        trees.append(
+            {
+                "left": tree["left_children"],
+                "right": tree["right_children"],
+                "feature": tree["split_indices"],
+                "threshold": cond,
+                "nan_right": ~np.asarray(tree["default_left"], dtype=bool),
+                "zero_is_missing": np.zeros(len(cond), dtype=bool),
+                "value": cond,
+            }
+        )
     description = f"{name} (raw margin" + (f", output {out})" if n_outputs > 1 else ")")
-    return concat_trees(trees, [1.0] * len(trees), offset=offset, n_features=int(params["num_feature"]),
-                        strict=True, input_dtype=np.dtype(np.float32), description=description)
+    return concat_trees(
+        trees,
+        [1.0] * len(trees),
+        offset=offset,
+        n_features=int(params["num_feature"]),
+        strict=True,
+        input_dtype=np.dtype(np.float32),
+        description=description,
+    )
