@@ -1,6 +1,6 @@
 """torchxplain: FourierSHAP, GOALS and IDX as Captum-compatible torch modules."""
 
-from torchxplain import fourier, goals, idx, viz
+from torchxplain import fourier, goals, idx, settings, viz
 from torchxplain.fourier import FourierShap, FourierSpectrum, SparseFourierSurrogate, fit_sparse_fourier, tree_spectrum
 from torchxplain.goals import Goals
 from torchxplain.integrations.after_fit import AfterFitResult, explain_after_fit
@@ -18,6 +18,7 @@ __all__ = [
     "fourier",
     "goals",
     "idx",
+    "settings",
     "tree_spectrum",
     "viz",
 ]

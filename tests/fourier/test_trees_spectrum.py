@@ -20,6 +20,7 @@ from tests.fourier.tree_cases import (
 from torchxplain import tree_spectrum
 from torchxplain.fourier import TreeEncoding
 from torchxplain.fourier.adapters import parse_model
+from torchxplain.testing import tiny_memory_budget
 
 TOL = 1e-9
 
@@ -194,7 +195,8 @@ def test_float32_and_memory_budget() -> None:
     x, y = binary_data(13, seed=4)
     model = fit("gbm_reg", 5, x, y)
     exact = tree_spectrum(model)
-    small = tree_spectrum(model, max_memory=4096)  # merges duplicates many times on the way
+    with tiny_memory_budget(4096):
+        small = tree_spectrum(model)  # merges duplicates many times on the way
     assert len(small) == len(exact)
     xt = torch.from_numpy(x)
     np.testing.assert_allclose(small.evaluate(xt).numpy(), exact.evaluate(xt).numpy(), atol=1e-12, rtol=0)

@@ -16,6 +16,7 @@ from torchxplain.fourier import (
     shapley_interactions,
     shapley_values,
 )
+from torchxplain.testing import tiny_memory_budget
 
 
 def random_case(seed: int, n: int, k: int, n_bg: int, n_q: int, max_degree: int | None = None):
@@ -104,15 +105,13 @@ def test_efficiency_dummy_and_chunk_invariance(seed, n, k, n_bg):
     torch.testing.assert_close(phi.sum(1), gap, atol=1e-10, rtol=0)
     dummy = ~spec.frequencies.any(0)
     assert torch.all(phi[:, dummy] == 0)
-    tiny = shapley_values(spec, xq, bg, max_memory=64)
+    with tiny_memory_budget(64):
+        tiny = shapley_values(spec, xq, bg)
     torch.testing.assert_close(tiny, phi, atol=1e-12, rtol=0)
     groups = torch.tensor(random_groups(seed, n))
-    torch.testing.assert_close(
-        shapley_values(spec, xq, bg, groups=groups, max_memory=64),
-        shapley_values(spec, xq, bg, groups=groups),
-        atol=1e-12,
-        rtol=0,
-    )
+    with tiny_memory_budget(64):
+        tiny_grouped = shapley_values(spec, xq, bg, groups=groups)
+    torch.testing.assert_close(tiny_grouped, shapley_values(spec, xq, bg, groups=groups), atol=1e-12, rtol=0)
     torch.testing.assert_close(shapley_values(spec, xq, bg, groups=groups).sum(1), gap, atol=1e-10, rtol=0)
 
 

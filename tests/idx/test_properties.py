@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from reference import RefBC, random_bc
 
 from torchxplain.idx import BayesianClassifier, relation_tensors
+from torchxplain.testing import tiny_memory_budget
 
 KITS = {"md": ("attack", "support"), "sd": ("attack", "support"), "cf": ("critical", "potential")}
 
@@ -90,7 +91,8 @@ def test_chunking_does_not_change_results():
     bc, ref = _pair(7, naive=False)
     inputs = torch.tensor(ref.all_inputs())
     full = relation_tensors(bc, inputs)
-    tiny = relation_tensors(bc, inputs, max_memory=1)
+    with tiny_memory_budget(1):
+        tiny = relation_tensors(bc, inputs)
     assert torch.equal(full[0], tiny[0])
     for k in full[1]:
         for n in full[1][k]:

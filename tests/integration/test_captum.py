@@ -11,6 +11,7 @@ from torch import nn
 from tests.integration._brute import interventional_shap
 from torchxplain import FourierShap, FourierSpectrum
 from torchxplain.integrations.captum import background_averaged, expand_to_inputs
+from torchxplain.testing import tiny_memory_budget
 
 N = 5
 
@@ -78,7 +79,8 @@ def test_background_averaged_validation_and_extra_args():
         background_averaged(lambda z: z.sum(1), background.half(), sentinel=-1e9)
     with pytest.raises(TypeError):
         background_averaged("model", background)
-    g = background_averaged(lambda z, w: z @ w[0], background, max_memory=64)
+    with tiny_memory_budget(64):
+        g = background_averaged(lambda z, w: z @ w[0], background)
     z = torch.tensor([[1.0, -1e9, 0.0, -1e9, 1.0]], dtype=torch.float64)
     w = torch.arange(1.0, N + 1, dtype=torch.float64)
     expected = torch.stack([torch.where(z[0] == -1e9, b, z[0]) @ w for b in background]).mean()

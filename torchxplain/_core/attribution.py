@@ -10,6 +10,8 @@ from captum.attr import PerturbationAttribution
 from captum.log import log_usage
 from torch import Tensor, nn
 
+from torchxplain._core.persistence import load_explainer, register, save_explainer
+
 TensorOrTuple = Tensor | tuple[Tensor, ...]
 
 
@@ -29,6 +31,11 @@ class ExplainerBase(nn.Module, PerturbationAttribution):
 
     #: True when ``forward_func`` is the explainer's own module (e.g. a fitted surrogate), not the user's.
     owns_forward_func: bool = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "_config" in vars(cls):
+            register(cls)
 
     def __init__(self, forward_func: Callable[..., Tensor] | None = None) -> None:
         nn.Module.__init__(self)
@@ -101,8 +108,6 @@ class ExplainerBase(nn.Module, PerturbationAttribution):
 
     def save(self, path: str) -> str:
         """Write the explainer (``state_dict`` + JSON metadata, no pickle) to ``path``; the model is not saved."""
-        from torchxplain._core.persistence import save_explainer
-
         return save_explainer(self, path)
 
     @classmethod
@@ -113,8 +118,6 @@ class ExplainerBase(nn.Module, PerturbationAttribution):
         map_location: str | torch.device | None = None,
     ) -> ExplainerBase:
         """Load an explainer saved with :meth:`save` (``forward_func``: the model to attach, if any)."""
-        from torchxplain._core.persistence import load_explainer
-
         explainer = load_explainer(path, forward_func=forward_func, map_location=map_location)
         if not isinstance(explainer, cls):
             raise TypeError(f"{path!r} holds a {type(explainer).__name__}, not a {cls.__name__}")

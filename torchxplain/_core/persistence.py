@@ -8,8 +8,9 @@ The file is written with ``torch.save`` but holds only a ``dict`` of strings, in
 
 so it always loads with ``torch.load(path, weights_only=True)``: no Python object is ever unpickled.
 Which classes can be loaded is an explicit registry (:func:`loadable_classes`), never a class path read from
-the file. A class opts in by implementing ``_config() -> dict`` (JSON-able constructor metadata) and the
-classmethod ``_from_config(config, state, forward_func)``.
+the file: ``ExplainerBase.__init_subclass__`` registers every explainer class that overrides ``_config``
+(so this module imports nothing above ``_core``). A class opts in by implementing ``_config() -> dict``
+(JSON-able constructor metadata) and the classmethod ``_from_config(config, state, forward_func)``.
 """
 
 from __future__ import annotations
@@ -26,11 +27,26 @@ FORMAT = "torchxplain-explainer"
 VERSION = 1
 
 
-def loadable_classes() -> dict[str, type]:
-    """The explainer classes :func:`load_explainer` may build, by name (imported here, not looked up)."""
-    from torchxplain.fourier.explainers import FourierShap
+_REGISTRY: dict[str, type] = {}
 
-    return {"FourierShap": FourierShap}
+
+def register(cls: type) -> None:
+    """Make ``cls`` loadable under its class name (called by ``ExplainerBase.__init_subclass__``).
+
+    Raises:
+        TypeError: another class already holds that name (two loadable classes must not share one).
+    """
+    held = _REGISTRY.setdefault(cls.__name__, cls)
+    if held is not cls:
+        raise TypeError(
+            f"two loadable explainer classes are named {cls.__name__!r} ({held.__module__} and {cls.__module__}); "
+            "rename one"
+        )
+
+
+def loadable_classes() -> dict[str, type]:
+    """The explainer classes :func:`load_explainer` may build, by name (those registered so far)."""
+    return dict(_REGISTRY)
 
 
 def _class_name(explainer: Any) -> str:

@@ -1,21 +1,20 @@
-"""Progress bars (tqdm) that the caller or ``TORCHXPLAIN_PROGRESS=0`` can turn off."""
+"""Progress bars (tqdm) that the caller, ``tx.settings.show_progress`` or ``TORCHXPLAIN_PROGRESS=0`` turn off."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
 from tqdm.auto import tqdm
 
+from torchxplain._core.settings import show_progress
+
 T = TypeVar("T")
 
 
-def progress_enabled(show: bool | None) -> bool:
-    """Whether to show a bar: ``show`` if given, else on unless ``TORCHXPLAIN_PROGRESS=0``."""
-    if os.environ.get("TORCHXPLAIN_PROGRESS", "1").strip().lower() in {"0", "false", "no", "off"}:
-        return False
-    return True if show is None else bool(show)
+def progress_enabled(show: bool | None = None) -> bool:
+    """Whether to show a bar: ``show`` if given, else ``tx.settings.show_progress`` (default: the environment)."""
+    return show_progress.resolve(show)
 
 
 def progress(

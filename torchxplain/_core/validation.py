@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from torchxplain._core.settings import validation
+
 
 def as_tensor(x: object, name: str, dtype: torch.dtype | None = None) -> Tensor:
     """Return ``x`` as a tensor (numpy arrays and nested lists are converted; tensors are kept).
@@ -37,8 +39,11 @@ def check_matrix(x: Tensor, name: str, n_features: int | None = None, allow_empt
 
 
 def check_finite(x: Tensor, name: str) -> Tensor:
-    """Raise ``ValueError`` naming the first row and column holding a NaN or infinity."""
-    if x.is_floating_point() or x.is_complex():
+    """Raise ``ValueError`` naming the first row and column holding a NaN or infinity.
+
+    Skipped under ``tx.settings.validation("shapes")``.
+    """
+    if validation.checks_values() and (x.is_floating_point() or x.is_complex()):
         bad = ~torch.isfinite(x)
         if bool(bad.any()):
             idx = tuple(int(i) for i in bad.nonzero()[0])
@@ -47,7 +52,12 @@ def check_finite(x: Tensor, name: str) -> Tensor:
 
 
 def check_binary(x: Tensor, name: str) -> Tensor:
-    """Raise ``ValueError`` naming the first column (and row) whose value is not 0 or 1."""
+    """Raise ``ValueError`` naming the first column (and row) whose value is not 0 or 1.
+
+    Skipped under ``tx.settings.validation("shapes")``.
+    """
+    if not validation.checks_values():
+        return x
     check_finite(x, name)
     bad = (x != 0) & (x != 1)
     if bool(bad.any()):

@@ -1,4 +1,6 @@
-"""Test helpers shipped with the package: the explainer contract mixin and its check functions."""
+"""Test helpers shipped with the package: the explainer contract mixin, its check functions, tiny budgets."""
+
+from torchxplain._core.settings import unchecked_max_memory as tiny_memory_budget
 
 from torchxplain.testing.explainer_test_case import (
     ExplainerTestCase,
@@ -20,4 +22,5 @@ __all__ = [
     "check_shape_and_structure",
     "check_state_dict_is_own",
     "check_user_model_untouched",
+    "tiny_memory_budget",
 ]

@@ -1,0 +1,226 @@
+"""Library-wide settings as context managers (in GPyTorch's style), read by the private kernels.
+
+Each setting has a process default and can be changed for a block of code::
+
+    import torchxplain as tx
+
+    with tx.settings.max_memory("1GB"), tx.settings.show_progress(False):
+        phi = explainer.attribute(x)
+
+An explicit argument of a public function (``max_memory=...``, ``show_progress=...``) still overrides the
+setting for that call. The values live in :mod:`contextvars`, so threads and asyncio tasks each see their own.
+
+Settings:
+    :class:`max_memory`: byte budget of every chunked intermediate (default 512 MiB; at least 1 MiB).
+    :class:`show_progress`: tqdm progress bars for long work (default on, unless the environment variable
+        ``TORCHXPLAIN_PROGRESS`` is ``0``/``false``/``no``/``off``).
+    :class:`validation`: ``"full"`` (default) checks shapes, dtypes, devices *and* values (binary, finite,
+        one-hot) at the public boundary; ``"shapes"`` skips the O(data) value scans, for inner loops whose
+        inputs are known to be valid.
+    :class:`dtype_policy`: ``"auto"`` (default) computes in float64 when an input is float64 and in float32
+        otherwise (half, bfloat16, integer and bool inputs are promoted to float32, never computed in half
+        precision); ``"float32"`` or ``"float64"`` force one dtype.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import re
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Any, ClassVar, Generic, Literal, TypeVar, get_args
+
+import torch
+
+V = TypeVar("V")
+
+ValidationLevel = Literal["full", "shapes"]
+DtypePolicy = Literal["auto", "float32", "float64"]
+MemoryLike = int | str
+
+MIN_MEMORY = 2**20
+DEFAULT_MAX_MEMORY = 512 * 2**20
+_UNITS = {"": 1, "b": 1, "kb": 2**10, "kib": 2**10, "mb": 2**20, "mib": 2**20, "gb": 2**30, "gib": 2**30}
+_OFF = {"0", "false", "no", "off"}
+
+
+class _Setting(Generic[V]):
+    """A context manager that sets one value for the duration of a ``with`` block (nestable, re-entrant)."""
+
+    _var: ClassVar[contextvars.ContextVar[Any]]
+    _tokens: list[contextvars.Token[Any]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._var = contextvars.ContextVar(f"torchxplain.settings.{cls.__name__}")
+
+    def __init__(self, value: Any) -> None:
+        self.value_ = self._parse(value)
+        self._tokens = []
+
+    @classmethod
+    def _parse(cls, value: Any) -> V:
+        raise NotImplementedError
+
+    @classmethod
+    def _default(cls) -> V:
+        raise NotImplementedError
+
+    @classmethod
+    def value(cls) -> V:
+        """The value in force here: the innermost ``with`` block's, else the process default."""
+        return cls._var.get(cls._default())
+
+    @classmethod
+    def resolve(cls, explicit: Any = None) -> V:
+        """``explicit`` (validated) when given, else :meth:`value`: how public functions read the setting."""
+        return cls.value() if explicit is None else cls._parse(explicit)
+
+    def __enter__(self) -> _Setting[V]:
+        self._tokens.append(self._var.set(self.value_))
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._var.reset(self._tokens.pop())
+
+
+def parse_memory(value: object = None) -> int:
+    """A byte budget from an int (bytes) or a string such as ``"2GB"``/``"512MiB"`` (binary units: 1 GB = 2**30).
+
+    ``None`` gives the budget in force (:class:`max_memory`).
+
+    Raises:
+        TypeError: not an int or a string (``True`` and floats are refused, not read as 1 byte).
+        ValueError: an unreadable string, or a budget under 1 MiB (it would make every chunk one row).
+    """
+    return max_memory.value() if value is None else _bytes(value)
+
+
+def _bytes(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise TypeError(
+            f"max_memory must be a number of bytes (int) or a string like '2GB', got {type(value).__name__} "
+            f"{str(value)[:40]!r}"
+        )
+    if isinstance(value, int):
+        size = value
+    else:
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", value) if len(value) <= 40 else None
+        if not match or match.group(2).lower() not in _UNITS:
+            raise ValueError(f"max_memory must be bytes or a string like '2GB' or '512MiB', got {value[:40]!r}")
+        size = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    if size < MIN_MEMORY:
+        raise ValueError(
+            f"max_memory must be at least 1 MiB ({MIN_MEMORY} bytes), got {value!r}; pass e.g. max_memory='512MB'"
+        )
+    return size
+
+
+class max_memory(_Setting[int]):  # noqa: N801 (GPyTorch-style lower-case setting names)
+    """Byte budget of chunked intermediates: ``with tx.settings.max_memory("1GB"): ...``.
+
+    Args:
+        value: bytes (int) or a string such as ``"2GB"`` or ``"512MiB"``; at least 1 MiB.
+    """
+
+    @classmethod
+    def _parse(cls, value: Any) -> int:
+        return _bytes(value)
+
+    @classmethod
+    def _default(cls) -> int:
+        return DEFAULT_MAX_MEMORY
+
+
+class show_progress(_Setting[bool]):  # noqa: N801
+    """Progress bars for long work: ``with tx.settings.show_progress(False): ...``.
+
+    The process default is on unless ``TORCHXPLAIN_PROGRESS`` is ``0``, ``false``, ``no`` or ``off``.
+    """
+
+    @classmethod
+    def _parse(cls, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise TypeError(f"show_progress must be True or False, got {type(value).__name__} {value!r}")
+        return value
+
+    @classmethod
+    def _default(cls) -> bool:
+        return os.environ.get("TORCHXPLAIN_PROGRESS", "1").strip().lower() not in _OFF
+
+
+def _literal(value: Any, name: str, options: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name} must be one of {list(options)}, got {str(value)[:40]!r}")
+    return value
+
+
+class validation(_Setting[ValidationLevel]):  # noqa: N801
+    """How much the public boundary checks: ``"full"`` (default) or ``"shapes"`` (skip value scans)."""
+
+    @classmethod
+    def _parse(cls, value: Any) -> ValidationLevel:
+        return _literal(value, "validation", get_args(ValidationLevel))  # type: ignore[return-value]
+
+    @classmethod
+    def _default(cls) -> ValidationLevel:
+        return "full"
+
+    @classmethod
+    def checks_values(cls) -> bool:
+        """Whether O(data) value checks (binary, finite, one-hot) run."""
+        return cls.value() == "full"
+
+
+class dtype_policy(_Setting[DtypePolicy]):  # noqa: N801
+    """The floating dtype computations use: ``"auto"`` (default), ``"float32"`` or ``"float64"``."""
+
+    @classmethod
+    def _parse(cls, value: Any) -> DtypePolicy:
+        return _literal(value, "dtype_policy", get_args(DtypePolicy))  # type: ignore[return-value]
+
+    @classmethod
+    def _default(cls) -> DtypePolicy:
+        return "auto"
+
+    @classmethod
+    def compute_dtype(cls, *tensors: torch.Tensor) -> torch.dtype:
+        """The dtype to compute in for these inputs under the policy in force."""
+        policy = cls.value()
+        if policy == "float64":
+            return torch.float64
+        if policy == "float32":
+            return torch.float32
+        return torch.float64 if any(t.dtype == torch.float64 for t in tensors) else torch.float32
+
+
+@contextlib.contextmanager
+def unchecked_max_memory(n_bytes: int) -> Iterator[None]:
+    """Set a budget below the 1 MiB floor, so tests can drive every chunk boundary on small problems.
+
+    Public as :func:`torchxplain.testing.tiny_memory_budget`; not meant for real work (every chunk gets tiny).
+    """
+    if isinstance(n_bytes, bool) or not isinstance(n_bytes, int) or n_bytes < 1:
+        raise ValueError(f"n_bytes must be a positive int, got {n_bytes!r}")
+    token = max_memory._var.set(n_bytes)
+    try:
+        yield
+    finally:
+        max_memory._var.reset(token)
+
+
+__all__ = [
+    "DEFAULT_MAX_MEMORY",
+    "MIN_MEMORY",
+    "DtypePolicy",
+    "ValidationLevel",
+    "dtype_policy",
+    "max_memory",
+    "parse_memory",
+    "show_progress",
+    "validation",
+]

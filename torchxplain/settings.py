@@ -1,0 +1,36 @@
+"""Library-wide settings as context managers: memory budget, progress bars, validation level, dtype policy.
+
+Example::
+
+    import torchxplain as tx
+
+    with tx.settings.max_memory("1GB"), tx.settings.show_progress(False):
+        phi = explainer.attribute(x)
+    tx.settings.max_memory.value()      # the budget in force, in bytes
+
+See :mod:`torchxplain._core.settings` for each setting's values and defaults.
+"""
+
+from torchxplain._core.settings import (
+    DEFAULT_MAX_MEMORY,
+    MIN_MEMORY,
+    DtypePolicy,
+    ValidationLevel,
+    dtype_policy,
+    max_memory,
+    parse_memory,
+    show_progress,
+    validation,
+)
+
+__all__ = [
+    "DEFAULT_MAX_MEMORY",
+    "MIN_MEMORY",
+    "DtypePolicy",
+    "ValidationLevel",
+    "dtype_policy",
+    "max_memory",
+    "parse_memory",
+    "show_progress",
+    "validation",
+]
