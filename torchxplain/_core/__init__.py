@@ -1,11 +1,11 @@
 """Shared machinery: the Captum-compatible base, validation, chunking, progress bars and seeding."""
 
-from torchxplain._core.attribution import ExplainerBase, TensorOrTuple
 from torchxplain._core import settings
+from torchxplain._core.attribution import ExplainerBase, TensorOrTuple
 from torchxplain._core.chunking import chunk_bounds, rows_per_chunk
-from torchxplain._core.settings import DEFAULT_MAX_MEMORY, parse_memory
 from torchxplain._core.progress import progress, progress_enabled
 from torchxplain._core.seeding import make_generator, seed_everything
+from torchxplain._core.settings import DEFAULT_MAX_MEMORY, parse_memory
 from torchxplain._core.validation import (
     as_tensor,
     check_binary,
