@@ -20,6 +20,7 @@ from torchxplain._core.settings import (
     max_memory,
     parse_memory,
     show_progress,
+    using,
     validation,
 )
 
@@ -32,5 +33,6 @@ __all__ = [
     "max_memory",
     "parse_memory",
     "show_progress",
+    "using",
     "validation",
 ]

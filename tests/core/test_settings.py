@@ -106,3 +106,16 @@ def test_tiny_budget_is_for_tests_only():
     with pytest.raises(ValueError, match="positive"):
         with tiny_memory_budget(0):
             pass
+
+
+def test_using_applies_only_the_given_arguments():
+    with tx.settings.max_memory("2GB"), tx.settings.show_progress(False):
+        with tx.settings.using(max_memory="8MB"):
+            assert tx.settings.max_memory.value() == 8 * 2**20
+            assert tx.settings.show_progress.value() is False
+        with tx.settings.using(show_progress=True):
+            assert tx.settings.max_memory.value() == 2 * 2**30
+            assert tx.settings.show_progress.value() is True
+        assert tx.settings.max_memory.value() == 2 * 2**30
+    with pytest.raises(ValueError, match="1 MiB"), tx.settings.using(max_memory=10):
+        pass

@@ -199,6 +199,25 @@ class dtype_policy(_Setting[DtypePolicy]):  # noqa: N801
 
 
 @contextlib.contextmanager
+def using(max_memory: MemoryLike | None = None, show_progress: bool | None = None) -> Iterator[None]:
+    """Apply the explicit arguments of a public call for its duration; ``None`` leaves a setting as it is.
+
+    Public entry points wrap their body in it, so private kernels read one budget and one progress flag
+    (``parse_memory()``, ``progress_enabled()``) instead of taking them as arguments::
+
+        def shapley_values(spectrum, x, background, max_memory=None):
+            with settings.using(max_memory=max_memory):
+                return _kernel(spectrum, x, background)
+    """
+    with contextlib.ExitStack() as stack:
+        if max_memory is not None:
+            stack.enter_context(max_memory_setting(max_memory))
+        if show_progress is not None:
+            stack.enter_context(show_progress_setting(show_progress))
+        yield
+
+
+@contextlib.contextmanager
 def unchecked_max_memory(n_bytes: int) -> Iterator[None]:
     """Set a budget below the 1 MiB floor, so tests can drive every chunk boundary on small problems.
 
@@ -213,6 +232,8 @@ def unchecked_max_memory(n_bytes: int) -> Iterator[None]:
         max_memory._var.reset(token)
 
 
+max_memory_setting, show_progress_setting = max_memory, show_progress
+
 __all__ = [
     "DEFAULT_MAX_MEMORY",
     "MIN_MEMORY",
@@ -222,5 +243,6 @@ __all__ = [
     "max_memory",
     "parse_memory",
     "show_progress",
+    "using",
     "validation",
 ]
