@@ -62,6 +62,11 @@ def precompute_background(spectrum: FourierSpectrum, background: Tensor) -> Back
     """
     check_matrix(background, "background", spectrum.n_features)
     check_binary(background, "background")
+    return background_term(spectrum, background)
+
+
+def background_term(spectrum: FourierSpectrum, background: Tensor) -> BackgroundTerm:
+    """:func:`precompute_background` for a background the caller has validated."""
     dtype = spectrum.dtype
     bg = background.to(dtype)
     freq = spectrum.frequencies.to(device=bg.device, dtype=dtype)
