@@ -3,26 +3,28 @@
 The explainer builds one plan per (spectrum, background, players) and caches it, so the background-only work
 (the paper's "Precompute": signed amplitudes, and for other kernels their tables) is done once however many
 query batches follow. A plan's methods assume valid inputs — binary ``(Q, n)`` queries in the plan's dtype and
-on its device — because validation happens once, at the public boundary that called them.
+on its device — because validation happens once, at the public boundary that called them. Memory is bounded by
+``tx.settings.max_memory`` in force when a method runs.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from torch import Tensor
 
 from torchxplain.fourier.spectrum import FourierSpectrum
-from torchxplain.fourier.values import (
-    BackgroundTerm,
-    _grouped_first_order,
-    _grouped_interactions,
-    _relaxed_shapley,
-    _singleton_gemm,
-    background_term,
-)
+from torchxplain.fourier.values.background import BackgroundTerm
+from torchxplain.fourier.values.gemm import grouped_first_order, grouped_interactions, singleton_gemm
+from torchxplain.fourier.values.relaxed import relaxed_shapley
 
 Kernel = Literal["auto", "gemm"]
+
+
+def check_kernel(kernel: object) -> None:
+    """Raise ``ValueError`` unless ``kernel`` is one of :data:`Kernel`'s options."""
+    if kernel not in get_args(Kernel):
+        raise ValueError(f"kernel must be one of {list(get_args(Kernel))}, got {str(kernel)[:40]!r}")
 
 
 class ValuePlan:
@@ -39,29 +41,40 @@ class ValuePlan:
     def __init__(
         self, spectrum: FourierSpectrum, background: Tensor, groups: Tensor | None, m: int, kernel: Kernel = "auto"
     ) -> None:
-        self.spectrum = spectrum
+        self._init(BackgroundTerm(spectrum, background), groups, m, kernel)
+
+    @classmethod
+    def from_term(cls, term: BackgroundTerm, groups: Tensor | None, m: int, kernel: Kernel = "auto") -> ValuePlan:
+        """A plan on an existing :class:`BackgroundTerm` (sharing its cached signed amplitudes)."""
+        plan = cls.__new__(cls)
+        plan._init(term, groups, m, kernel)
+        return plan
+
+    def _init(self, term: BackgroundTerm, groups: Tensor | None, m: int, kernel: Kernel) -> None:
+        check_kernel(kernel)
+        self.term = term
+        self.spectrum = term.spectrum
         self.groups = groups
         self.m = m
         self.kernel: Kernel = "gemm" if kernel == "auto" else kernel
-        self.term: BackgroundTerm = background_term(spectrum, background)
 
     def shapley(self, xq: Tensor, relaxed: bool = False) -> Tensor:
         """``(Q, m)`` Shapley values; ``relaxed`` queries may be real-valued (singleton players only)."""
         if relaxed:
-            return _relaxed_shapley(self.spectrum, xq, self.term, None)
+            return relaxed_shapley(xq, self.term)
         if self.groups is None:
-            return _singleton_gemm(self.spectrum, xq, self.term, "shapley", None)
-        return _grouped_first_order(self.spectrum, xq, self.term, self.groups, self.m, "shapley", None)
+            return singleton_gemm(xq, self.term, "shapley")
+        return grouped_first_order(xq, self.term, self.groups, self.m, "shapley")
 
     def banzhaf(self, xq: Tensor) -> Tensor:
         """``(Q, m)`` Banzhaf values."""
         if self.groups is None:
-            return _singleton_gemm(self.spectrum, xq, self.term, "banzhaf", None)
-        return _grouped_first_order(self.spectrum, xq, self.term, self.groups, self.m, "banzhaf", None)
+            return singleton_gemm(xq, self.term, "banzhaf")
+        return grouped_first_order(xq, self.term, self.groups, self.m, "banzhaf")
 
     def interactions(self, xq: Tensor) -> Tensor:
         """``(Q, m, m)`` pairwise Shapley interaction index (zero diagonal)."""
-        return _grouped_interactions(self.spectrum, xq, self.term, self.groups, self.m, None)
+        return grouped_interactions(xq, self.term, self.groups, self.m)
 
     def describe(self) -> dict[str, object]:
         """The chosen kernel and the sizes it was chosen for (JSON-able)."""

@@ -1,0 +1,148 @@
+"""The public value functions: validate once, then run the same :class:`~torchxplain.fourier.plan.ValuePlan` the
+explainer uses (so both paths pick their kernel with the same cost model)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import Tensor
+
+from torchxplain._core import check_binary, check_finite, check_matrix, check_same_device, settings
+from torchxplain._core.inputs import to_tensor
+from torchxplain.fourier.plan import Kernel, ValuePlan, check_kernel
+from torchxplain.fourier.spectrum import FourierSpectrum
+from torchxplain.fourier.values.background import BackgroundTerm, validate_groups
+
+
+def precompute_background(spectrum: FourierSpectrum, background: Any) -> BackgroundTerm:
+    """Prepare ``background`` once for many calls of the value functions on ``spectrum``.
+
+    Pass the returned term as ``background=`` to :func:`shapley_values`, :func:`banzhaf_values` or
+    :func:`shapley_interactions`: the background-only work (the dense kernel's signed amplitudes, the
+    small-support kernel's tables) is then done once per player grouping instead of once per call.
+
+    Args:
+        spectrum: the spectrum (``k`` frequencies on ``n`` features).
+        background: ``(B, n)`` binary rows (tensor, numpy array, list or DataFrame), ``B ≥ 1``.
+
+    Returns:
+        A :class:`BackgroundTerm` in the spectrum's dtype, on the background's device.
+    """
+    _check_spectrum(spectrum)
+    return BackgroundTerm(spectrum, _background(spectrum, background))
+
+
+def shapley_values(
+    spectrum: FourierSpectrum,
+    x: Any,
+    background: Any,
+    groups: Any = None,
+    max_memory: int | str | None = None,
+    relaxed: bool = False,
+    kernel: Kernel = "auto",
+) -> Tensor:
+    """Exact interventional Shapley values of the spectrum's function (paper Eq. 5).
+
+    Args:
+        spectrum: ``k`` frequencies on ``n`` binary features.
+        x: ``(Q, n)`` binary queries. With ``relaxed=True`` any real values are allowed and the game is
+            played on the multilinear extension (exact Gauss–Legendre integration of Owen's formula).
+        background: ``(B, n)`` binary background, or its :func:`precompute_background` term.
+        groups: optional ``(n,)`` integer player id in ``0..m-1`` per feature (every id used).
+        max_memory: budget for the chunked intermediates (bytes or e.g. ``"2GB"``; default
+            ``tx.settings.max_memory``).
+        relaxed: allow non-binary queries (singleton players only; always the dense kernel).
+        kernel: ``"auto"`` (cost model), ``"gemm"`` (dense two-GEMM form) or ``"small_support"`` (tables over
+            the patterns of small support families); all are exact.
+
+    Returns:
+        ``(Q, m)`` Shapley values (``m = n`` without groups), in the output's units, on the queries' device
+        and in the spectrum's dtype.
+    """
+    with settings.using(max_memory=max_memory):
+        plan, xq = _plan(spectrum, x, background, groups, kernel, relaxed)
+        binary = not relaxed or bool(((xq == 0) | (xq == 1)).all())  # binary queries take the exact integer path
+        if not binary and plan.groups is not None:
+            raise ValueError("relaxed=True supports singleton players only; pass groups=None")
+        return plan.shapley(xq, relaxed=not binary)
+
+
+def banzhaf_values(
+    spectrum: FourierSpectrum,
+    x: Any,
+    background: Any,
+    groups: Any = None,
+    max_memory: int | str | None = None,
+    kernel: Kernel = "auto",
+) -> Tensor:
+    """Exact interventional Banzhaf values; arguments as :func:`shapley_values`.
+
+    Returns:
+        ``(Q, m)`` Banzhaf values.
+    """
+    with settings.using(max_memory=max_memory):
+        plan, xq = _plan(spectrum, x, background, groups, kernel, relaxed=False)
+        return plan.banzhaf(xq)
+
+
+def shapley_interactions(
+    spectrum: FourierSpectrum,
+    x: Any,
+    background: Any,
+    groups: Any = None,
+    max_memory: int | str | None = None,
+    kernel: Kernel = "auto",
+) -> Tensor:
+    """Exact interventional pairwise Shapley interaction index; arguments as :func:`shapley_values`.
+
+    Returns:
+        ``(Q, m, m)`` symmetric matrices with zero diagonal: ``[q, g, h]`` is the interaction of
+        players ``g ≠ h`` at query ``q``.
+    """
+    with settings.using(max_memory=max_memory):
+        plan, xq = _plan(spectrum, x, background, groups, kernel, relaxed=False)
+        return plan.interactions(xq)
+
+
+# ---------------------------------------------------------------------------------------------------
+def _check_spectrum(spectrum: object) -> None:
+    if not isinstance(spectrum, FourierSpectrum):
+        raise TypeError(f"spectrum must be a FourierSpectrum, got {type(spectrum).__name__}")
+
+
+def _background(spectrum: FourierSpectrum, background: Any) -> Tensor:
+    bg = to_tensor(background, "background", device=spectrum.device, ndim=2).tensor
+    check_matrix(bg, "background", spectrum.n_features)
+    check_binary(bg, "background")
+    return bg
+
+
+def _plan(
+    spectrum: FourierSpectrum, x: Any, background: Any, groups: Any, kernel: Kernel, relaxed: bool
+) -> tuple[ValuePlan, Tensor]:
+    """Validate every argument once and return the plan (cached on a precomputed term) and the queries."""
+    _check_spectrum(spectrum)
+    check_kernel(kernel)
+    n = spectrum.n_features
+    if isinstance(background, BackgroundTerm):
+        if background.background.shape[1] != n:
+            raise ValueError(
+                f"the precomputed background term has {background.background.shape[1]} features but the spectrum "
+                f"has {n}; make it with precompute_background(spectrum, background)"
+            )
+        term = background if background.spectrum is spectrum else BackgroundTerm(spectrum, background.background)
+    else:
+        term = BackgroundTerm(spectrum, _background(spectrum, background))
+    xq = to_tensor(x, "x", device=term.background.device, ndim=2).tensor
+    check_matrix(xq, "x", n)
+    (check_finite if relaxed else check_binary)(xq, "x")
+    check_same_device(x=xq, background=term.background)
+    m = n
+    if groups is not None:
+        groups, m = validate_groups(to_tensor(groups, "groups", device=xq.device, ndim=1).tensor, n)
+        check_same_device(x=xq, groups=groups)
+    key = (None if groups is None else tuple(groups.tolist()), kernel)
+    plan = term.plans.get(key)
+    if plan is None:
+        plan = term.plans[key] = ValuePlan.from_term(term, groups, m, kernel=kernel)
+    return plan, xq.to(spectrum.dtype)
