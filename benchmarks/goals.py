@@ -272,8 +272,7 @@ def mice_study(out: Path) -> None:
                 )
             )
         print(f"  local scores of the top SNP across mice: sd={float(local[:, int(imp.ranking[0])].std()):.4g}")
-        fig, _ = imp.plot_manhattan(chrom, mbp, statistic="z")
-        fig.savefig(out / f"goals_mice_{trait}.png", dpi=120)
+        imp.plot_manhattan(chrom, mbp, statistic="z").save(out / f"goals_mice_{trait}.png", dpi=120)
         frame.head(100).to_csv(out / f"goals_mice_{trait}_top100.csv", index=False)
     print(f"plots and tables written to {out}")
 

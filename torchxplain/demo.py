@@ -88,23 +88,23 @@ def fourier_section(cfg: ReportConfig, out: Path) -> Section:
     with torch.no_grad():
         surrogate_error = float((spectrum.evaluate(x) - model(x)).abs().max())
     names = [f"site{j}" for j in range(x.shape[1])]
-    viz.save(
-        viz.beeswarm(phi, queries, names, title="FourierSHAP values (Entacmaea MLP)")[0],
-        str(out / "fourier_beeswarm.png"),
+    viz.BeeswarmDisplay(phi, queries, names).plot(title="FourierSHAP values (Entacmaea MLP)", xlabel="SHAP value").save(
+        out / "fourier_beeswarm.png"
     )
-    viz.save(viz.bar_mean_abs(phi, names, title="Mean |SHAP| per site")[0], str(out / "fourier_bar.png"))
-    viz.save(
-        viz.interaction_heatmap(sii, names, title="Mean pairwise Shapley interaction")[0],
-        str(out / "fourier_interactions.png"),
+    viz.BarDisplay.from_attributions(phi, names, title="Mean |SHAP| per site").save(out / "fourier_bar.png")
+    viz.InteractionHeatmapDisplay(sii, names).plot(title="Mean pairwise Shapley interaction").save(
+        out / "fourier_interactions.png"
     )
     figures = [
-        ("fourier_beeswarm.png", "FourierSHAP values per genotype, coloured by residue (1 = mKate2)"),
+        ("fourier_beeswarm.png", "FourierSHAP values per genotype, coloured by residue (red: 1 = mKate2, blue: 0)"),
         ("fourier_bar.png", "Global importance: mean |SHAP value| per site"),
         ("fourier_interactions.png", "Interventional pairwise Shapley interactions"),
     ]
     table = pd.DataFrame(phi.numpy(), columns=names)
     table.insert(0, "genotype", ["".join(str(int(v)) for v in row) for row in queries])
     report = explainer.fit_report
+    if report is None or report.r2_eval is None:  # a black-box fit with eval_data records both
+        raise RuntimeError("FourierShap did not record a fit report with R² on eval_data")
     text = (
         f"A {hidden}-unit, 3-hidden-layer ReLU MLP was trained on all 8,192 genotypes of the Entacmaea landscape "
         f"({opts.target}, standardised; training R² {r2_model:.3f}). FourierSHAP fitted its spectrum from "
@@ -155,18 +155,18 @@ def trees_section(cfg: ReportConfig, out: Path) -> Section:
     predict = torch.tensor(forest.predict(queries.numpy()))
     gap = predict - torch.tensor(forest.predict(background.numpy())).mean()
     names = list(data.feature_names)
-    viz.save(
-        viz.beeswarm(phi, queries, names, title="Exact tree SHAP values (diabetes forest)")[0],
-        str(out / "trees_beeswarm.png"),
+    beeswarm = viz.BeeswarmDisplay(phi, queries, names).plot(
+        title="Exact tree SHAP values (diabetes forest)", xlabel="SHAP value (disease progression units)"
     )
-    viz.save(
-        viz.interaction_heatmap(sii, names, title="Pairwise Shapley interactions (forest)")[0],
-        str(out / "trees_interactions.png"),
+    beeswarm.save(out / "trees_beeswarm.png")
+    viz.InteractionHeatmapDisplay(sii, names).plot(title="Pairwise Shapley interactions (forest)").save(
+        out / "trees_interactions.png"
     )
     table = pd.DataFrame(phi.numpy(), columns=names)
+    n_binary = int(explainer.spectrum.frequencies.shape[1])  # the spectrum is over one indicator per split
     text = (
         f"A {n_trees}-tree random forest (max depth {depth}) on scikit-learn's diabetes data. Its exact Fourier "
-        f"spectrum over {explainer.encoding.n_binary} split indicators has {len(explainer.spectrum)} terms; the "
+        f"spectrum over {n_binary} split indicators has {len(explainer.spectrum)} terms; the "
         f"thresholds of each original feature form one player, so these are interventional TreeSHAP values per feature "
         f"({queries.shape[0]} rows against {background.shape[0]} background rows), with interactions for free."
     )
@@ -174,13 +174,13 @@ def trees_section(cfg: ReportConfig, out: Path) -> Section:
         "Trees: exact interventional SHAP of a random forest",
         text,
         [
-            ("trees_beeswarm.png", "Exact SHAP values per feature (colour: feature value)"),
+            ("trees_beeswarm.png", "Exact SHAP values per feature (colour: each feature's value, low → high)"),
             ("trees_interactions.png", "Mean pairwise Shapley interactions between features"),
         ],
         {"tree_shap_values": table},
         {
             "spectrum terms": len(explainer.spectrum),
-            "binary split features": explainer.encoding.n_binary,
+            "binary split features": n_binary,
             "extraction seconds": extract_s,
             "values seconds": values_s,
             "max efficiency error": float((phi.sum(1) - gap).abs().max()),
@@ -223,23 +223,26 @@ def goals_section(cfg: ReportConfig, out: Path) -> Section:
     names = [f"snp{i}{'*' if bool(c) else ''}" for i, c in enumerate(data.causal)]
     start = time.perf_counter()
     goals = Goals(model, xi=1.0, feature_names=names)
-    importance = goals.global_importance(reduction="mean_abs")
+    importance = goals.global_importance(reduction="abs_mean")
     goals_s = time.perf_counter() - start
-    score = importance.mean.abs()
+    score = importance.score
     causal = data.causal
     auc = float((score[causal][:, None] > score[~causal][None, :]).double().mean())
-    fig, _ = importance.plot(top=min(20, j))
-    viz.save(fig, str(out / "goals_importance.png"))
+    display = importance.plot(top=min(20, j))
+    display.save(out / "goals_importance.png")
+    drawn = "with 95% posterior intervals" if display.intervals_drawn_ else "(no intervals: none for this statistic)"
     text = (
         f"A GPyTorch exact GP with an ARD-RBF kernel fitted (Adam on the marginal likelihood) to one replicate of "
         f"the GOALS simulation design (Eq. 17–18): N={n} samples, J={j} standardised genotypes, "
         f"{int(causal.sum())} causal (marked *). GOALS scores each feature by the posterior of "
-        f"δ_j(x) = f(x) − f(x + ξ e_j) (ξ = 1 sd), averaged over the training inputs, with posterior intervals."
+        f"δ_j(x) = f(x) − f(x + ξ e_j) (ξ = 1 sd), averaged over the training inputs; the score is the magnitude "
+        "|mean| of that average, and its interval is the image under |·| of the central Gaussian interval of the "
+        "signed mean."
     )
     return Section(
         "GOALS: variable importance of a Gaussian process with posterior uncertainty",
         text,
-        [("goals_importance.png", "Global importance (mean |local score|) with 95% posterior intervals")],
+        [("goals_importance.png", f"GOALS global score |mean δ_j| of the top {len(display.order_)} features {drawn}")],
         {"goals_global_importance": importance.to_frame()},
         {"ROC-AUC of causal features": auc, "GP fit seconds": fit_s, "GOALS seconds": goals_s},
     )
@@ -268,8 +271,7 @@ def idx_section(cfg: ReportConfig, out: Path) -> Section:
     table = pd.DataFrame(records)
     first = rows.iloc[0].to_dict()
     example = idx.explain(bc, first, kit="md", explanandum="o")[0]
-    fig, _ = example.plot()
-    viz.save(fig, str(out / "idx_play_outside.png"))
+    example.plot().save(out / "idx_play_outside.png")
     (out / "idx_play_outside.json").write_text(example.to_json(indent=2))
     text = (
         "The play-outside Bayesian chain classifier of the IDX paper (Table 1): observations w, t, p; "

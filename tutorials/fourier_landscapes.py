@@ -71,7 +71,7 @@ assert torch.allclose(phi.sum(1), gap, atol=1e-4)
 sii = explainer.interactions(queries).detach()
 top = sii.abs().mean(0).flatten().topk(3).indices
 print("strongest interacting site pairs:", [(int(i) // 13, int(i) % 13) for i in top])
-fig, _ = tx.viz.interaction_heatmap(sii, [f"site{j}" for j in range(13)])
+heatmap = tx.viz.InteractionHeatmapDisplay(sii, [f"site{j}" for j in range(13)]).plot()  # .figure_, .ax_
 
 # %% [markdown]
 # ## 2. GB1: four sites × 20 residues, one-hot (n = 80)

@@ -124,8 +124,8 @@ imp = g.global_importance(reduction="abs_mean")
 print(imp.to_frame().round(3).to_string(index=False))
 imp_abs = g.global_importance(reduction="mean_abs")
 print("ranking by mean |local score|:", [names[int(j)] for j in imp_abs.ranking])
-fig, ax = imp.plot(top=10)
-fig.savefig(OUT / "goals_bnn_importance.png", dpi=100)
+display = imp.plot(top=10)  # a tx.viz.ImportanceDisplay holding figure_ and ax_
+display.figure_.savefig(OUT / "goals_bnn_importance.png", dpi=100)
 print(f"figure written to {OUT / 'goals_bnn_importance.png'}")
 top5 = {int(j) for j in imp_abs.ranking[:5]}
 print("top five by mean |local score| are the five relevant inputs:", top5 == {0, 1, 2, 3, 4})

@@ -67,7 +67,7 @@ score = importance.mean.abs()
 auc = float((score[data.causal][:, None] > score[~data.causal][None, :]).double().mean())
 print(f"ROC-AUC of the causal features: {auc:.3f}")
 assert auc > 0.5, "GOALS should rank the causal features above chance"
-fig, _ = importance.plot(top=10)
+display = importance.plot(top=10)  # a tx.viz.ImportanceDisplay: display.figure_, display.ax_
 
 # %% [markdown]
 # Local scores for new rows, with their posterior variances:

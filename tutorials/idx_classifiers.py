@@ -35,7 +35,7 @@ print(bc.decode(bc.decide(rows))[:3])
 ex = tx.idx.explain(bc, {"w": "l", "t": "l", "p": "l"}, kit="md", explanandum="o")[0]
 print("relevant:", ex.relevant, "relations:", ex.relations)
 print(ex.to_json())
-fig, _ = ex.plot()
+display = ex.plot()  # a tx.viz.ExplanationGraphDisplay: display.figure_, display.ax_
 shap_ex = tx.idx.explain(bc, {"w": "l", "t": "l", "p": "l"}, kit="shap")[0]
 print("SHAP-IDX relations (one SHAP player per categorical observation):", shap_ex.relations)
 

@@ -53,10 +53,31 @@ def test_frame_plot_and_manhattan():
     frame = imp.to_frame()
     assert frame["feature"].tolist() == ["b", "a", "c", "d"]
     assert list(frame.columns) == ["feature", "index", "rank", "mean", "score", "sd", "z", "lower", "upper"]
-    fig, ax = imp.plot(top=3)
-    assert len(ax.patches) == 3
-    fig, ax = imp.plot_manhattan(["1", "1", "2", "X"], position=[10.0, 20.0, 5.0, 1.0])
+    display = imp.plot(top=3)
+    ax = display.ax_
+    assert display.figure_ is ax.figure and len(ax.patches) == 3
+    # ranked by |score| (b, a, c), drawn bottom-up with the signed scores as bar widths
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["c", "a", "b"]
+    assert [p.get_width() for p in ax.patches] == pytest.approx([0.1, 0.5, -2.0])
+    lower, upper = imp.interval(0.95)
+    (segments,) = [c.get_segments() for c in ax.collections]  # the xerr bars, one segment per drawn feature
+    drawn = [x for segment in segments for x in (segment[0][0], segment[1][0])]
+    assert drawn == pytest.approx([float(bound[j]) for j in (2, 0, 1) for bound in (lower, upper)])
+    assert display.intervals_drawn_ and "95% interval" in ax.get_xlabel()
+    unbounded = _imp("mean_abs").plot()
+    assert (
+        not unbounded.intervals_drawn_
+        and not unbounded.ax_.collections
+        and "interval" not in unbounded.ax_.get_xlabel()
+    )
+    display = imp.plot_manhattan(["1", "1", "2", "X"], position=[10.0, 20.0, 5.0, 1.0])
+    ax = display.ax_
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "X"]
+    # chromosome 1 spans positions 0..10, then a gap of max(2% of 10, 1) before chromosome 2 and X
+    assert display.x_.tolist() == [0.0, 10.0, 11.0, 12.0]
+    # every feature annotated (annotate=5 > J) at its (x, |mean|/sd), largest z first
+    assert [t.get_text() for t in ax.texts] == ["a", "b", "c", "d"]
+    assert [tuple(map(float, t.xy)) for t in ax.texts] == [(0.0, 2.5), (10.0, 2.0), (11.0, 1.0), (12.0, 1.0)]
 
 
 def test_validation():

@@ -30,15 +30,17 @@ def test_views_carry_the_relations():
     assert '"r" [label="r\\n+", fillcolor="white"' in dot
 
 
-def test_plot_returns_figure_and_axes():
+def test_plot_returns_a_display_with_figure_and_axes():
     import matplotlib.pyplot as plt
 
     bc = datasets.play_outside()
     for kit in ("md", "cf", "shap"):
         kwargs = {"background": datasets.all_inputs(bc)} if kit == "shap" else {}
         (ex,) = explain(bc, A, kit, explanandum="o", **kwargs)
-        fig, ax = ex.plot()
+        display = ex.plot()
+        ax = display.ax_
+        assert display.figure_ is ax.figure
         texts = {t.get_text() for t in ax.texts}
         assert "o\n-" in texts and "r\n+" in texts or kit == "shap"
         assert ax.get_title().startswith(kit.upper())
-        plt.close(fig)
+        plt.close(display.figure_)

@@ -13,6 +13,8 @@ from torch import Tensor
 if TYPE_CHECKING:
     import pandas as pd
 
+    from torchxplain.viz import ImportanceDisplay, ManhattanDisplay
+
 REDUCTIONS = ("mean", "abs_mean", "mean_abs")
 
 
@@ -133,29 +135,28 @@ class GlobalImportance:
                 data["upper"] = upper.detach().cpu()[order].double().numpy()
         return pd.DataFrame(data)
 
-    def plot(self, top: int = 20, level: float = 0.95, ax: Any = None) -> tuple[Any, Any]:
+    def plot(self, top: int = 20, level: float = 0.95, ax: Any = None) -> ImportanceDisplay:
         """Horizontal bars of the ``top`` features by ``|score|`` with ``level`` intervals when available.
 
-        Returns ``(fig, ax)``; nothing is shown.
+        Returns the :class:`~torchxplain.viz.ImportanceDisplay` (``figure_``, ``ax_``, ``intervals_drawn_``);
+        nothing is shown.
         """
-        import matplotlib.pyplot as plt
+        from torchxplain.viz import ImportanceDisplay
 
         if top < 1:
             raise ValueError(f"top must be a positive integer, got {top}")
-        frame = self.to_frame(level).head(top).iloc[::-1]
-        if ax is None:
-            fig, ax = plt.subplots(figsize=(6.0, 0.3 * len(frame) + 1.2))
-        else:
-            fig = ax.figure
-        xerr = None
-        if "lower" in frame:
-            xerr = [frame["score"] - frame["lower"], frame["upper"] - frame["score"]]
-        ax.barh(frame["feature"], frame["score"], xerr=xerr, color="tab:blue", ecolor="black", capsize=2)
-        ax.axvline(0.0, color="grey", linewidth=0.8)
-        ax.set_xlabel(f"GOALS global score ({self.reduction})" + (f", {level:.0%} interval" if xerr else ""))
-        ax.set_title(f"Top {len(frame)} features")
-        fig.tight_layout()
-        return fig, ax
+        lower, upper = (
+            self.interval(level) if self.variance is not None and self.reduction != "mean_abs" else (None, None)
+        )
+        display = ImportanceDisplay(
+            self.score,
+            lower,
+            upper,
+            self.names(),
+            xlabel=f"GOALS global score ({self.reduction})",
+            interval_label=f"{level:.0%} interval",
+        )
+        return display.plot(ax=ax, max_features=top)
 
     def plot_manhattan(
         self,
@@ -164,7 +165,7 @@ class GlobalImportance:
         statistic: str = "z",
         ax: Any = None,
         annotate: int = 5,
-    ) -> tuple[Any, Any]:
+    ) -> ManhattanDisplay:
         """Manhattan-style plot of ``statistic`` (``"z"`` or ``"score"``) over chromosomes.
 
         Args:
@@ -173,42 +174,19 @@ class GlobalImportance:
             statistic: ``"z"`` (``|mean|/sd``) or ``"score"`` (``|score|``).
             annotate: label this many top features.
 
-        Returns ``(fig, ax)``.
+        Returns the :class:`~torchxplain.viz.ManhattanDisplay` (``figure_``, ``ax_``).
         """
-        import matplotlib.pyplot as plt
-        import numpy as np
+        from torchxplain.viz import ManhattanDisplay
 
         if len(chromosome) != self.n_features:
             raise ValueError(f"chromosome has {len(chromosome)} labels, expected {self.n_features}")
         if statistic == "z":
             if self.z is None:
                 raise ValueError("statistic='z' needs variances; use statistic='score'")
-            values = self.z.detach().cpu().double().numpy()
+            values = self.z
         elif statistic == "score":
-            values = self.score.detach().abs().cpu().double().numpy()
+            values = self.score.abs()
         else:
             raise ValueError(f"statistic must be 'z' or 'score', got {statistic!r}")
-        chrom = np.asarray([str(c) for c in chromosome])
-        pos = np.arange(len(chrom), dtype=float) if position is None else np.asarray(position, dtype=float)
-        labels = list(dict.fromkeys(chrom))
-        if ax is None:
-            fig, ax = plt.subplots(figsize=(10.0, 3.5))
-        else:
-            fig = ax.figure
-        offset, ticks = 0.0, []
-        xs = np.zeros(len(chrom))
-        for k, label in enumerate(labels):
-            sel = chrom == label
-            p = pos[sel] - pos[sel].min()
-            xs[sel] = offset + p
-            ax.scatter(xs[sel], values[sel], s=4, color="tab:blue" if k % 2 == 0 else "tab:gray")
-            ticks.append(offset + p.max() / 2.0)
-            offset += p.max() + max(p.max() * 0.02, 1.0)
-        names = self.names()
-        for j in np.argsort(-values, kind="stable")[:annotate]:
-            ax.annotate(names[j], (xs[j], values[j]), fontsize=7, xytext=(2, 2), textcoords="offset points")
-        ax.set_xticks(ticks, labels, fontsize=7)
-        ax.set_xlabel("chromosome")
-        ax.set_ylabel("|mean| / sd" if statistic == "z" else "|score|")
-        fig.tight_layout()
-        return fig, ax
+        ylabel = "|mean| / sd" if statistic == "z" else "|score|"
+        return ManhattanDisplay(values, chromosome, position, self.names(), ylabel).plot(ax=ax, annotate=annotate)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
@@ -19,6 +19,9 @@ from torchxplain.idx.properties import (
     modified_posteriors,
     sd_relations,
 )
+
+if TYPE_CHECKING:
+    from torchxplain.viz import ExplanationGraphDisplay
 
 DIALECTICAL_KITS = ("md", "sd")
 ATTRIBUTION_KITS = ("lime", "shap")
@@ -183,11 +186,11 @@ class Explanation:
 
         return to_dot(self)
 
-    def plot(self, ax: Any = None):  # noqa: ANN201 - matplotlib is imported lazily
-        """Figure-2-style plot; returns ``(fig, ax)``."""
-        from torchxplain.idx.render import plot_explanation
+    def plot(self, ax: Any = None) -> ExplanationGraphDisplay:
+        """Figure-2-style plot on ``ax`` (a new figure when ``None``); returns the display (``figure_``, ``ax_``)."""
+        from torchxplain.viz import ExplanationGraphDisplay
 
-        return plot_explanation(self, ax=ax)
+        return ExplanationGraphDisplay.from_explanation(self, ax=ax)
 
 
 def _build(

@@ -1,14 +1,18 @@
-"""Views of an :class:`~torchxplain.idx.explain.Explanation`: dict/JSON, networkx, Graphviz DOT, matplotlib."""
+"""Views of an :class:`~torchxplain.idx.explain.Explanation`: dict/JSON, networkx, Graphviz DOT.
+
+The matplotlib view is :class:`torchxplain.viz.ExplanationGraphDisplay` (``Explanation.plot``).
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from torchxplain.viz.graph import RELATION_COLOURS as COLOURS
+
 if TYPE_CHECKING:
     from torchxplain.idx.explain import Explanation
 
 SYMBOLS = {"attack": "-", "support": "+", "critical": "!", "potential": "*"}
-COLOURS = {"attack": "#c0392b", "support": "#27ae60", "critical": "#8e44ad", "potential": "#7f8c8d"}
 
 
 def explanation_to_dict(ex: Explanation) -> dict[str, Any]:
@@ -61,54 +65,3 @@ def to_dot(ex: Explanation) -> str:
             lines.append(f'  "{x}" -> "{y}" [label="{SYMBOLS[name]}", color="{COLOURS[name]}"];')
     lines.append("}")
     return "\n".join(lines)
-
-
-def _layers(ex: Explanation, g: Any) -> dict[str, int]:
-    """Observations at layer 0; a classification one above the highest of its influencers in the graph."""
-    import networkx as nx
-
-    layer = {}
-    for v in nx.topological_sort(g):
-        preds = list(g.predecessors(v))
-        layer[v] = 0 if v in ex.observations else 1 + max((layer[p] for p in preds), default=0)
-    return layer
-
-
-def plot_explanation(ex: Explanation, ax: Any = None) -> tuple[Any, Any]:
-    """Draw the explanation in the style of the paper's Figure 2 and return ``(fig, ax)``.
-
-    Observations are grey and classifications white, each labelled with its assigned or decided value;
-    edges point from influencer to influencee and are labelled ``+``/``-`` (``!``/``*`` for cf). Never
-    calls ``plt.show()``.
-    """
-    import matplotlib.pyplot as plt
-    import networkx as nx
-
-    g = to_networkx(ex)
-    layers = _layers(ex, g)
-    if ax is None:
-        widest = max([list(layers.values()).count(k) for k in set(layers.values())], default=1)
-        fig, ax = plt.subplots(figsize=(max(4.0, 1.5 * widest), max(3.0, 1.4 * (max(layers.values(), default=0) + 1))))
-    else:
-        fig = ax.figure
-    if g.number_of_nodes() == 0:
-        ax.set_axis_off()
-        ax.set_title(f"{ex.kit.upper()}-IDX: no relations")
-        return fig, ax
-    nx.set_node_attributes(g, layers, "layer")
-    pos = nx.multipartite_layout(g, subset_key="layer", align="horizontal")
-    colours = ["lightgrey" if g.nodes[v]["kind"] == "observation" else "white" for v in g.nodes]
-    widths = [2.5 if g.nodes[v]["explanandum"] else 1.0 for v in g.nodes]
-    nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colours, edgecolors="black", linewidths=widths, node_size=1800)
-    nx.draw_networkx_labels(g, pos, ax=ax, font_size=8, labels={v: f"{v}\n{g.nodes[v]['value']}" for v in g.nodes})
-    edge_colours = [COLOURS[g.edges[e]["relation"]] for e in g.edges]
-    nx.draw_networkx_edges(g, pos, ax=ax, edge_color=edge_colours, arrows=True, arrowsize=15, node_size=1800)
-    labels = {}
-    for e in g.edges:
-        score = g.edges[e]["score"]
-        labels[e] = g.edges[e]["symbol"] + (f" {score:+.2f}" if score is not None else "")
-    nx.draw_networkx_edge_labels(g, pos, ax=ax, edge_labels=labels, font_size=9)
-    title = f"{ex.kit.upper()}-IDX" + (f" for {ex.explanandum}" if ex.explanandum else " (all influences)")
-    ax.set_title(title)
-    ax.set_axis_off()
-    return fig, ax

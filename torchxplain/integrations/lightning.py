@@ -83,7 +83,7 @@ def plot_drift(
     feature_names: Sequence[str] | None = None,
     max_features: int = 10,
     ax: Axes | None = None,
-) -> tuple[Figure, Axes]:
+) -> viz.DriftDisplay:
     """How each feature's mean ``|attribution|`` moved across epochs (the top features at the last epoch).
 
     Args:
@@ -91,28 +91,11 @@ def plot_drift(
         importance: ``(T, n)`` mean ``|attribution|`` per epoch and feature.
         feature_names: ``n`` names (default ``x0..``).
         max_features: number of lines drawn.
+
+    Returns:
+        The :class:`~torchxplain.viz.DriftDisplay` (``figure_``, ``ax_``).
     """
-    importance = importance.detach().cpu().double()
-    if importance.ndim != 2 or importance.shape[0] != len(epochs):
-        raise ValueError(f"importance must be (len(epochs)={len(epochs)}, n), got {tuple(importance.shape)}")
-    names = feature_names or [f"x{i}" for i in range(importance.shape[1])]
-    if len(names) != importance.shape[1]:
-        raise ValueError(f"got {len(names)} feature names for {importance.shape[1]} features")
-    epochs = [int(e) for e in epochs]
-    top = torch.argsort(importance[-1], descending=True)[:max_features].tolist() if len(epochs) else []
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(7, 4))
-    else:
-        fig = ax.figure
-    for j in top:
-        ax.plot(epochs, importance[:, j].numpy(), marker="o", label=names[j])
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("mean |attribution| on the probe")
-    ax.set_title("Attribution drift")
-    if top:
-        ax.legend(fontsize="small", loc="best")
-    fig.tight_layout()
-    return fig, ax
+    return viz.DriftDisplay(epochs, importance, feature_names).plot(ax=ax, max_features=max_features)
 
 
 # ------------------------------------------------------------------------------------------------ callback
@@ -287,16 +270,12 @@ class ExplanationCallback(Callback):
         )
         if not self.figures:
             return
-        beeswarm = viz.beeswarm(
-            attributions,
-            self.probe,
-            self.feature_names,
-            self.max_plot_features,
-            title=f"Attributions on the probe, epoch {epoch}",
+        beeswarm = viz.BeeswarmDisplay(attributions, self.probe, self.feature_names).plot(
+            max_features=self.max_plot_features, title=f"Attributions on the probe, epoch {epoch}"
         )
         drift = plot_drift(self._epochs, torch.stack(self._importance), self.feature_names, self.max_plot_features)
-        self._log_figure(trainer, folder, "beeswarm", beeswarm[0], epoch)
-        self._log_figure(trainer, folder, "drift", drift[0], epoch)
+        self._log_figure(trainer, folder, "beeswarm", beeswarm.figure_, epoch)
+        self._log_figure(trainer, folder, "drift", drift.figure_, epoch)
 
     def _log_figure(self, trainer: pl.Trainer, folder: str, tag: str, fig: Figure, epoch: int) -> None:
         key, step, handled = f"{self.prefix}/{tag}", trainer.global_step, False

@@ -1,0 +1,97 @@
+"""What every display shares: the ``figure_``/``ax_`` it drew on, saving, and input conversion for plotting."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from torch import Tensor
+
+ArrayLike = Tensor | np.ndarray | Sequence[Any] | Any
+"""Tensors, numpy arrays, lists, pandas DataFrames/Series: anything :func:`as_numpy` converts."""
+
+
+def as_numpy(x: ArrayLike, name: str, ndim: int | tuple[int, ...] | None = None) -> np.ndarray:
+    """``x`` as a float64 numpy array (a detached CPU copy of a tensor), checked for its number of dimensions.
+
+    Raises:
+        ValueError: ``x`` has the wrong number of dimensions (the message names ``name``).
+    """
+    if isinstance(x, Tensor):
+        array = x.detach().cpu().double().numpy()
+    else:
+        array = np.asarray(x.to_numpy() if hasattr(x, "to_numpy") else x, dtype=float)  # pandas or array-like
+    allowed = (ndim,) if isinstance(ndim, int) else ndim
+    if allowed is not None and array.ndim not in allowed:
+        want = " or ".join(f"{d}-D" for d in allowed)
+        raise ValueError(f"{name} must be {want}, got shape {array.shape}")
+    return array
+
+
+def resolve_names(names: Sequence[str] | None, count: int, source: Any = None) -> list[str]:
+    """``count`` display names: the given ones, else ``source``'s DataFrame columns, else ``x0, x1, ...``.
+
+    Raises:
+        ValueError: ``names`` does not have ``count`` entries.
+    """
+    if names is None and source is not None and hasattr(source, "columns"):
+        names = [str(c) for c in source.columns]
+    if names is None:
+        return [f"x{i}" for i in range(count)]
+    names = [str(n) for n in names]
+    if len(names) != count:
+        raise ValueError(f"feature_names has {len(names)} names for {count} features; pass one name per feature")
+    return names
+
+
+def top_order(score: np.ndarray, max_features: int) -> np.ndarray:
+    """Indices of the ``max_features`` largest ``|score|`` (ties: first index first), smallest first.
+
+    Drawn bottom-up on a y axis, the most important feature lands on top.
+    """
+    if max_features < 1:
+        raise ValueError(f"max_features must be a positive integer, got {max_features}")
+    return np.argsort(-np.abs(score), kind="stable")[:max_features][::-1]
+
+
+def save(figure: Figure, path: str | Path, dpi: int = 110) -> str:
+    """Save ``figure`` as PNG at ``path``, close it and return the path as a string."""
+    import matplotlib.pyplot as plt
+
+    figure.savefig(path, dpi=dpi)
+    plt.close(figure)
+    return str(path)
+
+
+class Display:
+    """Base of the plot objects (scikit-learn's Display style).
+
+    A display holds the numbers to draw; :meth:`plot` (in each subclass) draws them on ``ax`` (a new figure
+    when ``None``), stores ``figure_`` and ``ax_`` and returns the display. Nothing is ever shown and the
+    matplotlib backend is never changed.
+    """
+
+    figure_: Figure
+    ax_: Axes
+
+    def _start(self, ax: Axes | None, size: tuple[float, float]) -> Axes:
+        """Use ``ax`` or a new ``size``-inch figure; record ``figure_`` and ``ax_``."""
+        if ax is None:
+            import matplotlib.pyplot as plt
+
+            self.figure_, ax = plt.subplots(figsize=size)
+        else:
+            figure = ax.figure
+            self.figure_ = figure if isinstance(figure, Figure) else figure.figure  # a SubFigure's root
+        self.ax_ = ax
+        return ax
+
+    def save(self, path: str | Path, dpi: int = 110) -> str:
+        """Save the drawn figure as PNG at ``path``, close it and return the path (call :meth:`plot` first)."""
+        if not hasattr(self, "figure_"):
+            raise RuntimeError(f"{type(self).__name__}.save needs a figure: call .plot() first")
+        return save(self.figure_, path, dpi)
