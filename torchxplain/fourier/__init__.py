@@ -1,6 +1,7 @@
 """Walsh–Hadamard (Fourier) representations and the closed-form SHAP values built on them."""
 
 from torchxplain.fourier.explainers import FourierShap
+from torchxplain.fourier.interactions import interaction_values
 from torchxplain.fourier.recovery import FitReport, fit_sparse_fourier
 from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.surrogate import SparseFourierSurrogate
@@ -22,6 +23,7 @@ __all__ = [
     "TreeEncoding",
     "banzhaf_values",
     "fit_sparse_fourier",
+    "interaction_values",
     "precompute_background",
     "shapley_interactions",
     "shapley_values",
