@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from torchxplain._core import check_binary, check_matrix, check_same_device, settings
-from torchxplain._core.inputs import to_tensor
+from torchxplain._core import settings
 from torchxplain.fourier.interactions.kernel import _interaction_values
 from torchxplain.fourier.interactions.weights import INDICES, Index
 from torchxplain.fourier.spectrum import FourierSpectrum
-from torchxplain.fourier.values import BackgroundTerm, precompute_background, validate_groups
+from torchxplain.fourier.values.public import _plan
 
 _VALUES = ("SV", "BV")
 
@@ -71,23 +70,6 @@ def interaction_values(
         ``max_order=1``), the index's own empty-set value for SII, BII, BV and FBII.
     """
     with settings.using(max_memory=max_memory, show_progress=show_progress):
-        if not isinstance(spectrum, FourierSpectrum):
-            raise TypeError(f"spectrum must be a FourierSpectrum, got {type(spectrum).__name__}")
-        n = spectrum.n_features
-        xq = to_tensor(x, "x", device=spectrum.device, ndim=2).tensor
-        check_matrix(xq, "x", n)
-        check_binary(xq, "x")
-        if isinstance(background, BackgroundTerm):
-            term = background
-            if term.background.shape[1] != n or term.signed_amplitudes.shape[1] != len(spectrum):
-                raise ValueError("the precomputed background term was made for another spectrum; recompute it")
-        else:
-            bg = to_tensor(background, "background", device=spectrum.device, ndim=2).tensor
-            term = precompute_background(spectrum, bg)
-        check_same_device(x=xq, background=term.background)
-        player_ids, m = (None, n)
-        if groups is not None:
-            ids = to_tensor(groups, "groups", device=xq.device, ndim=1).tensor
-            player_ids, m = validate_groups(ids, n)
-        order = check_index(index, max_order, m)
-        return _interaction_values(spectrum, xq.to(spectrum.dtype), term, player_ids, m, index, order)
+        plan, xq = _plan(spectrum, x, background, groups, "auto", relaxed=False)  # the value functions' checks
+        order = check_index(index, max_order, plan.m)
+        return _interaction_values(xq, plan.term, plan.groups, plan.m, index, order)

@@ -19,7 +19,8 @@ from torch import Tensor
 from torchxplain._core import chunk_bounds, parse_memory, progress
 from torchxplain.fourier.interactions.weights import weight_table
 from torchxplain.fourier.spectrum import FourierSpectrum
-from torchxplain.fourier.values import BackgroundTerm, _group_layout, _parity_bits
+from torchxplain.fourier.values.background import BackgroundTerm
+from torchxplain.fourier.values.gemm import _layout, _parity_bits
 
 
 def _max_players_touched(spectrum: FourierSpectrum, groups: Tensor | None, m: int) -> int:
@@ -53,21 +54,15 @@ def _block_sizes(q_rows: int, b_rows: int, k: int, per_triple: int, budget: int)
 
 
 def _interaction_values(
-    spectrum: FourierSpectrum,
-    xq: Tensor,
-    term: BackgroundTerm,
-    groups: Tensor | None,
-    m: int,
-    index: str,
-    max_order: int,
+    xq: Tensor, term: BackgroundTerm, groups: Tensor | None, m: int, index: str, max_order: int
 ) -> dict[int, Tensor]:
     """Interaction index ``index`` of orders ``0..max_order`` for validated inputs (the explainer's entry point).
 
     Args:
-        spectrum: ``k`` frequencies on ``n`` binary features; its dtype is the working dtype.
         xq: ``(Q, n)`` binary queries in the spectrum's dtype, on the background's device.
-        term: the background's :class:`~torchxplain.fourier.values.BackgroundTerm` (``(B, n)`` rows and their
-            ``(B, k)`` signed amplitudes), e.g. a cached ``ValuePlan.term``.
+        term: the :class:`~torchxplain.fourier.values.BackgroundTerm` of the spectrum (``k`` frequencies on
+            ``n`` binary features; its dtype is the working dtype) against the ``(B, n)`` background, e.g. a
+            cached ``ValuePlan.term``.
         groups: ``(n,)`` validated player ids in ``0..m-1``, or ``None`` for one player per feature.
         m: the number of players.
         index: one of :data:`~torchxplain.fourier.interactions.weights.INDICES`.
@@ -77,7 +72,7 @@ def _interaction_values(
         ``{0: (Q,), 1: (Q, m), 2: (Q, m, m), ...}`` up to ``max_order``; order ``t`` is symmetric and zero where a
         player repeats. Order 0 follows shapiq's empty-set convention for the index.
     """
-    bg, s = term.background, term.signed_amplitudes
+    bg, spectrum = term.background, term.spectrum
     q_rows, b_rows, k = xq.shape[0], bg.shape[0], len(spectrum)
     dtype, device = xq.dtype, xq.device
     out = {t: xq.new_zeros((q_rows,) + (m,) * t) for t in range(max_order + 1)}
@@ -85,17 +80,18 @@ def _interaction_values(
         return out
     table = weight_table(index, max_order, _max_players_touched(spectrum, groups, m), dtype, device)
     freq = spectrum.frequencies.to(device=device, dtype=dtype)
-    layout = None if groups is None else _group_layout(groups, m, spectrum.frequencies.any(0).to(groups.device))
+    layout = _layout(term, groups, m)
     per_triple = 2 * m ** max(max_order - 1, 1) + 3 * m + max_order + 4
     kc, qc, bc = _block_sizes(q_rows, b_rows, k, per_triple, parse_memory() // xq.element_size())
     for f0, f1 in progress(chunk_bounds(k, kc), desc="interaction values"):
         bits_b = _parity_bits(bg, freq[f0:f1], layout)  # (B, kc, m)
+        signed = term.signed_block(f0, f1)  # (B, kc) s = a_f (-1)^{<f, b>}
         for q0, q1 in chunk_bounds(q_rows, qc):
             bits_q = _parity_bits(xq[q0:q1], freq[f0:f1], layout)  # (q, kc, m)
             for b0, b1 in chunk_bounds(b_rows, bc):
                 dis = (bits_q[:, None] - bits_b[None, b0:b1]).abs_().reshape(q1 - q0, -1, m)  # (q, pairs, m)
                 counts = dis.sum(-1).long()  # exact small integers
-                w = table[counts] * s[b0:b1, f0:f1].reshape(1, -1, 1)  # (q, pairs, max_order + 1)
+                w = table[counts] * signed[b0:b1].reshape(1, -1, 1)  # (q, pairs, max_order + 1)
                 out[0][q0:q1] += w[..., 0].sum(1)
                 power = dis.new_ones(q1 - q0, dis.shape[1], 1)  # Khatri–Rao power of dis, order t - 1
                 for t in range(1, max_order + 1):
