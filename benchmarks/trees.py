@@ -196,7 +196,7 @@ def continuous_case(name: str, x: np.ndarray, y: np.ndarray, depth: int, args: a
     t_values, ours = timed(lambda: explainer.attribute(q_t).detach().cpu().numpy(), args.repeat)
     return {
         "data": name,
-        "n": explainer.encoding.n_binary,
+        "n": explainer.encoder.n_binary,
         "depth": depth,
         "spectrum": "grouped",
         "k": len(explainer.spectrum),

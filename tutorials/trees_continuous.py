@@ -45,7 +45,7 @@ background, queries = x[:100], x[-50:]
 start = time.perf_counter()
 explainer = tx.FourierShap.from_trees(model, background)
 print(
-    f"spectrum: {len(explainer.spectrum)} terms over {explainer.encoding.n_binary} split features "
+    f"spectrum: {len(explainer.spectrum)} terms over {explainer.encoder.n_binary} split features "
     f"({time.perf_counter() - start:.2f} s)"
 )
 phi = explainer.attribute(queries)

@@ -22,7 +22,7 @@ from tests.fourier.tree_cases import (
 )
 from torchxplain import FourierShap
 from torchxplain.fourier.adapters import parse_model
-from torchxplain.fourier.tree_explainer import TreeFourierShap
+from torchxplain.fourier.encoders import ThresholdEncoder
 from torchxplain.testing import ExplainerTestCase
 
 shap = pytest.importorskip("shap")
@@ -111,7 +111,8 @@ def test_continuous_matches_brute_force() -> None:
     query, background = x[:3], x[10:22]
     v = coalition_values(model.predict, query, background)
     explainer = FourierShap.from_trees(model, torch.from_numpy(background))
-    assert isinstance(explainer, TreeFourierShap)
+    assert isinstance(explainer.encoder, ThresholdEncoder)
+    assert explainer.n_features == 10 and explainer.background.shape == (12, 10)
     q = torch.from_numpy(query)
     scale = float(np.abs(y).max())
     np.testing.assert_allclose(

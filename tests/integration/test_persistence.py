@@ -102,13 +102,27 @@ def test_unknown_or_unsupported_classes_are_refused(tmp_path):
         load_explainer(tmp_path / "other.pt")
 
 
-def test_subclasses_outside_the_registry_are_refused(tmp_path):
-    """TreeFourierShap carries a split encoding that FourierShap's config does not describe: refuse, never drop it."""
+@pytest.mark.parametrize("kind", ["continuous", "binary"])
+def test_tree_explainers_round_trip_with_their_encoding(tmp_path, kind):
+    """A tree explainer saves its split encoding (thresholds, missing-value routing) and loads to identical values,
+    even after a float32 cast (thresholds are kept exactly)."""
     sklearn_tree = pytest.importorskip("sklearn.tree")
     gen = torch.Generator().manual_seed(5)
     x = torch.rand(60, 3, generator=gen, dtype=torch.float64)
-    tree = sklearn_tree.DecisionTreeRegressor(max_depth=3, random_state=0).fit(x.numpy(), (x[:, 0] > 0.5).numpy())
-    explainer = FourierShap.from_trees(tree, x[:10])
-    assert type(explainer) is not FourierShap
-    with pytest.raises(TypeError, match="cannot be saved"):
-        explainer.save(tmp_path / "tree.pt")
+    if kind == "binary":
+        x = (x > 0.5).double()
+    y = (x[:, 0] > 0.5).double() + x[:, 1] * x[:, 2]
+    tree = sklearn_tree.DecisionTreeRegressor(max_depth=3, random_state=0).fit(x.numpy(), y.numpy())
+    explainer = FourierShap.from_trees(tree, x[:10], energy=0.99)
+    assert explainer.encoder.kind == ("thresholds" if kind == "continuous" else "binary")
+    path = explainer.save(tmp_path / "tree.pt")
+    _walk_plain(torch.load(path, weights_only=True))
+    loaded = FourierShap.load(path)
+    assert loaded.encoder.config() == explainer.encoder.config()
+    assert loaded.pruning == explainer.pruning and loaded.pruning is not None
+    assert torch.equal(loaded.attribute(x[20:30]), explainer.attribute(x[20:30]))
+    assert torch.equal(loaded.interactions(x[20:30]), explainer.interactions(x[20:30]))
+    torch.testing.assert_close(loaded.predict(x[:5]), explainer.predict(x[:5]), rtol=0, atol=0)
+    # an explainer cast to float32 still routes rows by the float64 thresholds of the model
+    cast = FourierShap.load(path).to(torch.float32)
+    torch.testing.assert_close(cast.attribute(x[20:30].float()), explainer.attribute(x[20:30]).float())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +11,7 @@ from captum.attr import PerturbationAttribution
 from captum.log import log_usage
 from torch import Tensor, nn
 
+from torchxplain._core.inputs import to_tensor
 from torchxplain._core.persistence import load_explainer, register, save_explainer
 
 TensorOrTuple = Tensor | tuple[Tensor, ...]
@@ -34,7 +36,7 @@ class ExplainerBase(nn.Module, PerturbationAttribution):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "_config" in vars(cls):
+        if cls._config is not ExplainerBase._config:  # it (or a mixin) implements persistence
             register(cls)
 
     def __init__(self, forward_func: Callable[..., Tensor] | None = None) -> None:
@@ -49,13 +51,14 @@ class ExplainerBase(nn.Module, PerturbationAttribution):
         target: Any = None,
         additional_forward_args: Any = None,
         feature_mask: TensorOrTuple | None = None,
-        show_progress: bool = False,
+        show_progress: bool | None = None,
         **kwargs: Any,
     ) -> TensorOrTuple:
         """Attribute the model output at ``inputs`` to the input features.
 
         Args:
-            inputs: a tensor ``(N, n)`` or a tuple of such tensors (dim 0 = batch).
+            inputs: a tensor ``(N, n)`` or a tuple of such tensors (dim 0 = batch); numpy arrays, nested lists and
+                pandas DataFrames are converted (see :mod:`torchxplain._core.inputs`).
             baselines: method-specific reference (see the subclass); ``None`` uses the method's default.
             target: output index for multi-output models (Captum's meaning).
             additional_forward_args: extra arguments for the forward function (Captum's meaning).
@@ -66,11 +69,11 @@ class ExplainerBase(nn.Module, PerturbationAttribution):
             Attributions with the same structure and shapes as ``inputs``, on their device and dtype.
         """
         is_tuple = isinstance(inputs, tuple)
-        inputs_t = inputs if is_tuple else (inputs,)
+        converted = tuple(self._convert(x) for x in (inputs if is_tuple else (inputs,)))
         if feature_mask is not None and not isinstance(feature_mask, tuple):
             feature_mask = (feature_mask,)
         with torch.inference_mode(False), torch.enable_grad():
-            inputs_t = tuple(x.clone() if x.is_inference() else x for x in inputs_t)
+            inputs_t = tuple(x.clone() if x.is_inference() else x for x in converted)
             out = self._attribute(
                 inputs_t,
                 baselines=baselines,
@@ -82,6 +85,15 @@ class ExplainerBase(nn.Module, PerturbationAttribution):
             )
         return out if is_tuple else out[0]
 
+    def _convert(self, x: Any) -> Tensor:
+        """One input at the public boundary as a tensor on the explainer's device (arrays and frames converted)."""
+        return to_tensor(x, "inputs", device=self._device()).tensor
+
+    def _device(self) -> torch.device:
+        """The device of the explainer's own tensors (CPU when it has none)."""
+        tensor = next(itertools.chain(self.parameters(), self.buffers()), None)
+        return torch.device("cpu") if tensor is None else tensor.device
+
     def _attribute(
         self,
         inputs: tuple[Tensor, ...],
@@ -90,7 +102,7 @@ class ExplainerBase(nn.Module, PerturbationAttribution):
         target: Any,
         additional_forward_args: Any,
         feature_mask: tuple[Tensor, ...] | None,
-        show_progress: bool,
+        show_progress: bool | None,
         **kwargs: Any,
     ) -> tuple[Tensor, ...]:
         raise NotImplementedError

@@ -27,7 +27,7 @@ FORMAT = "torchxplain-explainer"
 VERSION = 1
 
 
-_REGISTRY: dict[str, type] = {}
+_REGISTRY: dict[str, Any] = {}  # name -> explainer class (typed Any: ExplainerBase imports this module)
 
 
 def register(cls: type) -> None:
@@ -44,7 +44,7 @@ def register(cls: type) -> None:
         )
 
 
-def loadable_classes() -> dict[str, type]:
+def loadable_classes() -> dict[str, Any]:
     """The explainer classes :func:`load_explainer` may build, by name (those registered so far)."""
     return dict(_REGISTRY)
 

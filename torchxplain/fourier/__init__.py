@@ -1,7 +1,9 @@
 """Walsh–Hadamard (Fourier) representations and the closed-form SHAP values built on them."""
 
+from torchxplain.fourier.encoders import BinaryEncoder, InputEncoder, ThresholdEncoder
 from torchxplain.fourier.explainers import FourierShap
 from torchxplain.fourier.interactions import interaction_values
+from torchxplain.fourier.pruning import PruningReport
 from torchxplain.fourier.recovery import FitReport, fit_sparse_fourier
 from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.surrogate import SparseFourierSurrogate
@@ -16,10 +18,14 @@ from torchxplain.fourier.values import (
 
 __all__ = [
     "BackgroundTerm",
+    "BinaryEncoder",
     "FitReport",
     "FourierShap",
     "FourierSpectrum",
+    "InputEncoder",
+    "PruningReport",
     "SparseFourierSurrogate",
+    "ThresholdEncoder",
     "TreeEncoding",
     "banzhaf_values",
     "fit_sparse_fourier",

@@ -9,6 +9,11 @@ import torch
 from torch import nn
 
 from torchxplain._core import as_tensor, check_finite, check_matrix
+from torchxplain.fourier import FourierShap
+from torchxplain.fourier.adapters import supports
+from torchxplain.goals import Goals, LastLayerBNN
+from torchxplain.idx import BayesianClassifier
+from torchxplain.idx import explain as idx_explain
 
 METHODS = ("auto", "trees", "fourier", "goals", "idx")
 
@@ -63,21 +68,15 @@ def explain_after_fit(
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     chosen, reason = _choose(model, X_train) if method == "auto" else (method, "requested")
     if chosen == "idx":
-        from torchxplain import idx
-
-        return AfterFitResult(chosen, reason, None, idx.explain(model, X_test, **options))
+        return AfterFitResult(chosen, reason, None, idx_explain(model, X_test, **options))
     x_test = check_finite(check_matrix(as_tensor(X_test, "X_test"), "X_test"), "X_test")
     if chosen == "goals":
-        from torchxplain.goals import Goals
-
         explainer = Goals(model, **options)
         x_test = x_test.to(explainer.train_inputs.dtype)
         return AfterFitResult(chosen, reason, explainer, explainer.attribute(x_test).detach())
     x_train = check_finite(check_matrix(as_tensor(X_train, "X_train"), "X_train", x_test.shape[1]), "X_train")
     gen = torch.Generator().manual_seed(seed)
     background = x_train[torch.randperm(x_train.shape[0], generator=gen)[:n_background]]
-    from torchxplain.fourier import FourierShap
-
     if chosen == "trees":
         explainer = FourierShap.from_trees(model, background, target=target, **options)
     else:
@@ -88,10 +87,6 @@ def explain_after_fit(
 
 
 def _choose(model: Any, x_train: Any) -> tuple[str, str]:
-    from torchxplain.fourier.adapters import supports
-    from torchxplain.goals import LastLayerBNN
-    from torchxplain.idx import BayesianClassifier
-
     if isinstance(model, BayesianClassifier):
         return "idx", "a Bayesian network classifier: influence-driven explanations"
     if isinstance(model, LastLayerBNN) or _is_exact_gp(model):
