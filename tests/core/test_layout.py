@@ -54,6 +54,11 @@ def import_graph() -> nx.DiGraph:
                 resolved = _resolve(target, modules)
                 if resolved and resolved != name:
                     graph.add_edge(name, resolved)
+                    # importing a.b.c first runs a.b's __init__ unless the importer is inside a.b already
+                    parent = resolved.rpartition(".")[0]
+                    while parent and parent != name and not name.startswith(parent + "."):
+                        graph.add_edge(name, parent)
+                        parent = parent.rpartition(".")[0]
     return graph
 
 

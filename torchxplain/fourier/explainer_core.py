@@ -2,8 +2,8 @@
 
 :class:`FourierExplainerCore` holds the validated state (spectrum as a surrogate module, encoder, background rows and
 their encoding, default players) and computes Shapley and Banzhaf values and pairwise interactions through a
-:class:`~torchxplain.fourier.plan.ValuePlan` cached per players. :class:`~torchxplain.fourier.FourierShap` adds the
-constructors (black box, spectrum, trees) and persistence.
+:class:`~torchxplain.fourier.values.plan.ValuePlan` cached per players. :class:`~torchxplain.fourier.FourierShap`
+adds the constructors (black box, spectrum, trees) and persistence.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from torchxplain.fourier.boundary import (
     validated_background,
 )
 from torchxplain.fourier.encoders import BinaryEncoder, InputEncoder
-from torchxplain.fourier.plan import Kernel, ValuePlan
 from torchxplain.fourier.plan_cache import PlanCache
 from torchxplain.fourier.players import PlayerMap, player_map
 from torchxplain.fourier.pruning import PruningReport
 from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.surrogate import SparseFourierSurrogate
+from torchxplain.fourier.values.plan import Kernel, ValuePlan
 
 
 class FourierExplainerCore(ExplainerBase):

@@ -3,8 +3,9 @@
 One class serves every source of a spectrum — a black box fitted by queries (the constructor), a known spectrum
 (:meth:`FourierShap.from_spectrum`) and a tree ensemble's exact spectrum (:meth:`FourierShap.from_trees`) — and
 every kind of input through its encoder (binary rows, or continuous rows of a tree ensemble). All values take one
-path: validate the inputs once, encode them, evaluate the closed forms with a :class:`~torchxplain.fourier.plan.
-ValuePlan` cached per background and players, and map the players' values back to the inputs.
+path: validate the inputs once, encode them, evaluate the closed forms with a
+:class:`~torchxplain.fourier.values.plan.ValuePlan` cached per background and players, and map the players' values
+back to the inputs.
 
 Example::
 
@@ -30,10 +31,10 @@ from torchxplain.fourier.boundary import validated_background
 from torchxplain.fourier.encoders import BinaryEncoder
 from torchxplain.fourier.explainer_core import FourierExplainerCore
 from torchxplain.fourier.persist import explainer_config, explainer_from_config
-from torchxplain.fourier.plan import Kernel
 from torchxplain.fourier.recovery import fit_sparse_fourier
 from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.tree_source import tree_source
+from torchxplain.fourier.values.plan import Kernel
 
 
 class FourierShap(FourierExplainerCore):

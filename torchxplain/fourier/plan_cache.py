@@ -1,10 +1,10 @@
-"""A cache of :class:`~torchxplain.fourier.plan.ValuePlan` s: one per players grouping, for one explainer state."""
+"""A cache of :class:`~torchxplain.fourier.values.plan.ValuePlan` s: one per players grouping and explainer state."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
-from torchxplain.fourier.plan import ValuePlan
+from torchxplain.fourier.values.plan import ValuePlan
 
 
 class PlanCache:

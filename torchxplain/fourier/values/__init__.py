@@ -3,7 +3,7 @@
 Two exact kernels compute the same values (DESIGN §3): the dense two-GEMM form of paper Eq. 5
 (:mod:`~torchxplain.fourier.values.gemm`, ``Θ(Q·|D|·k·n)``, the dense/GPU path) and the small-support kernel
 (tables over the patterns of support families, for trees and low-degree spectra). A
-:class:`~torchxplain.fourier.plan.ValuePlan` picks one by its cost model; the public functions here validate
+:class:`~torchxplain.fourier.values.plan.ValuePlan` picks one by its cost model; the public functions here validate
 their inputs once and go through the same plan.
 """
 

@@ -1,4 +1,4 @@
-"""The public value functions: validate once, then run the same :class:`~torchxplain.fourier.plan.ValuePlan` the
+"""The public value functions: validate once, then run the same :class:`~torchxplain.fourier.values.plan.ValuePlan` the
 explainer uses (so both paths pick their kernel with the same cost model)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from torch import Tensor
 
 from torchxplain._core import check_binary, check_finite, check_matrix, check_same_device, settings
 from torchxplain._core.inputs import to_tensor
-from torchxplain.fourier.plan import Kernel, ValuePlan, check_kernel
 from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.values.background import BackgroundTerm, validate_groups
+from torchxplain.fourier.values.plan import Kernel, ValuePlan, check_kernel
 
 
 def precompute_background(spectrum: FourierSpectrum, background: Any) -> BackgroundTerm:
