@@ -109,3 +109,75 @@ def test_values_carry_no_graph_unless_differentiable():
     one[0] = 1.0
     single = shapley_values(type(spec)(spec.frequencies, one), xq, bg)[0, 0]
     torch.testing.assert_close(grad[0], single)
+
+
+def test_numpy_lists_and_dataframes_are_accepted_and_names_checked():
+    pd = pytest.importorskip("pandas")
+    spec, freq, amp, xq, bg = random_case(10, 5, 20, 4, 3)
+    names = [f"site{i}" for i in range(5)]
+    ex = FourierShap.from_spectrum(spec, pd.DataFrame(bg.numpy(), columns=names))
+    assert ex.feature_names == tuple(names)
+    want = torch.tensor(brute_force.shapley(freq, amp, xq.numpy(), bg.numpy()))
+    for given in (xq, xq.numpy(), xq.tolist(), pd.DataFrame(xq.numpy(), columns=names)):
+        torch.testing.assert_close(ex.attribute(given), want)
+    with pytest.raises(ValueError, match=r"missing \['site4'\], unexpected \['other'\]"):
+        ex.attribute(pd.DataFrame(xq.numpy(), columns=[*names[:4], "other"]))
+    with pytest.raises(TypeError, match="column 'site0'.*encode"):
+        ex.attribute(pd.DataFrame({n: ["a"] * 3 for n in names}))
+
+
+def test_bad_groups_and_masks_are_refused_not_coerced():
+    spec, _, _, xq, bg = random_case(11, 6, 20, 4, 3)
+    with pytest.raises(TypeError, match="integer player ids"):
+        FourierShap.from_spectrum(spec, bg, groups=torch.tensor([0.0, 0, 1, 1, 2, 2]))
+    with pytest.raises(TypeError, match="integer player ids"):
+        FourierShap.from_spectrum(spec, bg, groups=torch.ones(6, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"expected shape \(6,\), got \(5,\)"):
+        FourierShap.from_spectrum(spec, bg, groups=torch.arange(5))
+    ex = FourierShap.from_spectrum(spec, bg)
+    with pytest.raises(ValueError, match="does not broadcast"):
+        ex.attribute(xq, feature_mask=torch.arange(4)[None])
+    with pytest.raises(ValueError, match="1 MiB"):
+        FourierShap.from_spectrum(spec, bg, max_memory=1)
+    with pytest.raises(TypeError, match="bool"):
+        FourierShap.from_spectrum(spec, bg, max_memory=True)
+
+
+def test_empty_batch_gives_empty_values():
+    spec, _, _, xq, bg = random_case(12, 6, 20, 4, 3)
+    ex = FourierShap.from_spectrum(spec, bg)
+    assert ex.attribute(xq[:0]).shape == (0, 6)
+    assert ex.interactions(xq[:0]).shape == (0, 6, 6)
+
+
+def test_plans_are_cached_per_players_and_dropped_when_the_state_changes():
+    spec, freq, amp, xq, bg = random_case(13, 6, 20, 4, 3)
+    ex = FourierShap.from_spectrum(spec, bg)
+    ex.attribute(xq)
+    plan = ex._plan(ex._players(None, [xq.shape]), None)
+    assert ex._plan(ex._players(None, [xq.shape]), None) is plan
+    with torch.no_grad():
+        ex.surrogate.amplitudes.mul_(2.0)  # an in-place update (an optimiser step) must not use the stale plan
+    doubled = torch.tensor(brute_force.shapley(freq, 2.0 * amp, xq.numpy(), bg.numpy()))
+    torch.testing.assert_close(ex.attribute(xq), doubled)
+
+
+def test_spectrum_from_dict_refuses_non_binary_frequencies():
+    with pytest.raises(ValueError, match="binary"):
+        type(random_case(0, 3, 2, 1, 1)[0]).from_dict({"frequencies": [[2, 0, 1]], "amplitudes": [1.0]})
+    with pytest.raises(ValueError, match="binary"):
+        type(random_case(0, 3, 2, 1, 1)[0]).from_dict({"frequencies": [[-1, 0, 1]], "amplitudes": [1.0]})
+    with pytest.raises(ValueError, match="n_features is 4"):
+        type(random_case(0, 3, 2, 1, 1)[0]).from_dict(
+            {"frequencies": [[1, 0, 1]], "amplitudes": [1.0], "n_features": 4}
+        )
+
+
+def test_seeds_are_not_coerced():
+    from torchxplain._core import make_generator
+
+    with pytest.raises(TypeError, match="float"):
+        make_generator(1.7)
+    with pytest.raises(ValueError, match="non-negative"):
+        make_generator(-3)
+    assert torch.equal(torch.rand(3, generator=make_generator(5)), torch.rand(3, generator=make_generator(5)))

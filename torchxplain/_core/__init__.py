@@ -4,7 +4,7 @@ from torchxplain._core import settings
 from torchxplain._core.attribution import ExplainerBase, TensorOrTuple
 from torchxplain._core.chunking import chunk_bounds, rows_per_chunk
 from torchxplain._core.progress import progress, progress_enabled
-from torchxplain._core.seeding import make_generator, seed_everything
+from torchxplain._core.seeding import check_seed, make_generator, seed_everything
 from torchxplain._core.settings import DEFAULT_MAX_MEMORY, parse_memory
 from torchxplain._core.validation import (
     as_tensor,
@@ -24,6 +24,7 @@ __all__ = [
     "check_finite",
     "check_matrix",
     "check_same_device",
+    "check_seed",
     "chunk_bounds",
     "float_dtype",
     "make_generator",

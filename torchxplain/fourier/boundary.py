@@ -55,7 +55,7 @@ def flatten_inputs(
         raise ValueError(
             f"inputs must be tensors of shape (Q, ...) with the same Q, got shapes {got}; pass x[None] for one row"
         )
-    x = torch.cat([t.reshape(t.shape[0], -1) for t in inputs], dim=1)
+    x = torch.cat([t.reshape(t.shape[0], int(torch.Size(t.shape[1:]).numel())) for t in inputs], dim=1)
     if x.shape[1] != n_features:
         raise ValueError(
             f"inputs has {x.shape[1]} features in all (shapes {[tuple(s) for s in shapes]}), expected {n_features}"
@@ -74,7 +74,7 @@ def unflatten_values(values: Tensor, inputs: tuple[Tensor, ...], shapes: list[to
     """
     out, start = [], 0
     for t, shape in zip(inputs, shapes):
-        width = t[0].numel() if t.shape[0] else int(torch.Size(shape[1:]).numel())
+        width = int(torch.Size(shape[1:]).numel())
         dtype = t.dtype if t.dtype in _FLOATS else values.dtype
         out.append(values[:, start : start + width].reshape(shape).to(dtype))
         start += width

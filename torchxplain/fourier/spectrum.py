@@ -8,6 +8,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import check_binary, check_finite, check_matrix, chunk_bounds, rows_per_chunk
+from torchxplain._core.inputs import to_tensor
 
 
 class FourierSpectrum:
@@ -167,15 +168,29 @@ class FourierSpectrum:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FourierSpectrum:
-        """Inverse of :meth:`to_dict` (also accepts nested lists for the tensors, e.g. from JSON)."""
+        """Inverse of :meth:`to_dict` (also accepts nested lists for the tensors, e.g. from JSON).
+
+        Raises:
+            TypeError: ``data`` is not a mapping, or holds non-numeric entries.
+            KeyError: ``frequencies`` or ``amplitudes`` is missing.
+            ValueError: frequencies that are not 0/1 (never coerced to bool), or an ``n_features`` that disagrees
+                with the frequencies' width.
+        """
+        if not isinstance(data, dict):
+            raise TypeError(f"spectrum data must be a dict (as from to_dict()), got {type(data).__name__}")
         missing = {"frequencies", "amplitudes"} - set(data)
         if missing:
             raise KeyError(f"spectrum dict is missing {sorted(missing)}")
-        freq = torch.as_tensor(data["frequencies"])
-        amp = torch.as_tensor(data["amplitudes"])
+        freq = to_tensor(data["frequencies"], "frequencies").tensor
+        amp = to_tensor(data["amplitudes"], "amplitudes").tensor
         if not amp.is_floating_point():
             amp = amp.to(torch.get_default_dtype())
-        n = data.get("n_features", freq.shape[-1] if freq.ndim == 2 else None)
-        if freq.numel() == 0 and n is not None:
-            freq = freq.reshape(0, int(n))
-        return cls(freq.bool() if freq.dtype != torch.bool else freq, amp)
+        n = data.get("n_features")
+        if n is not None:
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise ValueError(f"n_features must be a non-negative int, got {str(n)[:40]!r}")
+            if freq.numel() == 0:
+                freq = freq.reshape(0, n)
+            elif freq.ndim == 2 and freq.shape[1] != n:
+                raise ValueError(f"n_features is {n} but the frequencies have {freq.shape[1]} columns")
+        return cls(freq, amp)
