@@ -1,12 +1,19 @@
 r"""The batched kernel: every interaction index of orders ``0..k`` from one pass over (query, background, frequency).
 
-For a block of queries, background rows and frequencies it builds ``dis`` (``(q, b, kc, m)``: does the parity of
-the frequency on player ``g`` differ between the query and the background row), ``c = Σ_g dis`` and the weights
-``w_t = s · W(c, t)`` (a gather from :func:`~torchxplain.fourier.interactions.weights.weight_table`), then
-accumulates ``I_t[q, g_1..g_t] += Σ_{b,f} w_t Π_j dis_{g_j}`` as one batched GEMM per order: the ``(t-1)``-fold
-Khatri–Rao power of ``dis`` (``(q, pairs, m^{t-1})``) times ``dis``. Entries with a repeated player are zeroed.
-Blocks are sized so the largest per-block intermediate (``≈ 2 m^{k-1} + 3 m`` elements per (query, background
-row, frequency)) fits ``parse_memory()``.
+A frequency ``f`` can only make a player differ if it touches the player, so the work is done in each frequency's
+*local* coordinates: its support players ``P_f`` (at most ``d`` = the largest number of players one frequency
+touches, padded with untouched players, whose bits are always 0). For a block of queries, frequencies and
+background rows the kernel builds
+
+* ``D[q, f, b, j]`` — does the parity of ``f`` on player ``P_f[j]`` differ between query ``q`` and row ``b``;
+* ``c = Σ_j D`` and the weights ``w_t = s_{b,f} · W(c, t)`` (a gather from
+  :func:`~torchxplain.fourier.interactions.weights.weight_table`);
+* ``L_t[q, f, j_1..j_t] = Σ_b w_t Π_i D[.., j_i]`` — one batched GEMM over ``b`` of the ``(t-1)``-fold
+  Khatri–Rao power of ``D`` with ``D``;
+
+and scatters ``L_t`` into the dense ``(Q, m^t)`` output at the players ``(P_f[j_1], ..., P_f[j_t])``. Entries with a
+repeated player are zeroed at the end. Cost ``Θ(Q·|D|·k·d^t)`` per order instead of ``Θ(Q·|D|·k·m^t)``; blocks are
+sized so every intermediate fits ``parse_memory()``.
 """
 
 from __future__ import annotations
@@ -18,20 +25,37 @@ from torch import Tensor
 
 from torchxplain._core import chunk_bounds, parse_memory, progress
 from torchxplain.fourier.interactions.weights import weight_table
-from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.values.background import BackgroundTerm
 from torchxplain.fourier.values.gemm import _layout, _parity_bits
 
 
-def _max_players_touched(spectrum: FourierSpectrum, groups: Tensor | None, m: int) -> int:
-    """The largest number of players any one frequency touches (an upper bound on ``c``)."""
-    if len(spectrum) == 0:
-        return 0
-    freq = spectrum.frequencies
+def _support_players(frequencies: Tensor, groups: Tensor | None, m: int) -> Tensor:
+    """``(k, d)`` int64: each frequency's touched players first (ascending), padded with untouched ones."""
     if groups is None:
-        return int(freq.sum(1).max())
-    incidence = torch.zeros(len(spectrum), m, device=freq.device).index_add_(1, groups.to(freq.device), freq.float())
-    return int((incidence > 0).sum(1).max())
+        touched = frequencies
+    else:
+        counts = torch.zeros(frequencies.shape[0], m, device=frequencies.device)
+        touched = counts.index_add_(1, groups.to(frequencies.device), frequencies.to(counts.dtype)) > 0
+    d = max(int(touched.sum(1).max()) if touched.numel() else 0, 1)
+    order = torch.argsort((~touched).to(torch.int8), dim=1, stable=True)  # touched (0) before untouched (1)
+    return order[:, :d]
+
+
+def _local_bits(rows: Tensor, freq: Tensor, players: Tensor, layout: Tensor | None) -> Tensor:
+    """``(R, kc, d)`` parity of each frequency on each of its local players, for each row."""
+    if layout is None:  # a singleton player's parity is its bit where f is on (0 on padding, which f is off)
+        return rows[:, players] * freq.gather(1, players)[None]
+    bits = _parity_bits(rows, freq, layout)  # (R, kc, m)
+    return bits.gather(2, players[None].expand(rows.shape[0], -1, -1))
+
+
+def _flat_targets(players: Tensor, m: int, order: int) -> Tensor:
+    """``(kc, d^order)`` flat index ``Σ_i P[j_i] m^{order-i}`` of every local tuple in the ``m^order`` output."""
+    kc, d = players.shape
+    flat = players
+    for _ in range(order - 1):
+        flat = (flat[:, :, None] * m + players[:, None, :]).reshape(kc, -1)
+    return flat
 
 
 def _distinct_mask(m: int, order: int, device: torch.device) -> Tensor:
@@ -45,12 +69,52 @@ def _distinct_mask(m: int, order: int, device: torch.device) -> Tensor:
     return mask
 
 
-def _block_sizes(q_rows: int, b_rows: int, k: int, per_triple: int, budget: int) -> tuple[int, int, int]:
-    """Chunk sizes (frequencies, queries, background rows) so ``q·b·kc·per_triple`` elements fit ``budget``."""
-    kc = max(1, min(k, budget // max(b_rows * per_triple, 1)))
-    if kc * b_rows * per_triple > budget:  # one frequency against the whole background is already too much
-        return 1, 1, max(1, min(b_rows, budget // per_triple))
-    return kc, max(1, min(q_rows, budget // (kc * b_rows * per_triple))), b_rows
+def _block_sizes(q_rows: int, b_rows: int, k: int, per_triple: int, per_row_freq: int, budget: int) -> tuple[int, ...]:
+    """Chunk sizes (frequencies, queries, background rows) whose intermediates fit ``budget`` elements:
+    ``q·b·kc·per_triple`` for the block and ``(B + q)·kc·per_row_freq`` for the parity bits."""
+    kc = max(1, min(k, budget // max(b_rows * (per_triple + per_row_freq), 1)))
+    if kc * b_rows * (per_triple + per_row_freq) > budget:  # one frequency against all rows is already too much
+        return 1, 1, max(1, min(b_rows, budget // (per_triple + per_row_freq)))
+    spare = budget - kc * b_rows * per_row_freq
+    return kc, max(1, min(q_rows, spare // (kc * (b_rows * per_triple + per_row_freq)))), b_rows
+
+
+def _accumulate(
+    out: dict[int, Tensor],
+    q0: int,
+    q1: int,
+    bits_q: Tensor,
+    bits_b: Tensor,
+    signed: Tensor,
+    table: Tensor,
+    targets: list[Tensor],
+) -> None:
+    """Add one block's ``Σ_b w_t Π D`` to every order of ``out`` (rows ``q0:q1``).
+
+    ``bits_q`` ``(kc, q, d)`` and ``bits_b`` ``(kc, b, d)`` are local parity bits, ``signed`` ``(kc, 1, b)``.
+    With ``D = p_q + p_b - 2 p_q p_b``, ``c`` and order 1 need only products over ``d`` (no ``(kc, q, b, d)``
+    tensor); orders ``≥ 2`` build ``D`` and its Khatri–Rao powers.
+    """
+    kc, q, d = bits_q.shape
+    c = bits_q.sum(-1, keepdim=True) + bits_b.sum(-1)[:, None, :] - 2.0 * torch.bmm(bits_q, bits_b.transpose(1, 2))
+    c = c.round_().long()  # (kc, q, b) exact small integers
+    out[0][q0:q1] += (table[:, 0][c] * signed).sum((0, 2))
+    w = table[:, 1][c] * signed  # (kc, q, b)
+    per_q = w.sum(-1, keepdim=True)
+    weighted_b = torch.bmm(w, bits_b)  # Σ_b w p_b: (kc, q, d)
+    first = per_q * bits_q + weighted_b - 2.0 * bits_q * weighted_b
+    out[1][q0:q1].index_add_(1, targets[0].reshape(-1), first.transpose(0, 1).reshape(q, -1))
+    if len(targets) == 1:
+        return
+    dis = (bits_q[:, :, None] - bits_b[:, None]).abs_().reshape(kc * q, -1, d)  # batch (kc, q), then b, d
+    power = dis
+    for t in range(2, len(targets) + 1):
+        w = (table[:, t][c] * signed).reshape(kc * q, -1, 1)
+        local_t = torch.bmm((power * w).transpose(1, 2), dis)  # (kc·q, d^{t-1}, d)
+        dense = out[t][q0:q1].view(q, -1)  # a view: index_add_ writes into out[t]
+        dense.index_add_(1, targets[t - 1].reshape(-1), local_t.reshape(kc, q, -1).transpose(0, 1).reshape(q, -1))
+        if t < len(targets):
+            power = (power[..., :, None] * dis[..., None, :]).reshape(kc * q, dis.shape[1], -1)
 
 
 def _interaction_values(
@@ -74,31 +138,28 @@ def _interaction_values(
     """
     bg, spectrum = term.background, term.spectrum
     q_rows, b_rows, k = xq.shape[0], bg.shape[0], len(spectrum)
-    dtype, device = xq.dtype, xq.device
+    device = xq.device
     out = {t: xq.new_zeros((q_rows,) + (m,) * t) for t in range(max_order + 1)}
     if k == 0:
         return out
-    table = weight_table(index, max_order, _max_players_touched(spectrum, groups, m), dtype, device)
-    freq = spectrum.frequencies.to(device=device, dtype=dtype)
+    freq = spectrum.frequencies.to(device=device, dtype=xq.dtype)
+    players = _support_players(spectrum.frequencies.to(device), groups, m)  # (k, d)
+    d = players.shape[1]
+    table = weight_table(index, max_order, d, xq.dtype, device)  # c ≤ d
     layout = _layout(term, groups, m)
-    per_triple = 2 * m ** max(max_order - 1, 1) + 3 * m + max_order + 4
-    kc, qc, bc = _block_sizes(q_rows, b_rows, k, per_triple, parse_memory() // xq.element_size())
+    per_triple = max_order + 6 + (2 * d ** (max_order - 1) + 2 * d if max_order >= 2 else 0)
+    per_row_freq = 2 * d + (0 if layout is None else m)
+    budget = parse_memory() // xq.element_size()
+    kc, qc, bc = _block_sizes(q_rows, b_rows, k, per_triple, per_row_freq, budget)
     for f0, f1 in progress(chunk_bounds(k, kc), desc="interaction values"):
-        bits_b = _parity_bits(bg, freq[f0:f1], layout)  # (B, kc, m)
-        signed = term.signed_block(f0, f1)  # (B, kc) s = a_f (-1)^{<f, b>}
+        local = players[f0:f1]
+        targets = [_flat_targets(local, m, t) for t in range(1, max_order + 1)]
+        bits_b = _local_bits(bg, freq[f0:f1], local, layout).transpose(0, 1)  # (kc, B, d)
+        signed = term.signed_block(f0, f1).T[:, None, :]  # (kc, 1, B): s = a_f (-1)^{<f, b>}
         for q0, q1 in chunk_bounds(q_rows, qc):
-            bits_q = _parity_bits(xq[q0:q1], freq[f0:f1], layout)  # (q, kc, m)
+            bits_q = _local_bits(xq[q0:q1], freq[f0:f1], local, layout).transpose(0, 1)  # (kc, q, d)
             for b0, b1 in chunk_bounds(b_rows, bc):
-                dis = (bits_q[:, None] - bits_b[None, b0:b1]).abs_().reshape(q1 - q0, -1, m)  # (q, pairs, m)
-                counts = dis.sum(-1).long()  # exact small integers
-                w = table[counts] * signed[b0:b1].reshape(1, -1, 1)  # (q, pairs, max_order + 1)
-                out[0][q0:q1] += w[..., 0].sum(1)
-                power = dis.new_ones(q1 - q0, dis.shape[1], 1)  # Khatri–Rao power of dis, order t - 1
-                for t in range(1, max_order + 1):
-                    contrib = torch.bmm((power * w[..., t : t + 1]).transpose(1, 2), dis)  # (q, m^{t-1}, m)
-                    out[t][q0:q1] += contrib.reshape((q1 - q0,) + (m,) * t)
-                    if t < max_order:
-                        power = (power[..., :, None] * dis[..., None, :]).reshape(q1 - q0, dis.shape[1], -1)
+                _accumulate(out, q0, q1, bits_q, bits_b[:, b0:b1], signed[..., b0:b1], table, targets)
     for t in range(max_order + 1):
         out[t] = out[t] / b_rows
         if t >= 2:
