@@ -97,3 +97,53 @@ def test_non_binary_data_for_a_torch_model_is_refused():
         explain_after_fit(model, np.random.default_rng(0).normal(size=(10, 3)), np.zeros((2, 3)))
     with pytest.raises(ValueError, match="method"):
         explain_after_fit(model, None, None, method="magic")
+
+
+def test_sklearn_classifier_on_binary_data_is_queried_through_predict_proba():
+    from sklearn.linear_model import LogisticRegression
+
+    gen = np.random.default_rng(3)
+    x = gen.integers(0, 2, (200, 5)).astype(float)
+    y = (x[:, 0] + x[:, 1] * x[:, 2] > 0.5).astype(int)
+    model = LogisticRegression().fit(x, y)
+    result = explain_after_fit(model, x, x[:3], n_background=12, k=32, method="auto")
+    assert result.method == "fourier" and "predict_proba" in result.reason
+    background = torch.tensor(x)[torch.randperm(200, generator=torch.Generator().manual_seed(0))[:12]]
+
+    def proba(z):
+        return torch.tensor(model.predict_proba(z.numpy())[:, 1])
+
+    expected = brute_force_shap(proba, torch.tensor(x[:3]), background)
+    # a logistic model is not a low-degree polynomial: the 32-term surrogate of 5 bits is exact (2^5 = 32)
+    torch.testing.assert_close(result.attributions.double(), expected, atol=1e-6, rtol=0)
+
+
+def test_dataframes_keep_their_column_names():
+    pd = pytest.importorskip("pandas")
+    data = load_diabetes()
+    frame = pd.DataFrame(data.data, columns=data.feature_names)
+    forest = RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0).fit(frame, data.target)
+    result = explain_after_fit(forest, frame, frame.iloc[:4], n_background=20)
+    assert result.explainer.feature_names == tuple(data.feature_names)
+    gap = forest.predict(frame.iloc[:4]) - forest.predict(frame.iloc[result_rows(20, len(frame))]).mean()
+    np.testing.assert_allclose(result.attributions.sum(1).numpy(), gap, atol=1e-8, rtol=0)
+
+
+def result_rows(n_background: int, n_rows: int) -> np.ndarray:
+    return torch.randperm(n_rows, generator=torch.Generator().manual_seed(0))[:n_background].numpy()
+
+
+def test_refusals_list_the_supported_families_and_the_next_step():
+    class Opaque:
+        pass
+
+    with pytest.raises(TypeError, match="supported are tree ensembles.*Next step"):
+        explain_after_fit(Opaque(), np.zeros((4, 2)), np.zeros((2, 2)))
+    torch.manual_seed(0)
+    mlp = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1), nn.Flatten(0)).double()
+    x = torch.randn(20, 3, dtype=torch.float64)
+    with pytest.raises(ValueError, match="continuous inputs.*one-hot.*KernelShap") as info:
+        explain_after_fit(mlp, x, x[:2])
+    assert "relaxed" not in str(info.value)
+    with pytest.raises(ValueError, match="method must be one of"):
+        explain_after_fit(mlp, x, x[:2], method="magic")

@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import gpytorch
 import torch
-from torch import nn
+from torch import Tensor, nn
 
-from torchxplain._core import as_tensor, check_finite, check_matrix
+from torchxplain._core import check_finite, check_matrix
+from torchxplain._core.inputs import is_dataframe, to_tensor
 from torchxplain.fourier import FourierShap
 from torchxplain.fourier.adapters import supports
 from torchxplain.goals import Goals, LastLayerBNN
@@ -65,50 +67,84 @@ def explain_after_fit(
         **options: passed to the chosen explainer (e.g. ``k`` for FourierSHAP, ``xi`` for GOALS, ``kit`` for IDX).
     """
     if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    chosen, reason = _choose(model, X_train) if method == "auto" else (method, "requested")
-    if chosen == "idx":
-        return AfterFitResult(chosen, reason, None, idx_explain(model, X_test, **options))
-    x_test = check_finite(check_matrix(as_tensor(X_test, "X_test"), "X_test"), "X_test")
+        raise ValueError(f"method must be one of {list(METHODS)}, got {str(method)[:40]!r}")
+    if method == "idx" or (method == "auto" and isinstance(model, BayesianClassifier)):
+        reason = "requested" if method == "idx" else "a Bayesian network classifier: influence-driven explanations"
+        return AfterFitResult("idx", reason, None, idx_explain(model, X_test, **options))
+    test = to_tensor(X_test, "X_test", ndim=2).tensor
+    train = to_tensor(X_train, "X_train", ndim=2).tensor
+    check_finite(check_matrix(test, "X_test"), "X_test")
+    check_finite(check_matrix(train, "X_train", test.shape[1]), "X_train")
+    chosen, reason, forward = _choose(model, train) if method == "auto" else (method, "requested", model)
     if chosen == "goals":
-        explainer = Goals(model, **options)
-        x_test = x_test.to(explainer.train_inputs.dtype)
-        return AfterFitResult(chosen, reason, explainer, explainer.attribute(x_test).detach())
-    x_train = check_finite(check_matrix(as_tensor(X_train, "X_train"), "X_train", x_test.shape[1]), "X_train")
-    gen = torch.Generator().manual_seed(seed)
-    background = x_train[torch.randperm(x_train.shape[0], generator=gen)[:n_background]]
+        explainer: Any = Goals(model, **options)
+        return AfterFitResult(chosen, reason, explainer, explainer.attribute(test.to(explainer.train_inputs.dtype)))
+    rows = torch.randperm(train.shape[0], generator=torch.Generator().manual_seed(seed))[:n_background]
+    background = X_train.iloc[rows.numpy()] if is_dataframe(X_train) else train[rows]  # keeps column names
     if chosen == "trees":
         explainer = FourierShap.from_trees(model, background, target=target, **options)
     else:
-        background = background.to(torch.get_default_dtype()) if not background.is_floating_point() else background
-        explainer = FourierShap(model, background, target=target, seed=seed, **options)
-    inputs = x_test.to(explainer.background.dtype) if x_test.dtype != explainer.background.dtype else x_test
-    return AfterFitResult(chosen, reason, explainer, explainer.attribute(inputs).detach())
+        explainer = FourierShap(forward, _floating(background), target=target, seed=seed, **options)
+    return AfterFitResult(chosen, reason, explainer, explainer.attribute(_floating(X_test)).detach())
 
 
-def _choose(model: Any, x_train: Any) -> tuple[str, str]:
-    if isinstance(model, BayesianClassifier):
-        return "idx", "a Bayesian network classifier: influence-driven explanations"
+def _floating(x: Any) -> Any:
+    """Integer/bool 0/1 tables as float tensors (a model is queried with floats); frames and floats as they are."""
+    if is_dataframe(x):
+        return x
+    t = to_tensor(x, "X").tensor
+    return t if t.is_floating_point() else t.to(torch.get_default_dtype())
+
+
+def _choose(model: Any, x_train: Tensor) -> tuple[str, str, Any]:
+    """``(method, reason, forward function)`` for ``model``; a clear refusal when nothing fits."""
+    name = type(model).__name__
     if isinstance(model, LastLayerBNN) or _is_exact_gp(model):
-        return "goals", f"a Bayesian regression model ({type(model).__name__}): GOALS with posterior uncertainty"
+        return "goals", f"a Bayesian regression model ({name}): GOALS with posterior uncertainty", model
     if supports(model):
-        return "trees", f"a tree ensemble ({type(model).__name__}): its exact Fourier spectrum"
-    if isinstance(model, nn.Module) or callable(model):
-        x = as_tensor(x_train, "X_train")
-        if not bool(((x == 0) | (x == 1)).all()):
-            raise ValueError(
-                "FourierSHAP explains models on binary (e.g. one-hot) inputs, but X_train is not 0/1; encode it "
-                "one-hot (and pass feature_mask to attribute per variable) or pass a tree, GP or BNN model"
-            )
-        return "fourier", f"a {type(model).__name__} on binary inputs: a sparse Fourier surrogate fitted by queries"
-    raise TypeError(f"cannot explain a model of type {type(model).__name__}: it is not callable")
+        return "trees", f"a tree ensemble ({name}): its exact Fourier spectrum", model
+    forward = model if isinstance(model, nn.Module) or callable(model) else _sklearn_forward(model)
+    if forward is None:
+        raise TypeError(
+            f"cannot explain a model of type {type(model).__module__}.{name}: {SUPPORTED}. Next step: pass a "
+            "callable on (B, n) float tensors, e.g. lambda x: torch.as_tensor(model.predict(x.numpy()))"
+        )
+    if not bool(((x_train == 0) | (x_train == 1)).all()):
+        raise ValueError(
+            f"a {name} on continuous inputs: FourierSHAP explains models of binary (e.g. one-hot) inputs, and "
+            "X_train is not 0/1. Next step: one-hot encode categorical inputs (then feature_mask gives one value "
+            "per variable); for continuous inputs use a tree model or a GPyTorch GP / LastLayerBNN (GOALS), or "
+            "torchxplain.integrations.captum.background_averaged with Captum's KernelShap"
+        )
+    how = "its predict_proba/predict" if forward is not model else "it"
+    return "fourier", f"a {name} on binary inputs: a sparse Fourier surrogate fitted by querying {how}", forward
+
+
+SUPPORTED = (
+    "supported are tree ensembles (scikit-learn trees/forests/boosting, XGBoost, LightGBM, CatBoost), GPyTorch "
+    "ExactGP and LastLayerBNN models (GOALS), torchxplain.idx.BayesianClassifier (IDX), and torch modules, "
+    "callables or fitted scikit-learn estimators with predict/predict_proba on binary inputs (FourierSHAP)"
+)
+
+
+def _sklearn_forward(model: Any) -> Any:
+    """A torch callable around a fitted scikit-learn-style estimator (binary classifiers: P(class 1)), or None."""
+    if hasattr(model, "predict_proba") and len(getattr(model, "classes_", ())) == 2:
+
+        def proba(x: Tensor) -> Tensor:
+            return torch.as_tensor(model.predict_proba(x.detach().cpu().numpy())[:, 1], dtype=x.dtype)
+
+        return proba
+    if hasattr(model, "predict") and not hasattr(model, "predict_proba"):
+
+        def predict(x: Tensor) -> Tensor:
+            return torch.as_tensor(model.predict(x.detach().cpu().numpy()), dtype=x.dtype)
+
+        return predict
+    return None
 
 
 def _is_exact_gp(model: Any) -> bool:
-    try:
-        import gpytorch
-    except ImportError:  # pragma: no cover - gpytorch is a dependency
-        return False
     return isinstance(model, gpytorch.models.ExactGP)
 
 
