@@ -1,8 +1,8 @@
 r"""The batched kernel: every interaction index of orders ``0..k`` from one pass over (query, background, frequency).
 
 A frequency ``f`` can only make a player differ if it touches the player, so the work is done in each frequency's
-*local* coordinates: its support players ``P_f`` (at most ``d`` = the largest number of players one frequency
-touches, padded with untouched players, whose bits are always 0). For a block of queries, frequencies and
+*local* coordinates: its ``d_f`` support players ``P_f``. Frequencies are processed in groups of equal ``d``
+(a loop over the distinct support sizes, at most the degree + 1). For a block of queries, frequencies and
 background rows the kernel builds
 
 * ``D[q, f, b, j]`` — does the parity of ``f`` on player ``P_f[j]`` differ between query ``q`` and row ``b``;
@@ -12,8 +12,8 @@ background rows the kernel builds
   Khatri–Rao power of ``D`` with ``D``;
 
 and scatters ``L_t`` into the dense ``(Q, m^t)`` output at the players ``(P_f[j_1], ..., P_f[j_t])``. Entries with a
-repeated player are zeroed at the end. Cost ``Θ(Q·|D|·k·d^t)`` per order instead of ``Θ(Q·|D|·k·m^t)``; blocks are
-sized so every intermediate fits ``parse_memory()``.
+repeated player are zeroed at the end. Cost ``Θ(Q·|D|·Σ_f d_f^t)`` for order ``t`` instead of ``Θ(Q·|D|·k·m^t)``;
+blocks are sized so every intermediate fits ``parse_memory()``.
 """
 
 from __future__ import annotations
@@ -29,16 +29,15 @@ from torchxplain.fourier.values.background import BackgroundTerm
 from torchxplain.fourier.values.gemm import _layout, _parity_bits
 
 
-def _support_players(frequencies: Tensor, groups: Tensor | None, m: int) -> Tensor:
-    """``(k, d)`` int64: each frequency's touched players first (ascending), padded with untouched ones."""
+def _support_players(frequencies: Tensor, groups: Tensor | None, m: int) -> tuple[Tensor, Tensor]:
+    """``(k, m)`` int64 players of each frequency, touched ones first (ascending), and ``(k,)`` how many it touches."""
     if groups is None:
         touched = frequencies
     else:
         counts = torch.zeros(frequencies.shape[0], m, device=frequencies.device)
         touched = counts.index_add_(1, groups.to(frequencies.device), frequencies.to(counts.dtype)) > 0
-    d = max(int(touched.sum(1).max()) if touched.numel() else 0, 1)
     order = torch.argsort((~touched).to(torch.int8), dim=1, stable=True)  # touched (0) before untouched (1)
-    return order[:, :d]
+    return order, touched.sum(1)
 
 
 def _local_bits(rows: Tensor, freq: Tensor, players: Tensor, layout: Tensor | None) -> Tensor:
@@ -142,24 +141,29 @@ def _interaction_values(
     out = {t: xq.new_zeros((q_rows,) + (m,) * t) for t in range(max_order + 1)}
     if k == 0:
         return out
-    freq = spectrum.frequencies.to(device=device, dtype=xq.dtype)
-    players = _support_players(spectrum.frequencies.to(device), groups, m)  # (k, d)
-    d = players.shape[1]
-    table = weight_table(index, max_order, d, xq.dtype, device)  # c ≤ d
+    players, sizes = _support_players(spectrum.frequencies.to(device), groups, m)
+    table = weight_table(index, max_order, int(sizes.max()), xq.dtype, device)
     layout = _layout(term, groups, m)
-    per_triple = max_order + 6 + (2 * d ** (max_order - 1) + 2 * d if max_order >= 2 else 0)
-    per_row_freq = 2 * d + (0 if layout is None else m)
     budget = parse_memory() // xq.element_size()
-    kc, qc, bc = _block_sizes(q_rows, b_rows, k, per_triple, per_row_freq, budget)
-    for f0, f1 in progress(chunk_bounds(k, kc), desc="interaction values"):
-        local = players[f0:f1]
-        targets = [_flat_targets(local, m, t) for t in range(1, max_order + 1)]
-        bits_b = _local_bits(bg, freq[f0:f1], local, layout).transpose(0, 1)  # (kc, B, d)
-        signed = term.signed_block(f0, f1).T[:, None, :]  # (kc, 1, B): s = a_f (-1)^{<f, b>}
-        for q0, q1 in chunk_bounds(q_rows, qc):
-            bits_q = _local_bits(xq[q0:q1], freq[f0:f1], local, layout).transpose(0, 1)  # (kc, q, d)
-            for b0, b1 in chunk_bounds(b_rows, bc):
-                _accumulate(out, q0, q1, bits_q, bits_b[:, b0:b1], signed[..., b0:b1], table, targets)
+    # frequencies touching d players cost d^t per triple: process them by support size (a loop over sizes)
+    for size in torch.unique(sizes).tolist():
+        chosen = torch.nonzero(sizes == size).flatten()
+        d = max(size, 1)  # size-0 frequencies (constants) keep one untouched player: bits 0, order 0 only
+        per_triple = max_order + 6 + (2 * d ** (max_order - 1) + 2 * d if max_order >= 2 else 0)
+        per_row_freq = 2 * d + (0 if layout is None else m)
+        kc, qc, bc = _block_sizes(q_rows, b_rows, chosen.shape[0], per_triple, per_row_freq, budget)
+        for f0, f1 in progress(chunk_bounds(chosen.shape[0], kc), desc=f"interactions ({size} players)"):
+            ids = chosen[f0:f1]
+            freq = spectrum.frequencies[ids].to(device=device, dtype=xq.dtype)
+            local = players[ids, :d]
+            targets = [_flat_targets(local, m, t) for t in range(1, max_order + 1)]
+            bits_b = _local_bits(bg, freq, local, layout).transpose(0, 1)  # (kc, B, d)
+            parity = torch.remainder(bg @ freq.T, 2.0)  # s = a_f (-1)^{<f, b>}, (kc, 1, B)
+            signed = ((1.0 - 2.0 * parity) * spectrum.amplitudes[ids].to(device)).T[:, None, :]
+            for q0, q1 in chunk_bounds(q_rows, qc):
+                bits_q = _local_bits(xq[q0:q1], freq, local, layout).transpose(0, 1)  # (kc, q, d)
+                for b0, b1 in chunk_bounds(b_rows, bc):
+                    _accumulate(out, q0, q1, bits_q, bits_b[:, b0:b1], signed[..., b0:b1], table, targets)
     for t in range(max_order + 1):
         out[t] = out[t] / b_rows
         if t >= 2:
