@@ -181,3 +181,27 @@ def test_seeds_are_not_coerced():
     with pytest.raises(ValueError, match="non-negative"):
         make_generator(-3)
     assert torch.equal(torch.rand(3, generator=make_generator(5)), torch.rand(3, generator=make_generator(5)))
+
+
+@pytest.mark.parametrize("index", ["k-SII", "STII", "FSII", "Moebius", "SV"])
+def test_interaction_values_per_player_equal_the_functional_form(index):
+    from torchxplain.fourier import interaction_values
+
+    spec, _, _, xq, bg = random_case(14, 7, 30, 5, 4, max_degree=3)
+    ex = FourierShap.from_spectrum(spec, bg)
+    order = 1 if index == "SV" else 3
+    ours = ex.interaction_values(xq, index=index, max_order=order, feature_mask=torch.tensor([[3, 3, 8, 8, 1, 5, 5]]))
+    ref = interaction_values(spec, xq, bg, index=index, max_order=order, groups=torch.tensor([1, 1, 3, 3, 0, 2, 2]))
+    assert set(ours) == set(ref)
+    for t in ref:
+        torch.testing.assert_close(ours[t], ref[t], atol=1e-12, rtol=0)
+
+
+def test_relaxed_explainers_refuse_banzhaf_and_interactions_on_real_inputs():
+    spec, _, _, xq, bg = random_case(15, 6, 20, 4, 3)
+    ex = FourierShap.from_spectrum(spec, bg, relaxed=True)
+    assert ex.attribute(xq * 0.5).shape == (3, 6)
+    for call in (ex.banzhaf, ex.interactions, ex.interaction_values):
+        with pytest.raises(ValueError, match="need binary inputs"):
+            call(xq * 0.5)
+    torch.testing.assert_close(ex.banzhaf(xq), FourierShap.from_spectrum(spec, bg).banzhaf(xq))

@@ -247,3 +247,25 @@ class TestRelaxedBinaryTreeExplainer(TestBinaryTreeExplainer):
 
     def make_explainer(self, dtype: torch.dtype) -> FourierShap:
         return FourierShap.from_trees(self.model, torch.from_numpy(self.x[:16]).to(dtype), relaxed=True)
+
+
+def test_interaction_values_of_continuous_trees_equal_the_functional_form_on_the_splits() -> None:
+    """Per original feature, the explainer's indices equal the functional form on the split features grouped by
+    feature (features no tree splits on are zero players)."""
+    from torchxplain.fourier import interaction_values
+
+    x, y = diabetes()
+    model = fit("gbm_reg", 3, x, y)
+    explainer = FourierShap.from_trees(model, torch.from_numpy(x[:12]))
+    q = torch.from_numpy(x[40:43])
+    ours = explainer.interaction_values(q, index="k-SII", max_order=2)
+    owner = explainer.encoder.owner
+    used, groups = torch.unique(owner, return_inverse=True)
+    bits_q = explainer.encoder.encode(q, torch.float64)
+    bits_b = explainer.background_bits.double()
+    ref = interaction_values(explainer.spectrum, bits_q, bits_b, index="k-SII", max_order=2, groups=groups)
+    torch.testing.assert_close(ours[1][:, used], ref[1], atol=1e-12, rtol=0)
+    torch.testing.assert_close(ours[2][:, used[:, None], used[None, :]], ref[2], atol=1e-12, rtol=0)
+    unused = torch.ones(10, dtype=torch.bool)
+    unused[used] = False
+    assert bool((ours[1][:, unused] == 0).all())

@@ -23,7 +23,11 @@ from torchxplain.fourier.boundary import (
     unflatten_values,
     validated_background,
 )
+from torchxplain.fourier.bridges import to_shap_explanation, to_shapiq_values
 from torchxplain.fourier.encoders import BinaryEncoder, InputEncoder
+from torchxplain.fourier.interactions.api import check_index
+from torchxplain.fourier.interactions.kernel import _interaction_values
+from torchxplain.fourier.interactions.weights import Index
 from torchxplain.fourier.plan_cache import PlanCache
 from torchxplain.fourier.players import PlayerMap, player_map
 from torchxplain.fourier.pruning import PruningReport
@@ -154,31 +158,106 @@ class FourierExplainerCore(ExplainerBase):
             ids of ``feature_mask``/``groups`` in increasing order; zero on the diagonal and for players no
             frequency touches.
         """
-        inputs_t, _ = self._as_tuple(inputs)
-        mask = feature_mask if feature_mask is None or isinstance(feature_mask, tuple) else (feature_mask,)
-        with settings.using(max_memory=self.max_memory):
-            x, shapes = self._inputs(inputs_t)
-            players = self._players(mask, shapes)
-            plan = self._plan(players, baselines)
-            return players.pairs_to_players(plan.interactions(self.encoder.encode(x, self.dtype)))
+        values, players, _ = self._player_values("interactions", self._as_tuple(inputs)[0], feature_mask, baselines)
+        return players.expand(values, order=2)
+
+    def interaction_values(
+        self,
+        inputs: Any,
+        index: Index = "k-SII",
+        max_order: int | None = None,
+        feature_mask: Any = None,
+        baselines: Any = None,
+    ) -> dict[int, Tensor]:
+        """shapiq's interaction indices in closed form (see :func:`torchxplain.fourier.interaction_values`).
+
+        Returns:
+            ``{0: (Q,), 1: (Q, m), 2: (Q, m, m), ...}`` up to ``max_order`` over the ``m`` players (as in
+            :meth:`interactions`); players no frequency touches get zeros.
+        """
+        values, players, _ = self._player_values(
+            "interaction_values", self._as_tuple(inputs)[0], feature_mask, baselines, index, max_order
+        )
+        return {order: players.expand(v, order) for order, v in values.items()}
+
+    def expected_value(self, baselines: Any = None) -> Tensor:
+        """Scalar: the explained function's mean over the background rows (or ``baselines``), SHAP's base value."""
+        if baselines is None:
+            return self.spectrum.evaluate(self.background_bits.to(self.dtype)).mean()
+        raw, _ = validated_background(self._convert(baselines), self.n_features, name="baselines")
+        self.encoder.check(raw, "baselines")
+        return self.spectrum.evaluate(self.encoder.encode(raw, self.dtype)).mean()
+
+    def to_shap(self, inputs: Any, feature_mask: Any = None, baselines: Any = None, player_names: Any = None) -> Any:
+        """A ``shap.Explanation`` of ``inputs`` ``(Q, n)`` for shap's waterfall, beeswarm and force plots.
+
+        Without ``feature_mask`` the columns are the input features (named by the background DataFrame's columns
+        when there was one); with it, one column per player (``player_names``, default ``"player <id>"``).
+        Values plus the base value equal the explained output at each row (efficiency). Needs ``shap``.
+        """
+        x = self._convert(inputs)
+        if feature_mask is None:
+            values, names, data = self.attribute(x, baselines=baselines), self.feature_names, x
+        else:
+            players, player_map_ = self._player_values("shapley", (x,), feature_mask, baselines)[:2]
+            values, data = player_map_.expand(players, 1), None
+            names = player_names or [f"player {int(i)}" for i in player_map_.ids]
+        base = self.expected_value(baselines).expand(values.shape[0])
+        return to_shap_explanation(values.detach(), base.detach(), data, feature_names=names)
+
+    def to_shapiq(
+        self,
+        inputs: Any,
+        index: Index = "k-SII",
+        max_order: int | None = None,
+        feature_mask: Any = None,
+        baselines: Any = None,
+    ) -> list[Any]:
+        """One ``shapiq.InteractionValues`` per row of ``inputs``, for shapiq's network and upset plots.
+
+        Arguments as :meth:`interaction_values`; needs ``shapiq``.
+        """
+        result = self.interaction_values(inputs, index, max_order, feature_mask, baselines)
+        order = max(result)
+        return to_shapiq_values(result, index, self.expected_value(baselines).detach(), max_order=order)
 
     def _first_order(
-        self, kind: str, inputs: tuple[Tensor, ...], feature_mask: tuple[Tensor, ...] | None, baselines: Any
+        self, kind: str, inputs: tuple[Tensor, ...], feature_mask: Any, baselines: Any
     ) -> tuple[Tensor, ...]:
-        """The template every first-order value takes: validate, encode, closed form, back to the inputs."""
+        """Shapley or Banzhaf values shaped like the inputs (each feature gets its player's value)."""
+        values, players, shapes = self._player_values(kind, inputs, feature_mask, baselines)
+        return unflatten_values(players.to_inputs(values), inputs, shapes)
+
+    def _player_values(
+        self,
+        kind: str,
+        inputs: tuple[Tensor, ...],
+        feature_mask: Any,
+        baselines: Any,
+        index: Index = "k-SII",
+        max_order: int | None = None,
+    ) -> tuple[Any, PlayerMap, list[torch.Size]]:
+        """The template every value takes: validate once, encode, closed form on the active players."""
+        mask = feature_mask if feature_mask is None or isinstance(feature_mask, tuple) else (feature_mask,)
         with settings.using(max_memory=self.max_memory):
             x, shapes = self._inputs(inputs)
-            players = self._players(feature_mask, shapes)
+            players = self._players(mask, shapes)
             plan = self._plan(players, baselines)
             bits = self.encoder.encode(x, self.dtype)
+            relaxed = self.relaxed and not bool(((bits == 0) | (bits == 1)).all())
+            if relaxed and (kind != "shapley" or players.binary_groups is not None):
+                raise ValueError(
+                    "relaxed=True extends the Shapley values of singleton players to real-valued inputs; "
+                    f"{kind.replace('_', ' ')} and grouped players need binary inputs"
+                )
+            if kind == "shapley":
+                return plan.shapley(bits, relaxed=relaxed), players, shapes
             if kind == "banzhaf":
-                values = plan.banzhaf(bits)
-            else:
-                relaxed = self.relaxed and not bool(((bits == 0) | (bits == 1)).all())
-                if relaxed and players.binary_groups is not None:
-                    raise ValueError("relaxed=True supports singleton players only; pass no feature_mask/groups")
-                values = plan.shapley(bits, relaxed=relaxed)
-            return unflatten_values(players.to_inputs(values), inputs, shapes)
+                return plan.banzhaf(bits), players, shapes
+            if kind == "interactions":
+                return plan.interactions(bits), players, shapes
+            order = check_index(index, max_order, plan.m)
+            return _interaction_values(bits, plan.term, plan.groups, plan.m, index, order), players, shapes
 
     # --- the boundary: inputs, players, background -------------------------------------------------------
     def _as_tuple(self, inputs: Any) -> tuple[tuple[Tensor, ...], bool]:

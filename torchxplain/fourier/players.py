@@ -46,20 +46,17 @@ class PlayerMap:
         """A hashable key of the grouping (for caching the kernels' background work)."""
         return tuple(self.of_input.tolist()) + (-1,) + tuple(self.ids.tolist())
 
-    def to_players(self, values: Tensor) -> Tensor:
-        """``(Q, m_active)`` kernel values -> ``(Q, m)`` per player (0 for dummies)."""
-        out = values.new_zeros(values.shape[0], self.m)
-        return out.index_copy(1, self.active, values)
-
     def to_inputs(self, values: Tensor) -> Tensor:
         """``(Q, m_active)`` kernel values -> ``(Q, n_inputs)``: each raw input gets its player's value."""
-        return self.to_players(values)[:, self.of_input]
+        return self.expand(values, 1)[:, self.of_input]
 
-    def pairs_to_players(self, values: Tensor) -> Tensor:
-        """``(Q, m_active, m_active)`` pairwise values -> ``(Q, m, m)`` per player pair (0 for dummies)."""
-        q = values.shape[0]
-        out = values.new_zeros(q, self.m, self.m)
-        out[:, self.active[:, None], self.active[None, :]] = values
+    def expand(self, values: Tensor, order: int) -> Tensor:
+        """``(Q, m_active, ..., m_active)`` order-``t`` values -> ``(Q, m, ..., m)`` per players (0 for dummies)."""
+        if order == 0:
+            return values
+        out = values.new_zeros((values.shape[0],) + (self.m,) * order)
+        index = [self.active.reshape((1,) * i + (-1,) + (1,) * (order - 1 - i)) for i in range(order)]
+        out[(slice(None), *index)] = values
         return out
 
 
