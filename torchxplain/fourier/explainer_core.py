@@ -196,6 +196,7 @@ class FourierExplainerCore(ExplainerBase):
         Values plus the base value equal the explained output at each row (efficiency). Needs ``shap``.
         """
         x = self._convert(inputs)
+        names: Any
         if feature_mask is None:
             values, names, data = self.attribute(x, baselines=baselines), self.feature_names, x
         else:

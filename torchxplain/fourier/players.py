@@ -55,8 +55,9 @@ class PlayerMap:
         if order == 0:
             return values
         out = values.new_zeros((values.shape[0],) + (self.m,) * order)
-        index = [self.active.reshape((1,) * i + (-1,) + (1,) * (order - 1 - i)) for i in range(order)]
-        out[(slice(None), *index)] = values
+        rows = torch.arange(values.shape[0], device=values.device).reshape((-1,) + (1,) * order)
+        index = [self.active.reshape((1,) * (i + 1) + (-1,) + (1,) * (order - 1 - i)) for i in range(order)]
+        out[tuple([rows, *index])] = values
         return out
 
 
