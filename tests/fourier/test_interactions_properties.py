@@ -21,6 +21,7 @@ from torchxplain.fourier import (
     shapley_interactions,
     shapley_values,
 )
+from torchxplain.fourier.interactions import to_players
 
 ATOL = 1e-10
 
@@ -126,6 +127,11 @@ def test_dummy_player_gets_zero_and_permuting_players_permutes_the_result(case, 
     result = interaction_values(wide, xw, bw, index=index, max_order=order)
     for t in range(1, order + 1):
         assert torch.all(result[t].select(1, dummy) == 0), f"{index}: dummy has order-{t} entries"
+    # leaving the dummy out of the kernel and spreading back (what the explainer does) changes nothing
+    without = interaction_values(spec, xq, bg, index=index, max_order=min(order, n))
+    spread = to_players(without, torch.arange(n), n + 1)
+    for t in without:
+        torch.testing.assert_close(spread[t], result[t], rtol=0, atol=ATOL)
     perm = torch.randperm(n + 1, generator=torch.Generator().manual_seed(n))
     permuted = FourierSpectrum(wide.frequencies[:, perm], wide.amplitudes)
     moved = interaction_values(permuted, xw[:, perm], bw[:, perm], index=index, max_order=order)
