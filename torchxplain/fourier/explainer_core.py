@@ -283,7 +283,7 @@ class FourierExplainerCore(ExplainerBase):
     def _plan(self, players: PlayerMap, baselines: Any) -> ValuePlan:
         """The closed forms against the background (cached) or against explicit ``baselines`` (built per call)."""
         amplitudes = self.surrogate.amplitudes
-        spectrum = FourierSpectrum(
+        spectrum = FourierSpectrum.trusted(
             self.surrogate.frequencies, amplitudes if self.differentiable else amplitudes.detach()
         )
         if baselines is not None:

@@ -46,6 +46,16 @@ class FourierSpectrum:
         self.frequencies = frequencies
         self.amplitudes = amplitudes
 
+    @classmethod
+    def trusted(cls, frequencies: Tensor, amplitudes: Tensor) -> FourierSpectrum:
+        """A spectrum from parts known to be valid (bool ``(k, n)`` frequencies, finite ``(k,)`` amplitudes on one
+        device), without re-checking them: for transformations of an existing spectrum, which are valid by
+        construction (validation happens once, at the boundary)."""
+        spectrum = cls.__new__(cls)
+        spectrum.frequencies = frequencies
+        spectrum.amplitudes = amplitudes
+        return spectrum
+
     @property
     def n_features(self) -> int:
         """Number of binary input features ``n``."""
@@ -117,7 +127,7 @@ class FourierSpectrum:
         amp = torch.zeros(uniq.shape[0], dtype=self.dtype, device=self.device)
         amp = amp.index_add(0, inverse, self.amplitudes)
         keep = amp != 0
-        return FourierSpectrum(uniq[keep], amp[keep])
+        return FourierSpectrum.trusted(uniq[keep], amp[keep])
 
     def prune(
         self, k: int | None = None, threshold: float | None = None, energy: float | None = None
@@ -151,12 +161,12 @@ class FourierSpectrum:
             needed = int(torch.searchsorted(cum, energy * cum[-1])) + 1
             keep = min(keep, needed)
         idx = order[:keep]
-        return FourierSpectrum(self.frequencies[idx], self.amplitudes[idx])
+        return FourierSpectrum.trusted(self.frequencies[idx], self.amplitudes[idx])
 
     def to(self, *args: Any, **kwargs: Any) -> FourierSpectrum:
         """Move to a device and/or cast the amplitudes (``torch.Tensor.to`` arguments)."""
         amp = self.amplitudes.to(*args, **kwargs)
-        return FourierSpectrum(self.frequencies.to(amp.device), amp)
+        return FourierSpectrum.trusted(self.frequencies.to(amp.device), amp)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain, pickle-free form: ``{"n_features", "frequencies": (k, n) bool, "amplitudes": (k,)}``."""

@@ -49,7 +49,7 @@ class SparseFourierSurrogate(nn.Module):
     @property
     def spectrum(self) -> FourierSpectrum:
         """The current (detached) spectrum."""
-        return FourierSpectrum(self.frequencies, self.amplitudes.detach())
+        return FourierSpectrum.trusted(self.frequencies, self.amplitudes.detach())
 
     def forward(self, x: Tensor) -> Tensor:
         """Evaluate the surrogate.
