@@ -1,35 +1,44 @@
-"""IDX: influence-driven explanations of Bayesian network classifiers (Rago et al., PRICAI 2021)."""
+"""IDX: influence-driven explanations of Bayesian network classifiers (Rago et al., PRICAI 2021).
+
+Layout, bottom to top: ``spec`` (the validated tables), ``encoding`` (inputs -> codes), ``io`` (specs from
+pgmpy/sklearn/DataFrames), ``classifier`` (the torch module), ``properties`` (Defs. 7-8 per family), ``tables``
+and ``counterfactual`` (family tables, Def. 9), ``relations`` (the batched kernel), ``shap``/``lime``/``attribution``
+(Def. 10), ``explanation`` (batched results and views), ``explain`` (the entry points), ``stats``, ``datasets``.
+"""
 
 from torchxplain.idx import datasets, stats
-from torchxplain.idx.attribution import attribution_relations, lime_values, shap_values
+from torchxplain.idx.attribution import attribution_relations
 from torchxplain.idx.classifier import BayesianClassifier
-from torchxplain.idx.explain import Explanation, connected, explain, relation_tensors
-from torchxplain.idx.properties import (
-    CounterfactualTables,
-    ModifiedPosteriors,
-    cf_relations,
-    counterfactual_tables,
-    md_relations,
-    modified_posteriors,
-    sd_relations,
-)
+from torchxplain.idx.counterfactual import CounterfactualTables, cf_relations, counterfactual_tables
+from torchxplain.idx.explain import explain, explain_batch
+from torchxplain.idx.explanation import Explanation, ExplanationBatch
+from torchxplain.idx.io import ChainApproximationWarning
+from torchxplain.idx.lime import lime_values
+from torchxplain.idx.properties import ModifiedPosteriors, md_relations, modified_posteriors, sd_relations
+from torchxplain.idx.relations import connected, relation_tensors
+from torchxplain.idx.shap import shap_values
+from torchxplain.idx.spec import ClassifierSpec
 
 __all__ = [
     "BayesianClassifier",
-    "attribution_relations",
-    "lime_values",
-    "shap_values",
-    "stats",
+    "ChainApproximationWarning",
+    "ClassifierSpec",
     "CounterfactualTables",
     "Explanation",
+    "ExplanationBatch",
     "ModifiedPosteriors",
+    "attribution_relations",
     "cf_relations",
     "connected",
     "counterfactual_tables",
     "datasets",
     "explain",
+    "explain_batch",
+    "lime_values",
     "md_relations",
     "modified_posteriors",
     "relation_tensors",
     "sd_relations",
+    "shap_values",
+    "stats",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import importlib.resources
 import io
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -137,18 +138,38 @@ def pgmpy_network(name: str) -> Any:
     return BIFReader(string=gzip.decompress(path.read_bytes()).decode()).get_model()
 
 
-def asia(dtype: torch.dtype = torch.float64) -> BayesianClassifier:
-    """The Asia network as a chain classifier (observations ``xray``, ``dysp``; 6 classifications)."""
-    from torchxplain.idx.io import from_pgmpy
+def chain_from_network(name: str, dtype: torch.dtype = torch.float64) -> BayesianClassifier:
+    """A bundled pgmpy network as a chain of naive Bayes classifiers (:meth:`BayesianClassifier.from_pgmpy`).
 
-    return from_pgmpy(pgmpy_network("asia"), dtype=dtype)
+    Every non-leaf node is decided from its children's values, with ``P(child | node)`` from the network (other
+    parents marginalised out): the IDX paper's reading of a network, whose posteriors can differ from the
+    network's own inference. The :class:`~torchxplain.idx.io.ChainApproximationWarning` that says so is silenced
+    here, since these classifiers are documented as chains.
+    """
+    from torchxplain.idx.io import ChainApproximationWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ChainApproximationWarning)
+        return BayesianClassifier.from_pgmpy(pgmpy_network(name), dtype=dtype)
+
+
+def asia(dtype: torch.dtype = torch.float64) -> BayesianClassifier:
+    """The Asia network as a chain classifier (observations ``xray``, ``dysp``; 6 classifications, 8 influences)."""
+    return chain_from_network("asia", dtype)
 
 
 def child(dtype: torch.dtype = torch.float64) -> BayesianClassifier:
     """The Child network as a chain classifier (7 observations, 13 classifications, 25 influences)."""
-    from torchxplain.idx.io import from_pgmpy
+    return chain_from_network("child", dtype)
 
-    return from_pgmpy(pgmpy_network("child"), dtype=dtype)
+
+def alarm(dtype: torch.dtype = torch.float64) -> BayesianClassifier:
+    """The Alarm network as a chain classifier (11 observations, 26 classifications, 46 influences).
+
+    Built by variable elimination on first use (a few seconds). Its chain posteriors differ from the network's own
+    inference by up to 0.99 (see :func:`chain_from_network`).
+    """
+    return chain_from_network("alarm", dtype)
 
 
 def all_inputs(bc: BayesianClassifier) -> torch.Tensor:

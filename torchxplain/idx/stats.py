@@ -9,7 +9,7 @@ from typing import Any
 from torch import Tensor
 
 from torchxplain.idx.classifier import BayesianClassifier
-from torchxplain.idx.explain import relation_tensors
+from torchxplain.idx.relations import relation_tensors
 
 SHARE_COLUMNS = {
     ("sd", "support"): "SD+",
@@ -41,8 +41,9 @@ def relation_shares(
 ) -> dict[str, float]:
     """Table 4: the percentage of (input, influence) pairs in each relation, plus ``"R^C"``.
 
-    Every influence of every input counts (the per-influence view), as in the paper's Table 4.
-    ``kwargs`` go to :func:`relation_tensors`.
+    Every influence of every input counts (the per-influence view), as in the paper's Table 4. Runs on the bulk
+    path (:func:`~torchxplain.idx.relations.relation_tensors`), so a million inputs take seconds; ``kwargs``
+    (``rtol``, ``max_cf_assignments``, ``max_memory``, ``show_progress``) go to it.
     """
     _, rel = relation_tensors(bc, inputs, tuple(kits), **kwargs)
     out = shares_from_relations(rel)

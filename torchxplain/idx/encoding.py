@@ -1,0 +1,225 @@
+"""Encoding user inputs as integer codes ``(B, |O|)``: dicts, lists of dicts, DataFrames, arrays and tensors.
+
+One vectorised encoder serves every form: each observation's values are looked up column by column in a hash
+index of its value names (:meth:`pandas.Index.get_indexer`), so a DataFrame or a list of a million records costs
+a few hash lookups per cell, and integer codes only a range check. Numeric DataFrame columns that were binned at
+fit time (:func:`discretize`) are binned with the stored edges first.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from torchxplain._core import settings
+from torchxplain._core.inputs import is_dataframe, to_tensor
+
+BinMethod = Literal["same_size", "same_length"]
+_FORMS = (
+    "a dict {observation: value name} (one input), a list of such dicts, a pandas DataFrame with one column per "
+    "observation, or integer codes (B, |O|)"
+)
+
+
+def _bin_index(edges: np.ndarray, column: Any) -> np.ndarray:
+    """Bin of every value (0..len(edges)-2); values outside the training range go to the first or last bin."""
+    values = np.asarray(column, dtype=np.float64)
+    return np.clip(np.searchsorted(edges[1:-1], values, side="right"), 0, len(edges) - 2)
+
+
+def bin_names(edges: np.ndarray) -> list[str]:
+    """The value names ``"b0", "b1", ...`` of the bins defined by ``edges``, in order."""
+    return [f"b{i}" for i in range(len(edges) - 1)]
+
+
+def apply_bins(frame: Any, edges: Mapping[str, np.ndarray]) -> Any:
+    """Replace the numeric columns named in ``edges`` by bin names ``"b0", "b1", ...`` (see :func:`discretize`)."""
+    out = frame.copy()
+    for col, e in edges.items():
+        out[col] = np.asarray(bin_names(e), dtype=object)[_bin_index(e, frame[col])]
+    return out
+
+
+def discretize(frame: Any, bins: int | Mapping[str, int] = 5, method: BinMethod = "same_size") -> tuple[Any, dict]:
+    """Bin the numeric columns of a DataFrame: ``method`` ``"same_size"`` (quantiles) or ``"same_length"``.
+
+    Returns ``(binned_frame, edges)``; ``edges[column]`` is the float64 array of bin edges (apply to new data with
+    :func:`apply_bins`). Non-numeric columns, and numeric ones that a ``bins`` mapping omits, become strings.
+    """
+    import pandas as pd
+
+    if method not in ("same_size", "same_length"):
+        raise ValueError(f"method must be 'same_size' or 'same_length', got {method!r}")
+    out, edges = frame.copy(), {}
+    for col in frame.columns:
+        n = bins.get(col) if isinstance(bins, Mapping) else bins
+        if not pd.api.types.is_numeric_dtype(frame[col]) or n is None:
+            out[col] = frame[col].astype(str)
+            continue
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"bins for column {col!r} must be an int >= 1, got {n!r}")
+        if method == "same_size":
+            _, e = pd.qcut(frame[col], q=n, retbins=True, duplicates="drop")
+        else:
+            _, e = pd.cut(frame[col], bins=n, retbins=True)
+        edges[col] = np.asarray(e, dtype=np.float64)
+    return apply_bins(out, edges), edges
+
+
+class InputEncoder:
+    """Turns user inputs into validated integer codes ``(B, |O|)``, one column per observation in order.
+
+    Args:
+        variables: every variable name (keys of an input dict may name any of them; others are refused).
+        observations: the observation names, in column order.
+        value_names: observation -> its value names (a value's code is its position).
+        bin_edges: numeric column -> bin edges from :func:`discretize` (applied to numeric DataFrame columns).
+    """
+
+    def __init__(
+        self,
+        variables: Sequence[str],
+        observations: Sequence[str],
+        value_names: Mapping[str, Sequence[str]],
+        bin_edges: Mapping[str, Any] | None = None,
+    ) -> None:
+        import pandas as pd
+
+        self.variables = frozenset(variables)
+        self.observations = tuple(observations)
+        self.value_names = {o: tuple(value_names[o]) for o in self.observations}
+        self.bin_edges = {str(c): np.asarray(e, dtype=np.float64) for c, e in (bin_edges or {}).items()}
+        self._index = {o: pd.Index(self.value_names[o], dtype=object) for o in self.observations}
+        self._cards = torch.tensor([len(self.value_names[o]) for o in self.observations])
+
+    def encode(self, inputs: Any, device: torch.device | str | None = None) -> Tensor:
+        """Codes ``(B, |O|)`` (long, on ``device``) from any accepted input form (see the module docstring).
+
+        Raises:
+            TypeError: an unsupported form (a string, a tuple of names, floats as codes, ...).
+            ValueError: unknown or missing variables, unknown value names, wrong shapes or out-of-range codes,
+                each named with its row and column.
+        """
+        if isinstance(inputs, Mapping):
+            return self._records([inputs], device)
+        if is_dataframe(inputs):
+            return self._frame(inputs, device)
+        if isinstance(inputs, (str, bytes)):
+            raise TypeError(
+                f"inputs must be {_FORMS}; got the string {inputs[:40]!r}. Pass e.g. "
+                f"{dict(zip(self.observations, (n[0] for n in self.value_names.values())))}"
+            )
+        if isinstance(inputs, (list, tuple)) and inputs and isinstance(inputs[0], Mapping):
+            return self._records(inputs, device)
+        if isinstance(inputs, (list, tuple)) and not inputs:
+            return torch.empty((0, len(self.observations)), dtype=torch.long, device=device)
+        return self._codes(inputs, device)
+
+    def _unknown_value(self, where: str, o: str, value: Any) -> ValueError:
+        return ValueError(
+            f"{where} = {value!r} is not a value of {o!r}; values are {self.value_names[o]}; "
+            "pass one of them (value names are matched as strings)"
+        )
+
+    def _lookup(self, o: str, values: Any) -> np.ndarray:
+        """Codes of one observation's values (-1 where unknown), matching the names as given, then as strings."""
+        index = self._index[o]
+        values = np.asarray(values, dtype=object)
+        codes = index.get_indexer(values)
+        miss = codes < 0
+        if miss.any():
+            codes[miss] = index.get_indexer(np.array([str(v) for v in values[miss]], dtype=object))
+        return codes
+
+    def _records(self, rows: Sequence[Any], device: torch.device | str | None) -> Tensor:
+        for r, row in enumerate(rows):
+            if not isinstance(row, Mapping):
+                raise TypeError(
+                    f"inputs[{r}] is a {type(row).__name__}, but inputs[0] is a dict; inputs must be {_FORMS}"
+                )
+        unknown = set().union(*rows) - self.variables
+        if unknown:
+            r = next(i for i, row in enumerate(rows) if unknown & row.keys())
+            raise ValueError(
+                f"inputs[{r}] names unknown variables {sorted(map(str, unknown & rows[r].keys()))}; observations "
+                f"are {self.observations}"
+            )
+        getter = operator.itemgetter(*self.observations)
+        try:
+            table = list(map(getter, rows))
+        except KeyError:
+            r, o = next((i, o) for i, row in enumerate(rows) for o in self.observations if o not in row)
+            raise ValueError(
+                f"inputs[{r}] lacks a value for observation {o!r}; give every observation a value"
+            ) from None
+        columns = list(zip(*table)) if len(self.observations) > 1 else [table]
+        codes = np.empty((len(rows), len(self.observations)), dtype=np.int64)
+        for j, o in enumerate(self.observations):
+            codes[:, j] = self._lookup(o, columns[j])
+            if (codes[:, j] < 0).any():
+                r = int(np.flatnonzero(codes[:, j] < 0)[0])
+                raise self._unknown_value(f"inputs[{r}][{o!r}]", o, rows[r][o])
+        return torch.from_numpy(codes).to(device)
+
+    def _frame(self, frame: Any, device: torch.device | str | None) -> Tensor:
+        import pandas as pd
+
+        missing = [o for o in self.observations if o not in frame.columns]
+        if missing:
+            raise ValueError(
+                f"inputs DataFrame lacks observation columns {missing}; it has {list(frame.columns)[:20]}; add them"
+            )
+        codes = np.empty((len(frame), len(self.observations)), dtype=np.int64)
+        for j, o in enumerate(self.observations):
+            col = frame[o]
+            if o in self.bin_edges and pd.api.types.is_numeric_dtype(col):
+                edges = self.bin_edges[o]
+                codes[:, j] = self._lookup(o, bin_names(edges))[_bin_index(edges, col)]
+            elif isinstance(col.dtype, pd.CategoricalDtype):
+                lut = np.append(self._lookup(o, col.cat.categories), -1)
+                codes[:, j] = lut[col.cat.codes.to_numpy()]
+            else:
+                codes[:, j] = self._lookup(o, col.to_numpy(dtype=object))
+            if (codes[:, j] < 0).any():
+                r = int(np.flatnonzero(codes[:, j] < 0)[0])
+                raise self._unknown_value(f"inputs row {r} (index {frame.index[r]!r}), column {o!r},", o, col.iloc[r])
+        return torch.from_numpy(codes).to(device)
+
+    def _codes(self, inputs: Any, device: torch.device | str | None) -> Tensor:
+        try:
+            codes = to_tensor(inputs, "inputs", device=device).tensor
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"inputs must be {_FORMS}; got {type(inputs).__name__} ({err})") from None
+        if codes.is_floating_point() or codes.is_complex() or codes.dtype == torch.bool:
+            raise TypeError(
+                f"integer-coded inputs must have an integer dtype, got {codes.dtype}; cast them with .long() "
+                "(or pass value names as dicts or a DataFrame)"
+            )
+        m = len(self.observations)
+        if codes.ndim != 2 or codes.shape[1] != m:
+            hint = "; pass codes[None] for a single input" if codes.ndim == 1 and codes.shape[0] == m else ""
+            raise ValueError(
+                f"integer-coded inputs must have shape (B, {m}) with columns {self.observations}, got "
+                f"{tuple(codes.shape)}{hint}"
+            )
+        if device is not None and codes.device != torch.device(device):
+            raise ValueError(
+                f"inputs are on {codes.device}, the classifier on {torch.device(device)}; move one of them "
+                "(codes.to(device) or classifier.to(device))"
+            )
+        codes = codes.to(dtype=torch.long)
+        if settings.validation.checks_values() and codes.numel():
+            card = self._cards.to(codes.device)
+            bad = (codes < 0) | (codes >= card)
+            if bool(bad.any()):
+                r, col = (int(i) for i in bad.nonzero()[0])
+                raise ValueError(
+                    f"inputs[{r}, {col}] = {int(codes[r, col])} is out of range for observation "
+                    f"{self.observations[col]!r}, expected 0..{int(card[col]) - 1}"
+                )
+        return codes
