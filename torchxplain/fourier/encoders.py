@@ -107,6 +107,8 @@ class ThresholdEncoder(InputEncoder):
 
     def __init__(self, encoding: TreeEncoding) -> None:
         super().__init__()
+        if not isinstance(encoding, TreeEncoding):
+            raise TypeError(f"encoding must be a TreeEncoding (TreeEncoding.from_model), got {type(encoding).__name__}")
         self.register_buffer("owner", encoding.feature.clone())
         self.register_buffer("threshold_bits", encoding.threshold.double().contiguous().view(torch.int64).clone())
         self.register_buffer("nan_right", encoding.nan_right.clone())

@@ -26,9 +26,15 @@ from torch import Tensor, nn
 from torchxplain._core import ExplainerBase
 
 
+def _require_explainer(explainer: Any, check: str) -> None:
+    assert isinstance(explainer, Attribution), (
+        f"{check}: {type(explainer).__name__} is not an explainer (a captum Attribution with .attribute)"
+    )
+
+
 def check_captum_contract(explainer: Any) -> None:
     """The explainer is a Captum ``Attribution`` whose ``attribute`` NoiseTunnel can unwrap."""
-    assert isinstance(explainer, Attribution), f"{type(explainer).__name__} is not a captum Attribution"
+    _require_explainer(explainer, "check_captum_contract")
     assert hasattr(explainer, "forward_func"), "explainer has no forward_func (NoiseTunnel reads it)"
     assert hasattr(explainer.attribute, "__wrapped__"), (
         "attribute is not decorated with captum.log.log_usage() (NoiseTunnel calls attribute.__wrapped__)"
@@ -37,6 +43,7 @@ def check_captum_contract(explainer: Any) -> None:
 
 def check_shape_and_structure(explainer: Any, inputs: Tensor, **kwargs: Any) -> Tensor:
     """A tensor gives a tensor of the input's shape, dtype and device; a tuple gives a tuple of those."""
+    _require_explainer(explainer, "check_shape_and_structure")
     attr = explainer.attribute(inputs, **kwargs)
     assert isinstance(attr, Tensor), f"tensor input gave {type(attr).__name__}, expected a Tensor"
     assert attr.shape == inputs.shape, f"attribution shape {tuple(attr.shape)} != input shape {tuple(inputs.shape)}"
@@ -51,6 +58,7 @@ def check_shape_and_structure(explainer: Any, inputs: Tensor, **kwargs: Any) -> 
 
 def check_batch_invariance(explainer: Any, inputs: Tensor, atol: float, **kwargs: Any) -> None:
     """Explaining a batch equals explaining its rows one by one."""
+    _require_explainer(explainer, "check_batch_invariance")
     batch = explainer.attribute(inputs, **kwargs)
     rows = torch.cat([explainer.attribute(inputs[i : i + 1], **kwargs) for i in range(inputs.shape[0])])
     torch.testing.assert_close(batch, rows, atol=atol, rtol=0, msg="batch attribution != row-by-row attribution")
@@ -58,6 +66,7 @@ def check_batch_invariance(explainer: Any, inputs: Tensor, atol: float, **kwargs
 
 def check_noise_tunnel(explainer: Any, inputs: Tensor, **kwargs: Any) -> None:
     """``NoiseTunnel(explainer)`` runs (under its ``no_grad``) and returns input-shaped attributions."""
+    _require_explainer(explainer, "check_noise_tunnel")
     nt = NoiseTunnel(explainer)
     attr = nt.attribute(inputs, nt_samples=2, stdevs=0.01, **kwargs)
     assert attr.shape == inputs.shape, f"NoiseTunnel attribution shape {tuple(attr.shape)} != {tuple(inputs.shape)}"
@@ -66,6 +75,7 @@ def check_noise_tunnel(explainer: Any, inputs: Tensor, **kwargs: Any) -> None:
 
 def check_captum_metrics(explainer: Any, inputs: Tensor, forward_func: Any, **kwargs: Any) -> None:
     """``captum.metrics.infidelity`` and ``sensitivity_max`` accept the attributions."""
+    _require_explainer(explainer, "check_captum_metrics")
     attr = explainer.attribute(inputs, **kwargs)
 
     def perturb(x: Tensor) -> tuple[Tensor, Tensor]:
@@ -89,6 +99,7 @@ def _user_models(explainer: Any) -> list[nn.Module]:
 
 def check_user_model_untouched(explainer: Any) -> None:
     """``.to(float64)``, ``.train()`` and ``state_dict`` leave the user's model alone."""
+    _require_explainer(explainer, "check_user_model_untouched")
     for model in _user_models(explainer):
         _check_untouched(explainer, model)
 
@@ -107,6 +118,7 @@ def _check_untouched(explainer: Any, model: nn.Module) -> None:
 
 def check_state_dict_is_own(explainer: Any) -> None:
     """The explainer's ``state_dict`` holds none of the user's model weights."""
+    _require_explainer(explainer, "check_state_dict_is_own")
     if not isinstance(explainer, nn.Module):
         return
     state = explainer.state_dict(keep_vars=True)
@@ -131,10 +143,12 @@ class ExplainerTestCase:
     captum_metrics: bool = True
 
     def make_explainer(self, dtype: torch.dtype) -> ExplainerBase:
-        raise NotImplementedError
+        """The explainer under test, in ``dtype`` (subclasses implement it)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement make_explainer(dtype)")
 
     def make_inputs(self, dtype: torch.dtype) -> Tensor:
-        raise NotImplementedError
+        """``(N, ...)`` inputs to explain, in ``dtype`` (subclasses implement it)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement make_inputs(dtype)")
 
     def test_captum_contract(self) -> None:
         check_captum_contract(self.make_explainer(torch.float32))

@@ -1,0 +1,175 @@
+"""Bad inputs for the FourierSHAP entry points (torchxplain.fourier and the top-level re-exports)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+import torchxplain as tx
+from tests.robustness.harness import case, exempt
+
+F = "torchxplain.fourier."
+reason = "a result container built by the library (its fields are the library's outputs)"
+exempt(reason, F + "FitReport", F + "PruningReport", F + "BackgroundTerm", "torchxplain.AfterFitResult")
+exempt("an abstract base class of encoders (no constructor arguments of its own)", F + "InputEncoder")
+
+
+def spectrum() -> tx.FourierSpectrum:
+    freq = torch.tensor([[0, 0, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0], [0, 1, 1, 1]], dtype=torch.bool)
+    return tx.FourierSpectrum(freq, torch.tensor([0.5, 1.0, -2.0, 0.25], dtype=torch.float64))
+
+
+def bits(rows: int, seed: int = 0) -> torch.Tensor:
+    return torch.randint(0, 2, (rows, 4), generator=torch.Generator().manual_seed(seed)).double()
+
+
+def model(x: torch.Tensor) -> torch.Tensor:
+    return x[:, 0] - 2.0 * x[:, 1] * x[:, 2]
+
+
+@case(F + "FourierSpectrum", "amplitudes of the wrong length", ValueError, r"amplitudes must have shape \(4,\)")
+def _():
+    tx.FourierSpectrum(torch.zeros(4, 3, dtype=torch.bool), torch.zeros(3))
+
+
+@case(F + "FourierSpectrum", "frequency entries 2 and -1", ValueError, "frequencies must hold binary")
+def _():
+    tx.FourierSpectrum.from_dict({"frequencies": [[2, 0], [-1, 1]], "amplitudes": [1.0, 2.0]})
+
+
+@case(F + "FourierSpectrum", "NaN amplitude", ValueError, "amplitudes contains NaN")
+def _():
+    tx.FourierSpectrum(torch.zeros(1, 2, dtype=torch.bool), torch.tensor([float("nan")]))
+
+
+@case(F + "FourierSpectrum", "evaluate on non-binary rows", ValueError, r"x must hold binary.*column 0")
+def _():
+    spectrum().evaluate(torch.full((2, 4), 0.5, dtype=torch.float64))
+
+
+@case(F + "SparseFourierSurrogate", "not a spectrum", TypeError, "spectrum must be a FourierSpectrum")
+def _():
+    tx.SparseFourierSurrogate(torch.zeros(3))
+
+
+@case(F + "SparseFourierSurrogate", "wrong width", ValueError, r"x has 3 features.*expected 4")
+def _():
+    tx.SparseFourierSurrogate(spectrum())(torch.zeros(2, 3))
+
+
+@case(F + "shapley_values", "numpy queries of the wrong width", ValueError, r"x has 3 features.*expected 4")
+def _():
+    tx.fourier.shapley_values(spectrum(), np.zeros((2, 3)), bits(3))
+
+
+@case(F + "shapley_values", "float groups", TypeError, "groups must be an integer")
+def _():
+    tx.fourier.shapley_values(spectrum(), bits(2), bits(3), groups=torch.tensor([0.0, 0.0, 1.0, 1.0]))
+
+
+@case(F + "shapley_values", "empty background", ValueError, "background is empty")
+def _():
+    tx.fourier.shapley_values(spectrum(), bits(2), bits(3)[:0])
+
+
+@case(F + "shapley_values", "a 1-byte budget", ValueError, "max_memory must be at least 1 MiB")
+def _():
+    tx.fourier.shapley_values(spectrum(), bits(2), bits(3), max_memory=1)
+
+
+@case(F + "banzhaf_values", "non-binary background", ValueError, "background must hold binary")
+def _():
+    tx.fourier.banzhaf_values(spectrum(), bits(2), bits(3) * 0.5 + 0.25)
+
+
+@case(F + "shapley_interactions", "groups of the wrong length", ValueError, r"groups must give one player id")
+def _():
+    tx.fourier.shapley_interactions(spectrum(), bits(2), bits(3), groups=torch.tensor([0, 1]))
+
+
+@case(F + "precompute_background", "background of the wrong width", ValueError, r"background has 2 features")
+def _():
+    tx.fourier.precompute_background(spectrum(), bits(3)[:, :2])
+
+
+@case(F + "interaction_values", "unknown index", ValueError, r"index must be one of")
+def _():
+    tx.fourier.interaction_values(spectrum(), bits(2), bits(3), index="shapley")
+
+
+@case(F + "interaction_values", "max_order above the players", ValueError, r"max_order must be between 1 and")
+def _():
+    tx.fourier.interaction_values(spectrum(), bits(2), bits(3), index="k-SII", max_order=9)
+
+
+@case(F + "FourierShap", "a model that is not callable", TypeError, "forward_func must be the model")
+def _():
+    tx.FourierShap("model", bits(3))
+
+
+@case(F + "FourierShap", "continuous queries without relaxed", ValueError, r"inputs must hold binary.*relaxed=True")
+def _():
+    tx.FourierShap.from_spectrum(spectrum(), bits(3)).attribute(torch.full((2, 4), 0.3, dtype=torch.float64))
+
+
+@case(F + "FourierShap", "float feature_mask", TypeError, "feature_mask must hold integer player ids")
+def _():
+    tx.FourierShap.from_spectrum(spectrum(), bits(3)).attribute(bits(2), feature_mask=torch.zeros(1, 4))
+
+
+@case(F + "FourierShap", "a DataFrame with other columns", ValueError, r"inputs has columns that differ")
+def _():
+    import pandas as pd
+
+    explainer = tx.FourierShap.from_spectrum(spectrum(), pd.DataFrame(bits(3).numpy(), columns=list("abcd")))
+    explainer.attribute(pd.DataFrame(bits(2).numpy(), columns=list("abce")))
+
+
+@case(F + "FourierShap", "a tree ensemble given to from_spectrum", TypeError, "spectrum must be a FourierSpectrum")
+def _():
+    tx.FourierShap.from_spectrum(object(), bits(3))
+
+
+@case(F + "FourierShap", "an unsupported model given to from_trees", TypeError, "not a supported tree model")
+def _():
+    tx.FourierShap.from_trees(object(), bits(3))
+
+
+@case(F + "FourierShap", "banzhaf on an explainer's wrong width", ValueError, r"inputs has 3 features in all")
+def _():
+    tx.FourierShap.from_spectrum(spectrum(), bits(3)).banzhaf(bits(2)[:, :3])
+
+
+@case(F + "FourierShap", "baselines of the wrong width", ValueError, r"baselines has 2 features")
+def _():
+    tx.FourierShap.from_spectrum(spectrum(), bits(3)).interactions(bits(2), baselines=bits(3)[:, :2])
+
+
+@case(F + "FourierShap", "a target it was not built for", ValueError, r"built for target=None; got target=1")
+def _():
+    tx.FourierShap.from_spectrum(spectrum(), bits(3)).attribute(bits(2), target=1)
+
+
+@case(F + "fit_sparse_fourier", "n_features below 1", ValueError, "n_features")
+def _():
+    tx.fit_sparse_fourier(model, 0, k=4)
+
+
+@case(F + "tree_spectrum", "an unsupported model", TypeError, "not a supported tree model")
+def _():
+    tx.tree_spectrum(object())
+
+
+@case(F + "TreeEncoding", "a model that is not a tree ensemble", TypeError, "not a supported tree model")
+def _():
+    tx.fourier.TreeEncoding.from_model(object())
+
+
+@case(F + "BinaryEncoder", "non-binary rows", ValueError, r"inputs must hold binary")
+def _():
+    tx.fourier.BinaryEncoder(4).check(torch.full((1, 4), 0.5), "inputs")
+
+
+@case(F + "ThresholdEncoder", "not a TreeEncoding", TypeError, "encoding must be a TreeEncoding")
+def _():
+    tx.fourier.ThresholdEncoder(object())

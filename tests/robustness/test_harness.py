@@ -1,0 +1,51 @@
+"""Run every robustness case, and check that every public name has a case or a stated exemption."""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+import pytest
+
+from tests.robustness import cases_core, cases_fourier  # noqa: F401  (they register their cases)
+from tests.robustness.harness import CASES, EXEMPT
+
+SUBPACKAGES = (
+    "torchxplain",
+    "torchxplain.fourier",
+    "torchxplain.goals",
+    "torchxplain.idx",
+    "torchxplain.integrations",
+    "torchxplain.settings",
+    "torchxplain.testing",
+    "torchxplain.viz",
+)
+
+
+def public_names() -> list[str]:
+    """Every ``module.name`` in ``__all__`` of the package and each subpackage (re-exports listed once per module)."""
+    names = []
+    for module_name in SUBPACKAGES:
+        module = importlib.import_module(module_name)
+        names.extend(f"{module_name}.{name}" for name in module.__all__)
+    return names
+
+
+def _covered(name: str) -> bool:
+    """A re-export is covered by a case of the same object under any public path."""
+    module_name, _, attr = name.rpartition(".")
+    obj = getattr(importlib.import_module(module_name), attr)
+    for target in {c.target for c in CASES} | set(EXEMPT):
+        t_module, _, t_attr = target.rpartition(".")
+        if target == name or getattr(importlib.import_module(t_module), t_attr, None) is obj:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("bad", CASES, ids=[f"{c.target.removeprefix('torchxplain.')}: {c.what}" for c in CASES])
+def test_bad_input_gets_a_clear_error(bad):
+    with pytest.raises(bad.error) as info:
+        bad.call()
+    message = str(info.value)
+    assert re.search(bad.match, message, flags=re.S), f"message does not match {bad.match!r}: {message!r}"
+    assert len(message) < 2_000, "messages must not echo unbounded input"
