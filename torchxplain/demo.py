@@ -12,8 +12,8 @@ from torch import Tensor, nn
 
 from torchxplain import viz
 from torchxplain._core import progress, seed_everything
-from torchxplain.config import FAMILIES, ConfigError, ReportConfig
-from torchxplain.report import Section, write_report
+from torchxplain.config import DEFAULT_ROOT, ReportConfig
+from torchxplain.report import Section, report_folder, write_report
 
 
 def train_mlp(
@@ -297,16 +297,13 @@ SECTIONS: dict[str, Callable[[ReportConfig, Path], Section]] = {
 }
 
 
-def run_report(cfg: ReportConfig) -> Path:
-    """Run the configured families and write the report; returns the path of ``report.html``."""
-    unknown = [f for f in cfg.families if f not in FAMILIES]
-    if unknown:
-        raise ConfigError(f"unknown method family {unknown[0]!r}; choose from {', '.join(FAMILIES)}")
-    missing = [f for f in cfg.families if f not in SECTIONS]
-    if missing:
-        raise ConfigError(f"no demo section for {', '.join(missing)} yet; available: {', '.join(SECTIONS)}")
+def run_report(cfg: ReportConfig, root: str | Path = DEFAULT_ROOT) -> Path:
+    """Run the configured families and write the report into ``root / cfg.out``; returns ``report.html``'s path.
+
+    Raises:
+        ConfigError: the report folder escapes ``root`` or holds files that are not a torchxplain report.
+    """
+    out = report_folder(root, cfg.out)
     seed_everything(cfg.seed)
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
     sections = [SECTIONS[family](cfg, out) for family in cfg.families]
     return write_report(out, "torchxplain demo report", sections)

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import html
+import importlib.util
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from torchxplain.config import ConfigError, relative_folder, show
+
+MARKER = ".torchxplain-report"
+"""File that marks a folder as a torchxplain report, so a later run may overwrite it."""
 
 
 @dataclass
@@ -29,6 +35,36 @@ class Section:
     numbers: dict[str, float | int | str] = field(default_factory=dict)
 
 
+def report_folder(root: str | Path, relative: str = ".") -> Path:
+    """Create (or reuse) the report folder ``root / relative`` and mark it as a torchxplain report.
+
+    ``relative`` must stay inside ``root`` (no absolute path, no ``..``, no symlink out of it). An existing folder
+    is reused only when it is empty or was written by torchxplain (it holds :data:`MARKER`), so a report never
+    overwrites unrelated files.
+
+    Raises:
+        ConfigError: ``relative`` escapes ``root``, or the folder is a file or a non-empty folder of other files.
+    """
+    base = Path(root)
+    folder = base / relative_folder(relative, "out")
+    where = show(str(folder), 80)
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(f"the report folder {where} is a file; choose another --out")
+        if folder.is_dir() and any(folder.iterdir()) and not (folder / MARKER).is_file():
+            raise ConfigError(
+                f"the report folder {where} already holds files that are not a torchxplain report; "
+                "choose a new or empty folder with --out"
+            )
+        if not folder.resolve().is_relative_to(base.resolve()):  # resolve() follows the symlinks that exist
+            raise ConfigError(f"the report folder {where} leads out of --out through a symbolic link; choose another")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / MARKER).write_text("written by torchxplain; this folder may be overwritten by the next report\n")
+    except OSError as err:
+        raise ConfigError(f"cannot write the report folder {where}: {err.strerror or type(err).__name__}") from None
+    return folder
+
+
 def write_report(out_dir: str | Path, title: str, sections: list[Section], max_rows: int = 15) -> Path:
     """Write ``report.md``, ``report.html``, one CSV per table and ``numbers.json`` into ``out_dir``.
 
@@ -37,6 +73,10 @@ def write_report(out_dir: str | Path, title: str, sections: list[Section], max_r
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    for section in sections:
+        for name in [f for f, _ in section.figures] + [f"{t}.csv" for t in section.tables]:
+            if Path(name).name != name or name.startswith("."):
+                raise ValueError(f"report file {name!r} must be a plain file name inside the report folder")
     md = [f"# {title}", ""]
     body = [f"<h1>{html.escape(title)}</h1>"]
     numbers = {}
@@ -86,8 +126,4 @@ def _fmt(value: float | int | str) -> str:
 
 
 def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return importlib.util.find_spec("tabulate") is not None
