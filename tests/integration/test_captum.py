@@ -9,7 +9,7 @@ from captum.metrics import infidelity, sensitivity_max
 from torch import nn
 
 from tests.integration._brute import interventional_shap
-from torchxplain import FourierShap, FourierSpectrum
+from torchxplain import FourierShap, FourierSpectrum, settings
 from torchxplain.integrations.captum import background_averaged, expand_to_inputs
 from torchxplain.testing import tiny_memory_budget
 
@@ -79,6 +79,12 @@ def test_background_averaged_validation_and_extra_args():
         background_averaged(lambda z: z.sum(1), background.half(), sentinel=-1e9)
     with pytest.raises(TypeError):
         background_averaged("model", background)
+    with pytest.raises(TypeError, match="sentinel must be a real number"):
+        background_averaged(lambda z: z.sum(1), background, sentinel=True)
+    with pytest.raises(ValueError, match="max_memory must be at least 1 MiB"):
+        background_averaged(lambda z: z.sum(1), background, max_memory=1)
+    with pytest.raises(ValueError, match="background contains NaN"):
+        background_averaged(lambda z: z.sum(1), torch.tensor([[0.0, float("nan")]]))
     with tiny_memory_budget(64):
         g = background_averaged(lambda z, w: z @ w[0], background)
     z = torch.tensor([[1.0, -1e9, 0.0, -1e9, 1.0]], dtype=torch.float64)
@@ -167,3 +173,34 @@ def test_sensitivity_max_is_bounded_for_a_linear_explanation():
     bound = 2 * radius * amplitudes.norm() / phi.norm(dim=1)
     assert sens.shape == (6,)
     assert bool((sens > 0).all()) and bool((sens <= bound * (1 + 1e-9)).all())
+
+
+def test_background_averaged_reports_nan_model_rows_and_takes_numpy_and_pandas():
+    pd = pytest.importorskip("pandas")
+    background = _binary(4, 12)
+    assert background[:, 1].any() and not background[:, 1].all()  # row 0 below fails for some background rows
+    z = torch.tensor([[1.0, -1e9, 0.0, 1.0, 0.0], [1.0, 1.0, -1e9, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0]]).double()
+
+    def model(rows):  # NaN (0/0 or inf) wherever the second feature is 1
+        return rows.sum(1) * 0 / (1 - rows[:, 1])
+
+    first_bad = int((background[:, 1] == 1).nonzero()[0])
+    with pytest.raises(
+        ValueError, match=rf"input rows \[0, 1\] \(first: input row 0 filled from background row {first_bad}\)"
+    ):
+        background_averaged(model, background)(z)
+    with tiny_memory_budget(64):  # one input row per chunk: the failing chunk's rows keep their place in the call
+        with pytest.raises(ValueError, match=r"input rows \[1\] \(first: input row 1 filled from background row 0\)"):
+            background_averaged(model, background)(z[[2, 1]])
+    with settings.validation("shapes"):  # value scans off: the NaN average comes back, as asked
+        assert torch.isnan(background_averaged(model, background)(z)[:2]).all()
+
+    weights = torch.arange(1.0, N + 1, dtype=torch.float64)
+    reference = background_averaged(lambda r: r @ weights, background)(z)
+    for converted in (background.numpy(), pd.DataFrame(background.numpy()), background.tolist()):
+        g = background_averaged(lambda r: r @ weights, converted)
+        torch.testing.assert_close(g(z), reference)
+        torch.testing.assert_close(g(z.numpy()), reference)
+        assert torch.equal(g.baselines(z.numpy()), g.baselines(z))
+    expanded = expand_to_inputs(weights.numpy(), z)
+    assert torch.equal(expanded, weights.expand(3, N))

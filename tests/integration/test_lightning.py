@@ -1,4 +1,4 @@
-"""Lightning integration: the explanation callback (fit, artifacts, resume) and Trainer.predict explanations."""
+"""Lightning integration: the explanation callback (fit, artifacts, resume, arguments), both Lightning packages."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import csv
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
-from torch import nn
-from torch.utils.data import DataLoader, TensorDataset
 
 pl = pytest.importorskip("lightning.pytorch")
 from captum.attr import IntegratedGradients  # noqa: E402
@@ -19,68 +19,27 @@ from lightning.pytorch.callbacks import Callback, ModelCheckpoint  # noqa: E402
 from lightning.pytorch.loggers import CSVLogger, Logger  # noqa: E402
 
 from tests.integration._brute import interventional_shap  # noqa: E402
-from torchxplain import FourierShap, FourierSpectrum  # noqa: E402
-from torchxplain.integrations.batch import explain_batch, merge_shards  # noqa: E402
-from torchxplain.integrations.lightning import (  # noqa: E402
-    ExplainModule,
-    ExplanationCallback,
-    ExplanationWriter,
-)
+from tests.integration._lightning_setup import N_FEATURES, QUIET, data, is_png, loaders, regressor_class  # noqa: E402
+from torchxplain import FourierShap, viz  # noqa: E402
+from torchxplain.integrations.lightning import ExplanationCallback, plot_drift  # noqa: E402
 
-N_FEATURES = 6
-QUIET = dict(accelerator="cpu", devices=1, enable_progress_bar=False, enable_model_summary=False)
+Regressor = regressor_class(pl)
+ROOT = Path(__file__).parents[2]
 
 
-class Regressor(pl.LightningModule):
-    def __init__(self, n: int = N_FEATURES) -> None:
-        super().__init__()
-        self.net = nn.Sequential(nn.Linear(n, 16), nn.Tanh(), nn.Dropout(0.2), nn.Linear(16, 1))
-
-    def forward(self, x):
-        return self.net(x).squeeze(-1)
-
-    def training_step(self, batch, batch_idx):
-        x, y = batch
-        return nn.functional.mse_loss(self(x), y)
-
-    def validation_step(self, batch, batch_idx):
-        x, y = batch
-        self.log("val_loss", nn.functional.mse_loss(self(x), y))
-
-    def configure_optimizers(self):
-        return torch.optim.Adam(self.parameters(), lr=0.05)
-
-
-def _data(binary: bool = False, rows: int = 96):
-    gen = torch.Generator().manual_seed(0)
-    x = torch.rand(rows, N_FEATURES, generator=gen)
-    x = (x < 0.5).float() if binary else x
-    y = 3 * x[:, 0] - 2 * x[:, 1] + x[:, 2] * x[:, 3] + 0.05 * torch.randn(rows, generator=gen)
-    return x, y
-
-
-def _loaders(x, y):
-    ds = TensorDataset(x, y)
-    return DataLoader(ds, batch_size=16, shuffle=False), DataLoader(ds, batch_size=32)
-
-
-def _is_png(path: Path) -> bool:
-    return path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+def _ig_callback(probe, names, **kwargs):
+    return ExplanationCallback(
+        lambda m: IntegratedGradients(m), probe, feature_names=names, attribute_kwargs={"n_steps": 16}, **kwargs
+    )
 
 
 def test_callback_fit_writes_artifacts_and_scalars_and_resumes(tmp_path):
     pl.seed_everything(0)
-    x, y = _data()
+    x, y = data()
     probe = x[:8]
     names = [f"f{i}" for i in range(N_FEATURES)]
-
-    def make_callback():
-        return ExplanationCallback(
-            lambda m: IntegratedGradients(m), probe, feature_names=names, attribute_kwargs={"n_steps": 16}
-        )
-
-    callback = make_callback()
-    checkpoint = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True)
+    callback = _ig_callback(probe, names)
+    checkpoint = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True, monitor="xai/mean_abs/f0", mode="max")
     model = Regressor()
     trainer = pl.Trainer(
         max_epochs=3,
@@ -90,17 +49,24 @@ def test_callback_fit_writes_artifacts_and_scalars_and_resumes(tmp_path):
         limit_val_batches=1,
         **QUIET,
     )
-    train, val = _loaders(x, y)
+    train, val = loaders(x, y)
     trainer.fit(model, train, val)
 
     assert [h["epoch"] for h in callback.history] == [0, 1, 2]  # the sanity check was skipped
+    assert [h["step"] for h in callback.history] == [2, 5, 8]  # 3 steps per epoch: each epoch's last step
+    # log_dict put the scalars into callback_metrics, where ModelCheckpoint's monitor found them
+    assert float(trainer.callback_metrics["xai/mean_abs/f0"]) == pytest.approx(
+        float(callback.history[-1]["importance"][0])
+    )
+    assert checkpoint.best_model_score is not None
     folder = Path(trainer.log_dir) / "explanations" / "xai"
     for epoch in range(3):
         record = torch.load(folder / f"epoch{epoch:03d}.pt", weights_only=True)
         assert record["attributions"].shape == probe.shape and record["epoch"] == epoch
+        assert record["step"] == callback.history[epoch]["step"]
         torch.testing.assert_close(record["importance"], callback.history[epoch]["importance"])
         for tag in ("beeswarm", "drift"):
-            assert _is_png(folder / f"epoch{epoch:03d}_{tag}.png")
+            assert is_png((folder / f"epoch{epoch:03d}_{tag}.png").read_bytes())
     # the last artifact equals IG on the final model in eval mode, computed here independently of the callback
     model.eval()
     expected = IntegratedGradients(model).attribute(probe, n_steps=16).detach()
@@ -108,16 +74,18 @@ def test_callback_fit_writes_artifacts_and_scalars_and_resumes(tmp_path):
 
     with open(Path(trainer.log_dir) / "metrics.csv") as handle:
         rows = list(csv.DictReader(handle))
+    val_steps = [int(r["step"]) for r in rows if r.get("val_loss")]
     for j, name in enumerate(names):
-        logged = [float(r[f"xai/mean_abs/{name}"]) for r in rows if r.get(f"xai/mean_abs/{name}")]
-        assert logged == pytest.approx([h["importance"][j].item() for h in callback.history], rel=1e-6)
+        logged = [(int(r["step"]), float(r[f"xai/mean_abs/{name}"])) for r in rows if r.get(f"xai/mean_abs/{name}")]
+        assert [s for s, _ in logged] == [h["step"] for h in callback.history] == val_steps  # one step per epoch
+        assert [v for _, v in logged] == pytest.approx([h["importance"][j].item() for h in callback.history], rel=1e-6)
     drift = [float(r["xai/drift"]) for r in rows if r.get("xai/drift")]
     imp = [h["importance"] for h in callback.history]
     assert drift == pytest.approx(
         [((imp[e] - imp[e - 1]).abs().sum() / imp[e - 1].abs().sum()).item() for e in (1, 2)], rel=1e-5
     )
 
-    resumed = make_callback()
+    resumed = _ig_callback(probe, names)
     trainer2 = pl.Trainer(
         max_epochs=4,
         logger=CSVLogger(tmp_path / "logs"),
@@ -131,6 +99,10 @@ def test_callback_fit_writes_artifacts_and_scalars_and_resumes(tmp_path):
     for before, after in zip(callback.history, resumed.history):
         assert torch.equal(before["importance"], after["importance"]) and before["step"] == after["step"]
     assert list(resumed.to_dataframe().index) == [0, 1, 2, 3]
+    # the resumed run wrote into its own log version; the first run's records are untouched
+    assert Path(trainer2.log_dir) != Path(trainer.log_dir)
+    assert sorted(p.name for p in (Path(trainer2.log_dir) / "explanations" / "xai").glob("*.pt")) == ["epoch003.pt"]
+    assert len(list(folder.glob("*.pt"))) == 3
 
 
 class _FigureSink:
@@ -142,11 +114,12 @@ class _FigureSink:
 
 
 class _TensorBoardLike(Logger):
-    """Duck-types TensorBoardLogger: ``experiment.add_figure``."""
+    """Duck-types TensorBoardLogger (``experiment.add_figure``) and records the scalars' steps."""
 
     def __init__(self) -> None:
         super().__init__()
         self.sink = _FigureSink()
+        self.scalars: list[tuple[str, int]] = []
 
     @property
     def name(self):
@@ -161,7 +134,7 @@ class _TensorBoardLike(Logger):
         return self.sink
 
     def log_metrics(self, metrics, step=None):
-        pass
+        self.scalars += [(key, step) for key in metrics if key.startswith("xai/")]
 
     def log_hyperparams(self, params, *args, **kwargs):
         pass
@@ -177,7 +150,7 @@ class _ModeRecorder(Callback):
 
 def test_callback_on_train_epoch_end_eval_mode_fourier_shap_and_logger_figures(tmp_path):
     pl.seed_everything(1)
-    x, y = _data(binary=True)
+    x, y = data(binary=True)
     probe, background = x[:5], x[40:44]
     seen_modes: list[bool] = []
 
@@ -198,140 +171,175 @@ def test_callback_on_train_epoch_end_eval_mode_fourier_shap_and_logger_figures(t
         **QUIET,
     )
     model = Regressor()
-    trainer.fit(model, *_loaders(x, y))
+    trainer.fit(model, *loaders(x, y))
 
     assert [h["epoch"] for h in callback.history] == [1, 3]
     assert seen_modes == [False, False]  # explained in eval mode (dropout off) ...
     assert recorder.modes == [True] * 4  # ... and the train mode was restored afterwards
-    expected_calls = [(f"xai/{tag}", step) for tag in ("beeswarm", "drift") for step in (4, 8)]
+    steps = [3, 7]  # 2 steps per epoch: the last step of epochs 1 and 3, where Lightning logs epoch-end metrics
+    assert [h["step"] for h in callback.history] == steps
+    expected_calls = [(f"xai/figures/{tag}", step) for tag in ("beeswarm", "drift") for step in steps]
     assert sorted(logger.sink.calls) == sorted(expected_calls)
-    folder = tmp_path / "explanations" / "xai"  # the logger has no log_dir: files go under default_root_dir
-    assert not list(folder.glob("*.png"))  # figures went to the logger, not to files
+    scalar_keys = [f"xai/mean_abs/x{j}" for j in range(N_FEATURES)]
+    assert sorted(logger.scalars) == sorted(
+        [(k, s) for s in steps for k in scalar_keys] + [("xai/drift", steps[1])]
+    )  # scalars at the figures' steps, and no key shared by a scalar and a figure
+    # the logger has no run folder: records go to a fresh version under default_root_dir, figures not to files
+    folder = tmp_path / "explanations" / "xai" / "version_0"
+    assert not list(folder.glob("*.png"))
     record = torch.load(folder / "epoch003.pt", weights_only=True)
     model.eval()
     expected = interventional_shap(model, probe, background)  # brute force over all 64 coalitions
     torch.testing.assert_close(record["attributions"], expected, rtol=1e-4, atol=1e-5)
 
 
-def test_import_torchxplain_does_not_import_lightning():
-    code = "import sys, torchxplain, torchxplain.integrations as i; i.explain_batch; print('lightning' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr[-2000:]
+def test_callback_without_logger_keeps_every_run(tmp_path):
+    x, y = data(rows=32)
+    histories = []
+    for _ in range(2):
+        callback = _ig_callback(x[:4], None, figures=False)
+        trainer = pl.Trainer(max_epochs=1, logger=False, callbacks=[callback], default_root_dir=tmp_path, **QUIET)
+        trainer.fit(Regressor(), *loaders(x, y))
+        histories.append(callback.history[0]["importance"])
+    for version, importance in enumerate(histories):
+        record = torch.load(tmp_path / "explanations" / "xai" / f"version_{version}" / "epoch000.pt", weights_only=True)
+        torch.testing.assert_close(record["importance"], importance)
+    assert not torch.equal(histories[0], histories[1])  # two different runs, both kept
+
+
+def test_drift_figure_is_a_display_of_the_history():
+    importance = torch.tensor([[0.1, 0.5, 0.2], [0.3, 0.4, 0.0]])
+    display = plot_drift([0, 1], importance, ["a", "b", "c"], max_features=2)
+    assert isinstance(display, viz.DriftDisplay) and display.ax_.figure is display.figure_
+    lines = {line.get_label(): line.get_ydata().tolist() for line in display.ax_.lines}
+    assert lines == pytest.approx({"b": [0.5, 0.4], "a": [0.1, 0.3]})  # the two largest at the last epoch
+
+
+def test_callback_takes_numpy_and_dataframe_probes():
+    pd = pytest.importorskip("pandas")
+    x = np.random.default_rng(0).random((4, 3))
+    frame = pd.DataFrame(x, columns=["age", "bmi (kg/m2)", "sex"])
+    callback = ExplanationCallback(lambda m: None, frame)
+    assert callback.feature_names == ["age", "bmi (kg/m2)", "sex"]
+    assert callback.scalar_keys == ["xai/mean_abs/age", "xai/mean_abs/bmi _kg_m2_", "xai/mean_abs/sex"]
+    assert torch.equal(callback.probe, torch.from_numpy(x))
+    assert torch.equal(ExplanationCallback(lambda m: None, x).probe, torch.from_numpy(x))
+    ints = ExplanationCallback(lambda m: None, [[0, 1], [1, 0]]).probe
+    assert ints.dtype == torch.get_default_dtype() and ints.tolist() == [[0.0, 1.0], [1.0, 0.0]]
 
 
 def test_callback_rejects_bad_arguments():
+    pd = pytest.importorskip("pandas")
+    probe = torch.zeros(2, 3)
     with pytest.raises(ValueError, match="on must be"):
-        ExplanationCallback(lambda m: None, torch.zeros(2, 3), on="test")
+        ExplanationCallback(lambda m: None, probe, on="test")
     with pytest.raises(ValueError, match="probe"):
         ExplanationCallback(lambda m: None, torch.zeros(3))
+    with pytest.raises(ValueError, match="probe must be a non-empty"):
+        ExplanationCallback(lambda m: None, torch.zeros(0, 3))
+    with pytest.raises(ValueError, match=r"probe rows \[1, 3\] hold NaN"):
+        ExplanationCallback(lambda m: None, torch.tensor([[0.0], [float("nan")], [1.0], [float("inf")]]))
+    with pytest.raises(TypeError, match="probe column 'c'"):
+        ExplanationCallback(lambda m: None, pd.DataFrame({"a": [1.0], "c": ["x"]}))
     with pytest.raises(ValueError, match="every_n_epochs"):
-        ExplanationCallback(lambda m: None, torch.zeros(2, 3), every_n_epochs=0)
+        ExplanationCallback(lambda m: None, probe, every_n_epochs=0)
+    with pytest.raises(ValueError, match="every_n_epochs"):
+        ExplanationCallback(lambda m: None, probe, every_n_epochs=True)
+    with pytest.raises(ValueError, match="max_plot_features"):
+        ExplanationCallback(lambda m: None, probe, max_plot_features=0)
     with pytest.raises(TypeError, match="explainer_factory"):
-        ExplanationCallback("ig", torch.zeros(2, 3))
+        ExplanationCallback("ig", probe)
+    with pytest.raises(ValueError, match="2 feature_names for a probe with 3"):
+        ExplanationCallback(lambda m: None, probe, feature_names=["a", "b"])
+    with pytest.raises(TypeError, match="feature_names must be a sequence of strings"):
+        ExplanationCallback(lambda m: None, probe, feature_names="abc")
+    with pytest.raises(ValueError, match="same logging key 'xai/mean_abs/a_b'"):
+        ExplanationCallback(lambda m: None, probe, feature_names=["a/b", "a b", "a(b"])
+    with pytest.raises(ValueError, match="differ from those seen"):
+        ExplanationCallback(lambda m: None, pd.DataFrame(probe.numpy(), columns=list("abc")), feature_names=list("abd"))
+    with pytest.raises(ValueError, match="prefix"):
+        ExplanationCallback(lambda m: None, probe, prefix="/xai")
+    with pytest.raises(TypeError, match="attribute_kwargs"):
+        ExplanationCallback(lambda m: None, probe, attribute_kwargs=[("target", 0)])
+    with pytest.raises(TypeError, match="figures"):
+        ExplanationCallback(lambda m: None, probe, figures="yes")
 
 
-def test_predict_under_default_inference_mode_with_gradient_explainer(tmp_path):
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(N_FEATURES, 8), nn.BatchNorm1d(8), nn.Tanh(), nn.Linear(8, 1)).eval()
-    forward = lambda x: model(x).squeeze(-1)  # noqa: E731
-    x = torch.randn(50, N_FEATURES)
-    ig = IntegratedGradients(forward)
-    with torch.inference_mode(), pytest.raises(RuntimeError):
-        ig.attribute(x.clone(), n_steps=8)  # the trap: IG needs grad, inference mode forbids it
+def test_callback_reports_nan_attributions_with_their_rows(tmp_path):
+    x, y = data(rows=32)
+    probe = x[:6].clone()
+    probe[[1, 4], 0] = 50.0  # the model below is NaN there
 
-    module = ExplainModule(ig, n_features=N_FEATURES, attribute_kwargs={"n_steps": 8})
-    trainer = pl.Trainer(logger=False, callbacks=[ExplanationWriter(tmp_path / "out")], inference_mode=True, **QUIET)
-    predictions = trainer.predict(module, DataLoader(TensorDataset(x), batch_size=16))
-    got = torch.cat([p["attributions"] for p in predictions])
-    expected = IntegratedGradients(forward).attribute(x, n_steps=8).detach()
-    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
-    merged = merge_shards(tmp_path / "out", expected_rows=50)
-    torch.testing.assert_close(merged["attributions"], expected, rtol=1e-5, atol=1e-6)
-    importance = torch.load(tmp_path / "out" / "importance.pt", weights_only=True)
-    assert importance["rows"] == 50
-    torch.testing.assert_close(importance["mean_abs"], expected.abs().mean(0).double(), rtol=1e-5, atol=1e-7)
-    with pytest.raises(FileExistsError):  # a second run into the same folder would mix shards
-        pl.Trainer(logger=False, callbacks=[ExplanationWriter(tmp_path / "out")], **QUIET).predict(
-            module, DataLoader(TensorDataset(x), batch_size=16)
-        )
+    class Fragile(Regressor):
+        def forward(self, z):
+            return super().forward(z) + torch.sqrt(2.0 - z[:, 0])  # finite on the data (x in [0, 1])
+
+    callback = _ig_callback(probe, None, figures=False)
+    trainer = pl.Trainer(max_epochs=1, logger=False, callbacks=[callback], default_root_dir=tmp_path, **QUIET)
+    with pytest.raises(ValueError, match=r"epoch 0: .*NaN or infinite attributions for probe rows \[1, 4\]"):
+        trainer.fit(Fragile(), *loaders(x, y))
 
 
-def test_explain_batch_and_merge_shards_contracts(tmp_path):
-    spec = FourierSpectrum(torch.eye(3, dtype=torch.bool), torch.tensor([1.0, -2.0, 0.5]))
-    explainer = FourierShap.from_spectrum(spec, torch.zeros(1, 3))
-    x = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
-    out = explain_batch(explainer, {"inputs": x, "index": torch.tensor([7, 3])})
-    # additive spectrum, zero baseline: phi_i = a_i ((1 - 2 x_i) - 1) = -2 a_i x_i
-    torch.testing.assert_close(out["attributions"], -2 * x * torch.tensor([1.0, -2.0, 0.5]))
-    assert out["index"].tolist() == [7, 3]
-    assert torch.equal(explain_batch(explainer, (x, torch.zeros(2)))["attributions"], out["attributions"])
-    with pytest.raises(KeyError):
-        explain_batch(explainer, {"x": x})
-    with pytest.raises(TypeError):
-        explain_batch(explainer, [x.tolist()])
-    with pytest.raises(ValueError, match="index"):
-        explain_batch(explainer, {"inputs": x, "index": torch.tensor([1])})
+def test_pytorch_lightning_trainer_accepts_the_callback_the_writer_and_the_module(tmp_path):
+    legacy = pytest.importorskip("pytorch_lightning")
+    from torchxplain.integrations.batch import merge_shards
+    from torchxplain.integrations.lightning import ExplanationWriter, explain_module_class
 
-    torch.save(
-        {"index": torch.tensor([2, 0]), "attributions": torch.ones(2, 3)}, tmp_path / "shard-rank00000-part00000.pt"
+    x, y = data(rows=32)
+    callback = _ig_callback(x[:4], None)
+    assert isinstance(callback, legacy.Callback) and isinstance(callback, pl.Callback)
+    model = regressor_class(legacy)()
+    trainer = legacy.Trainer(
+        max_epochs=2, logger=legacy.loggers.CSVLogger(tmp_path), callbacks=[callback], limit_train_batches=2, **QUIET
     )
-    torch.save(
-        {"index": torch.tensor([1, 2]), "attributions": torch.zeros(2, 3)}, tmp_path / "shard-rank00001-part00000.pt"
+    trainer.fit(model, *loaders(x, y))
+    assert [h["step"] for h in callback.history] == [1, 3]
+    with open(Path(trainer.log_dir) / "metrics.csv") as handle:
+        rows = [r for r in csv.DictReader(handle) if r.get("xai/mean_abs/x0")]
+    assert [int(r["step"]) for r in rows] == [1, 3]
+    assert is_png((Path(trainer.log_dir) / "explanations" / "xai" / "epoch001_drift.png").read_bytes())
+
+    module = explain_module_class("pytorch_lightning")(IntegratedGradients(model.eval()), n_features=N_FEATURES)
+    assert isinstance(module, legacy.LightningModule) and not isinstance(module, pl.LightningModule)
+    assert explain_module_class("lightning.pytorch") is explain_module_class()
+    legacy.Trainer(logger=False, callbacks=[ExplanationWriter(tmp_path / "shards")], **QUIET).predict(
+        module, torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x), batch_size=8), return_predictions=False
     )
-    with pytest.raises(ValueError, match="more than once"):
-        merge_shards(tmp_path)
-    torch.save(
-        {"index": torch.tensor([1, 4]), "attributions": torch.zeros(2, 3)}, tmp_path / "shard-rank00001-part00000.pt"
-    )
-    with pytest.raises(ValueError, match=r"missing \[3\]"):
-        merge_shards(tmp_path, expected_rows=5)
-    assert merge_shards(tmp_path)["index"].tolist() == [0, 1, 2, 4]
+    merged = merge_shards(tmp_path / "shards", expected_rows=32)  # the writer got the rows' indices from the loop
+    torch.testing.assert_close(merged["attributions"], IntegratedGradients(model).attribute(x).detach())
+    with pytest.raises(ValueError, match="package must be one of"):
+        explain_module_class("lightning")
 
 
-@pytest.mark.distributed
-def test_ddp_predict_two_processes_equals_single_process(tmp_path):
-    gen = torch.Generator().manual_seed(3)
-    n = 10
-    freq = torch.rand(40, n, generator=gen) < 0.25
-    spec = FourierSpectrum(freq, torch.randn(40, generator=gen, dtype=torch.float64)).coalesce()
-    background = (torch.rand(16, n, generator=gen) < 0.5).double()
-    rows = (torch.rand(1001, n, generator=gen) < 0.5).double()
-    explainer = FourierShap.from_spectrum(spec, background)
-    explainer.save(tmp_path / "explainer.pt")
-    torch.save(rows, tmp_path / "rows.pt")
+def test_import_torchxplain_imports_no_lightning_and_a_pytorch_lightning_only_install_runs_the_callback(tmp_path):
+    """One subprocess (each costs seconds of imports): ``import torchxplain`` loads neither Lightning package; then,
+    with ``lightning`` made unimportable, the integration falls back to ``pytorch_lightning`` and a fit runs."""
+    pytest.importorskip("pytorch_lightning")
+    script = textwrap.dedent(
+        f"""
+        import sys
+        import torchxplain, torchxplain.integrations as integrations
+        integrations.explain_batch
+        print("LOADED", sorted(m for m in ("lightning", "pytorch_lightning") if m in sys.modules))
+        sys.modules["lightning"] = None  # from here on, as if only pytorch-lightning were installed
+        import pytorch_lightning as legacy, torch
+        from captum.attr import IntegratedGradients
+        from torchxplain.integrations.lightning import ExplanationCallback, ExplainModule, _compat
+        from tests.integration._lightning_setup import QUIET, data, loaders, regressor_class
 
-    script = Path(__file__).with_name("ddp_explain.py")
-    env = dict(os.environ, TORCHXPLAIN_PROGRESS="0", PYTHONWARNINGS="ignore")
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[2]), env.get("PYTHONPATH", "")])
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(script),
-            str(tmp_path / "explainer.pt"),
-            str(tmp_path / "rows.pt"),
-            str(tmp_path / "ddp"),
-            "2",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
+        assert list(_compat.PACKAGES) == ["pytorch_lightning"] and issubclass(ExplainModule, legacy.LightningModule)
+        x, y = data(rows=32)
+        callback = ExplanationCallback(lambda m: IntegratedGradients(m), x[:4], figures=False)
+        trainer = legacy.Trainer(max_epochs=2, logger=False, callbacks=[callback], default_root_dir={str(tmp_path)!r},
+                                 limit_train_batches=2, **QUIET)
+        trainer.fit(regressor_class(legacy)(), *loaders(x, y))
+        print("EPOCHS", [h["epoch"] for h in callback.history], "lightning" in sys.modules and sys.modules["lightning"])
+        """
     )
+    env = dict(os.environ, TORCHXPLAIN_PROGRESS="0", PYTHONWARNINGS="ignore", MPLBACKEND="Agg")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
-
-    shards = sorted((tmp_path / "ddp").glob("shard-*.pt"))
-    assert [p.name for p in shards] == ["shard-rank00000-part00000.pt", "shard-rank00001-part00000.pt"]
-    sizes = [torch.load(p, weights_only=True)["index"].numel() for p in shards]
-    assert sorted(sizes) == [500, 501]
-    ddp = merge_shards(tmp_path / "ddp", expected_rows=1001)  # raises on any duplicate or lost row
-
-    from tests.integration.ddp_explain import run
-
-    run(str(tmp_path / "explainer.pt"), str(tmp_path / "rows.pt"), str(tmp_path / "single"), 1)
-    single = merge_shards(tmp_path / "single", expected_rows=1001)
-    assert torch.equal(ddp["attributions"], single["attributions"])
-    torch.testing.assert_close(ddp["attributions"], explainer.attribute(rows), rtol=1e-12, atol=1e-12)
-
-    importance = torch.load(tmp_path / "ddp" / "importance.pt", weights_only=True)
-    assert importance["rows"] == 1001  # summed across both ranks
-    torch.testing.assert_close(importance["mean_abs"], single["attributions"].abs().mean(0), rtol=1e-12, atol=0)
+    assert "LOADED []" in done.stdout
+    assert "EPOCHS [0, 1] None" in done.stdout
+    assert (tmp_path / "explanations" / "xai" / "version_0" / "epoch001.pt").exists()

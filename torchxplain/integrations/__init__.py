@@ -1,7 +1,8 @@
 """Integrations with Lightning and Captum. Names load lazily: ``import torchxplain`` never imports Lightning.
 
-* :mod:`torchxplain.integrations.lightning` (needs the ``lightning`` extra): ``ExplanationCallback``,
-  ``ExplainModule``, ``ExplanationWriter``, ``MeanAbsAttribution``, ``plot_drift``.
+* :mod:`torchxplain.integrations.lightning` (needs the ``lightning`` extra, or ``pytorch_lightning``):
+  ``ExplanationCallback``, ``ExplainModule``, ``ExplanationWriter``, ``MeanAbsAttribution``, ``plot_drift``,
+  ``explain_module_class``.
 * :mod:`torchxplain.integrations.batch`: ``explain_batch``, ``merge_shards`` (pure torch; Ray Data, torchrun).
 * :mod:`torchxplain.integrations.captum`: ``expand_to_inputs``, ``background_averaged``.
 """
@@ -17,6 +18,7 @@ _LAZY = {
     "ExplanationWriter": "lightning",
     "MeanAbsAttribution": "lightning",
     "plot_drift": "lightning",
+    "explain_module_class": "lightning",
     "explain_batch": "batch",
     "merge_shards": "batch",
     "expand_to_inputs": "captum",

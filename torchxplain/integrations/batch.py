@@ -1,20 +1,32 @@
 """Engine-agnostic pieces of "explain a whole dataset": one batch in, a dict of tensors out; shards merged by index.
 
 Nothing here imports Lightning, so the same functions serve a Lightning ``predict_step``, a plain
-``torchrun`` loop or a Ray Data ``map_batches`` callable (see :mod:`torchxplain.integrations.lightning`).
+``torchrun`` loop or a Ray Data ``map_batches`` callable (the recipe is in ``docs/ray.md``).
 """
 
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 from collections.abc import Mapping
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
+
+from torchxplain._core.inputs import to_tensor
 
 SHARD_PATTERN = "shard-rank*-part*.pt"
+
+
+def _device(explainer: Any) -> torch.device | None:
+    """The device of the explainer's (or its model's) first parameter or buffer, if it has any."""
+    for owner in (explainer, getattr(explainer, "forward_func", None)):
+        if isinstance(owner, nn.Module):
+            for tensor in itertools.chain(owner.parameters(), owner.buffers()):
+                return tensor.device
+    return None
 
 
 def explain_batch(explainer: Any, batch: Any, **attribute_kwargs: Any) -> dict[str, Tensor]:
@@ -22,8 +34,10 @@ def explain_batch(explainer: Any, batch: Any, **attribute_kwargs: Any) -> dict[s
 
     Args:
         explainer: any Captum ``Attribution`` (a torchxplain explainer, ``IntegratedGradients``, ...).
-        batch: a tensor ``(B, ...)``; a tuple/list whose first item is the inputs (labels etc. are ignored); or a
-            mapping with ``"inputs"`` and optionally ``"index"`` (``(B,)`` integer row ids).
+        batch: the inputs ``(B, ...)`` (a tensor, numpy array, nested list or DataFrame; non-tensors are placed
+            on the explainer's device); a tuple/list whose first item is the inputs (labels etc. are ignored); or
+            a mapping with ``"inputs"`` and optionally ``"index"`` (``(B,)`` integer row ids), e.g. a Ray Data
+            batch of numpy arrays.
         **attribute_kwargs: passed to ``explainer.attribute`` (e.g. ``target``, ``n_steps``).
 
     Returns:
@@ -40,8 +54,7 @@ def explain_batch(explainer: Any, batch: Any, **attribute_kwargs: Any) -> dict[s
         inputs = batch[0]
     else:
         inputs = batch
-    if not isinstance(inputs, Tensor):
-        raise TypeError(f"batch inputs must be a torch.Tensor, got {type(inputs).__name__}")
+    inputs = to_tensor(inputs, "batch inputs", device=_device(explainer)).tensor
     if inputs.ndim < 1:
         raise ValueError("batch inputs must have a batch dimension (dim 0)")
     with torch.inference_mode(False), torch.enable_grad():

@@ -25,20 +25,20 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from torchxplain._core import check_finite, check_matrix, chunk_bounds, rows_per_chunk
+from torchxplain._core import check_finite, check_matrix, chunk_bounds, parse_memory, rows_per_chunk, settings
+from torchxplain._core.inputs import to_tensor
 
 DEFAULT_SENTINEL = -1.0e9
 
 
-def expand_to_inputs(
-    importance: Tensor | tuple[Tensor, ...], inputs: Tensor | tuple[Tensor, ...]
-) -> Tensor | tuple[Tensor, ...]:
+def expand_to_inputs(importance: Any, inputs: Any) -> Tensor | tuple[Tensor, ...]:
     """Broadcast global importances to the inputs' shape (each row gets the same values).
 
     Args:
         importance: ``(n,)`` (or ``inputs.shape[1:]``) per-feature importances, or already input-shaped
-            ``(N, ...)``; a tuple of such tensors for tuple inputs.
-        inputs: ``(N, ...)`` tensor or tuple of tensors.
+            ``(N, ...)``; a tuple of such for tuple inputs. Tensors, numpy arrays, lists or pandas objects
+            (non-tensors are placed on the inputs' device).
+        inputs: ``(N, ...)`` tensor or tuple of tensors (numpy arrays, lists and DataFrames are converted).
 
     Returns:
         Contiguous tensor(s) with the inputs' shapes, in the importances' dtype, with the inputs' structure.
@@ -53,8 +53,11 @@ def expand_to_inputs(
         )
     out = []
     for imp, x in zip(importance_t, inputs_t):
-        if not isinstance(imp, Tensor) or not imp.is_floating_point():
-            raise TypeError(f"importance must be floating tensors, got {getattr(imp, 'dtype', type(imp).__name__)}")
+        x = to_tensor(x, "inputs").tensor
+        if not isinstance(imp, Tensor):
+            imp = to_tensor(imp, "importance", device=x.device).tensor
+        if not imp.is_floating_point():
+            raise TypeError(f"importance must be floating, got {imp.dtype}")
         if imp.device != x.device:
             raise ValueError(f"importance is on {imp.device} but inputs on {x.device}")
         if imp.shape == x.shape:
@@ -74,44 +77,61 @@ class BackgroundAveraged:
 
     Args:
         forward_func: the model, ``(M, n) -> (M,)`` or ``(M, C)``.
-        background: ``(B, n)`` background rows.
-        sentinel: the value marking an absent feature (must not occur in real inputs).
-        max_memory: budget for the ``(P * B, n)`` expanded batch (bytes or e.g. ``"1GB"``).
+        background: ``(B, n)`` background rows (tensor, numpy array, list or DataFrame).
+        sentinel: the value marking an absent feature (a finite number that real inputs never take).
+        max_memory: budget for the ``(P * B, n)`` expanded batch (bytes or e.g. ``"1GB"``; ``None``:
+            ``tx.settings.max_memory`` at call time).
     """
+
+    background: Tensor
 
     def __init__(
         self,
         forward_func: Callable[..., Tensor],
-        background: Tensor,
+        background: Any,
         sentinel: float = DEFAULT_SENTINEL,
         max_memory: int | str | None = None,
     ) -> None:
         if not callable(forward_func):
             raise TypeError(f"forward_func must be callable, got {type(forward_func).__name__}")
+        if isinstance(sentinel, bool) or not isinstance(sentinel, (int, float)):
+            raise TypeError(f"sentinel must be a real number, got {type(sentinel).__name__} {sentinel!r}")
+        background = to_tensor(background, "background", ndim=2).tensor
         check_matrix(background, "background")
         check_finite(background, "background")
-        if not torch.isfinite(torch.tensor(sentinel, dtype=background.dtype)):
-            raise ValueError(f"sentinel {sentinel} is not finite in {background.dtype}")
+        dtype = background.dtype if background.is_floating_point() else torch.get_default_dtype()
+        if not torch.isfinite(torch.tensor(sentinel, dtype=dtype)):
+            raise ValueError(f"sentinel {sentinel} is not finite in {dtype}; pick a smaller value")
         if bool((background == sentinel).any()):
             raise ValueError(f"the background contains the sentinel value {sentinel}; pick another sentinel")
+        if max_memory is not None:
+            parse_memory(max_memory)  # refuse a bad budget here, not at Captum's first call
         self.forward_func = forward_func
         self.background = background
         self.sentinel = float(sentinel)
         self.max_memory = max_memory
 
-    def baselines(self, inputs: Tensor) -> Tensor:
+    def baselines(self, inputs: Any) -> Tensor:
         """The ``baselines`` to pass to Captum: ``inputs``-shaped, filled with the sentinel."""
-        return torch.full_like(inputs, self.sentinel)
+        return torch.full_like(to_tensor(inputs, "inputs").tensor, self.sentinel)
 
-    def __call__(self, inputs: Tensor, *additional_forward_args: Any) -> Tensor:
+    def __call__(self, inputs: Any, *additional_forward_args: Any) -> Tensor:
         """Evaluate ``g`` on ``(P, n)`` rows (sentinel = absent); returns ``(P,)`` or ``(P, C)``.
 
         Tensor ``additional_forward_args`` with ``P`` rows are repeated once per background row.
+
+        Raises:
+            ValueError: the model returned NaN or infinity; the message names the input and background rows.
         """
+        inputs = to_tensor(inputs, "inputs", device=self.background.device).tensor
         check_matrix(inputs, "inputs", self.background.shape[1], allow_empty=True)
+        with settings.using(max_memory=self.max_memory):
+            return self._average(inputs, additional_forward_args)
+
+    def _average(self, inputs: Tensor, additional_forward_args: tuple[Any, ...]) -> Tensor:
         bg = self.background.to(device=inputs.device, dtype=inputs.dtype)
         n_bg = bg.shape[0]
-        step = rows_per_chunk(n_bg * inputs.shape[1] * inputs.element_size() * 3, inputs.shape[0], self.max_memory)
+        step = rows_per_chunk(n_bg * inputs.shape[1] * inputs.element_size() * 3, inputs.shape[0])
         out = []
         for start, stop in chunk_bounds(inputs.shape[0], step):
             z = inputs[start:stop]
@@ -123,15 +143,31 @@ class BackgroundAveraged:
                 for a in additional_forward_args
             )
             y = self.forward_func(filled.reshape(-1, z.shape[1]), *extra)
-            out.append(y.reshape(stop - start, n_bg, *y.shape[1:]).mean(1))
+            y = y.reshape(stop - start, n_bg, *y.shape[1:])
+            if settings.validation.checks_values():
+                _check_model_rows(y, start)
+            out.append(y.mean(1))
         if not out:
             return inputs.new_zeros(0)
         return torch.cat(out)
 
 
+def _check_model_rows(y: Tensor, offset: int) -> None:
+    """Raise on NaN/inf in ``(p, B, ...)`` model outputs, naming the first input row and background row."""
+    bad = ~torch.isfinite(y.reshape(y.shape[0], y.shape[1], -1)).all(-1)
+    if bool(bad.any()):
+        row, b = (int(i) for i in bad.nonzero()[0])
+        rows = (bad.any(1).nonzero().flatten() + offset).tolist()
+        raise ValueError(
+            f"forward_func returned NaN or infinite values for input rows {rows[:10]}"
+            f"{' ...' if len(rows) > 10 else ''} (first: input row {row + offset} filled from background row {b}); "
+            "the average over the background would be NaN. Check the model on those rows"
+        )
+
+
 def background_averaged(
     forward_func: Callable[..., Tensor],
-    background: Tensor,
+    background: Any,
     sentinel: float = DEFAULT_SENTINEL,
     max_memory: int | str | None = None,
 ) -> BackgroundAveraged:
@@ -142,9 +178,15 @@ def background_averaged(
 
     Args:
         forward_func: the model, ``(M, n) -> (M,)`` or ``(M, C)`` (``target`` picks a column in Captum).
-        background: ``(B, n)`` background rows (the interventional reference distribution).
+        background: ``(B, n)`` background rows (the interventional reference distribution); a tensor, numpy
+            array, list or DataFrame.
         sentinel: marks absent features; any finite value that real inputs never take (default ``-1e9``).
-        max_memory: memory budget of the expanded batch.
+        max_memory: memory budget of the expanded batch (``None``: ``tx.settings.max_memory``).
+
+    Raises:
+        TypeError: ``forward_func`` not callable, a non-numeric background or sentinel.
+        ValueError: a background that is not ``(B, n)``, holds NaN/inf or the sentinel; an infinite sentinel;
+            a budget under 1 MiB. Calls raise when the model returns NaN/inf (naming the rows).
 
     Returns:
         A :class:`BackgroundAveraged` callable.
