@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.robustness import cases_core, cases_fourier  # noqa: F401  (they register their cases)
+from tests.robustness import cases_core, cases_fourier, cases_integrations  # noqa: F401  (they register their cases)
 from tests.robustness.harness import CASES, EXEMPT
 
 SUBPACKAGES = (
