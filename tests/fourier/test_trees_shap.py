@@ -193,8 +193,9 @@ def test_from_trees_bad_input() -> None:
     x, y = binary_data(13)
     model = fit("rf_clf", 3, x, y)
     background = torch.from_numpy(x[:20])
-    with pytest.raises(ValueError, match="pass target="):
-        FourierShap.from_trees(model, background)
+    default = FourierShap.from_trees(model, background)  # a binary classifier explains class 1 by default
+    positive = FourierShap.from_trees(model, background, target=1)
+    torch.testing.assert_close(default.attribute(background[:3]), positive.attribute(background[:3]))
     with pytest.raises(ValueError, match="background has 12 features, but RandomForestClassifier .* expects 13"):
         FourierShap.from_trees(model, background[:, :12], target=1)
     explainer = FourierShap.from_trees(model, background, target=1)

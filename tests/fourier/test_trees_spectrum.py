@@ -1,4 +1,5 @@
-"""Exact tree spectra: the spectrum evaluates to the model's own output (scikit-learn, XGBoost, LightGBM)."""
+"""Exact tree spectra: the spectrum evaluates to the model's own output (scikit-learn, XGBoost, LightGBM,
+HistGradientBoosting, CatBoost)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import torch
 from sklearn.linear_model import LinearRegression
 
 from tests.fourier.tree_cases import (
+    EXTRA_KINDS,
     MODEL_KINDS,
-    PROBA_KINDS,
     binary_data,
     breast_cancer,
     diabetes,
@@ -48,45 +49,48 @@ def _check_xgb_trees(model, x: np.ndarray, spectrum_out: np.ndarray, target: int
     np.testing.assert_allclose(spectrum_out, margin, atol=2e-6 * max(1.0, np.abs(margin).max()), rtol=0)
 
 
-@pytest.mark.parametrize("kind", MODEL_KINDS)
+@pytest.mark.parametrize("kind", MODEL_KINDS + EXTRA_KINDS)
 @pytest.mark.parametrize("n,depth", [(13, 1), (13, 4), (40, 6), (80, 8)])
 def test_binary_spectrum_is_the_model(kind: str, n: int, depth: int) -> None:
+    """Binary classifiers need no target: the positive class (probability, or log-odds for boosting)."""
     x, y = binary_data(n, rows=300, seed=n + depth)
     model = fit(kind, depth, x, y)
-    target = 1 if kind in PROBA_KINDS else None
-    spec = tree_spectrum(model, target)
+    spec = tree_spectrum(model)
     assert spec.n_features == n and spec.degree <= depth
     out = spec.evaluate(torch.from_numpy(x)).numpy()
     if kind.startswith("xgb"):
         _check_xgb_trees(model, x, out)
         return
-    ref = model_output(model, kind, x, target)
+    ref = model_output(model, kind, x)
     np.testing.assert_allclose(out, ref, atol=TOL * max(1.0, float(np.abs(ref).max())), rtol=0)
 
 
-@pytest.mark.parametrize("kind", MODEL_KINDS)
+@pytest.mark.parametrize("kind", MODEL_KINDS + EXTRA_KINDS)
 @pytest.mark.parametrize("data", ["diabetes", "breast_cancer"])
 def test_continuous_spectrum_is_the_model(kind: str, data: str) -> None:
+    """Continuous inputs need no encoding argument: the spectrum lives on TreeEncoding.from_model(model)."""
     x, y = diabetes() if data == "diabetes" else breast_cancer()
     model = fit(kind, 4, x, y)
-    target = 1 if kind in PROBA_KINDS else None
-    encoding = TreeEncoding.from_model(model, target)
+    encoding = TreeEncoding.from_model(model)
     assert bool((encoding.groups < x.shape[1]).all())
-    spec = tree_spectrum(model, target, encoding=encoding)
+    spec = tree_spectrum(model)
     assert spec.n_features == encoding.n_binary
+    assert len(tree_spectrum(model, encoding=encoding)) == len(spec)
     out = spec.evaluate(encoding.transform(torch.from_numpy(x))).numpy()
     if kind.startswith("xgb"):
         _check_xgb_trees(model, x, out)
         return
-    ref = model_output(model, kind, x, target)
+    ref = model_output(model, kind, x)
     np.testing.assert_allclose(out, ref, atol=TOL * max(1.0, float(np.abs(ref).max())), rtol=0)
 
 
-@pytest.mark.parametrize("kind", ["rf_clf", "gbm_clf", "xgb_clf", "lgb_clf"])
+@pytest.mark.parametrize("kind", ["rf_clf", "gbm_clf", "xgb_clf", "lgb_clf", "hgb_clf", "cat_clf"])
 def test_multiclass_targets(kind: str) -> None:
     x, y = binary_data(13, rows=300, seed=3, classes=3)
     model = fit(kind, 3, x, y)
-    with pytest.raises(ValueError, match="target"):
+    if kind == "cat_clf":
+        model = make_model(kind, 3).set_params(loss_function="MultiClass").fit(x, y)
+    with pytest.raises(ValueError, match=r"3 outputs .*pass target=<index in 0..2>"):
         tree_spectrum(model)
     for target in range(3):
         out = tree_spectrum(model, target).evaluate(torch.from_numpy(x)).numpy()
@@ -97,7 +101,7 @@ def test_multiclass_targets(kind: str) -> None:
             np.testing.assert_allclose(out, ref, atol=TOL * max(1.0, float(np.abs(ref).max())), rtol=0)
 
 
-@pytest.mark.parametrize("kind", ["tree_reg", "rf_reg", "xgb_reg", "lgb_reg"])
+@pytest.mark.parametrize("kind", ["tree_reg", "rf_reg", "xgb_reg", "lgb_reg", "hgb_reg", "cat_reg"])
 def test_missing_values_follow_the_model(kind: str) -> None:
     x, y = diabetes()
     x = x.copy()
@@ -105,6 +109,7 @@ def test_missing_values_follow_the_model(kind: str) -> None:
     x[rng.random(x.shape) < 0.15] = np.nan
     model = fit(kind, 4, x, y)
     encoding = TreeEncoding.from_model(model)
+    assert bool(encoding.nan_right.any()) or kind == "cat_reg"  # CatBoost's default nan_mode='Min' goes left
     out = tree_spectrum(model, encoding=encoding).evaluate(encoding.transform(torch.from_numpy(x))).numpy()
     if kind == "xgb_reg":
         _check_xgb_trees(model, x, out)
@@ -196,8 +201,9 @@ def test_float32_and_memory_budget() -> None:
     model = fit("gbm_reg", 5, x, y)
     exact = tree_spectrum(model)
     with tiny_memory_budget(4096):
-        small = tree_spectrum(model)  # merges duplicates many times on the way
-    assert len(small) == len(exact)
+        small, families = tree_spectrum(model, return_families=True)  # merges duplicates many times on the way
+    assert len(small) == len(exact) and families.family.shape == (len(small),)
+    assert torch.equal(small.frequencies, exact.frequencies)
     xt = torch.from_numpy(x)
     np.testing.assert_allclose(small.evaluate(xt).numpy(), exact.evaluate(xt).numpy(), atol=1e-12, rtol=0)
     f32 = tree_spectrum(model, dtype=torch.float32)
@@ -208,7 +214,8 @@ def test_float32_and_memory_budget() -> None:
 # --- bad input -----------------------------------------------------------------------------------------
 def test_unsupported_model_names_type_and_supported_list() -> None:
     model = LinearRegression().fit(np.eye(3), np.arange(3.0))
-    with pytest.raises(TypeError, match=r"LinearRegression.*supported: sklearn DecisionTree.*xgboost.*lightgbm"):
+    pattern = r"LinearRegression.*supported: sklearn DecisionTree.*HistGradient.*xgboost.*lightgbm.*catboost"
+    with pytest.raises(TypeError, match=pattern + r".*tx.FourierShap\(forward_func, background\)"):
         tree_spectrum(model)
 
 
@@ -218,22 +225,26 @@ def test_unfitted_model() -> None:
 
 
 @pytest.mark.parametrize("kind", ["rf_clf", "tree_clf"])
-def test_probability_models_need_target(kind: str) -> None:
+def test_probability_targets(kind: str) -> None:
     x, y = binary_data(13)
     model = fit(kind, 3, x, y)
-    with pytest.raises(ValueError, match=r"2 outputs; pass target="):
-        tree_spectrum(model)
+    xt = torch.from_numpy(x)
+    for target in (0, 1):
+        out = tree_spectrum(model, target=target).evaluate(xt).numpy()
+        np.testing.assert_allclose(out, model.predict_proba(x)[:, target], atol=TOL, rtol=0)
     with pytest.raises(ValueError, match="target must be in 0..1"):
         tree_spectrum(model, target=2)
     with pytest.raises(TypeError, match="target must be an int"):
         tree_spectrum(model, target=1.0)
 
 
-def test_continuous_splits_need_an_encoding() -> None:
+def test_continuous_splits_refuse_a_binary_encoding() -> None:
     x, y = diabetes()
     model = fit("rf_reg", 3, x, y)
-    with pytest.raises(ValueError, match="TreeEncoding.from_model"):
-        tree_spectrum(model)
+    with pytest.raises(ValueError, match="not a function of binary inputs; use encoding='thresholds'"):
+        tree_spectrum(model, encoding="binary")
+    with pytest.raises(ValueError, match="encoding must be one of"):
+        tree_spectrum(model, encoding="onehot")
 
 
 def test_encoding_checks() -> None:
@@ -248,8 +259,8 @@ def test_encoding_checks() -> None:
     narrow = TreeEncoding.from_model(fit("rf_reg", 3, x[:, :5], y))
     with pytest.raises(ValueError, match="encoding has 5 features"):
         tree_spectrum(model, encoding=narrow)
-    with pytest.raises(TypeError, match="encoding must be a TreeEncoding"):
-        tree_spectrum(model, encoding="thresholds")
+    with pytest.raises(ValueError, match="encoding must be one of"):
+        tree_spectrum(model, encoding=3)
 
 
 def test_binary_spectrum_rejects_non_binary_inputs() -> None:

@@ -13,10 +13,13 @@ from sklearn.ensemble import (
     ExtraTreesRegressor,
     GradientBoostingClassifier,
     GradientBoostingRegressor,
+    HistGradientBoostingClassifier,
+    HistGradientBoostingRegressor,
     RandomForestClassifier,
     RandomForestRegressor,
 )
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+from threadpoolctl import threadpool_limits
 
 
 def binary_data(n: int, rows: int = 300, seed: int = 0, classes: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -45,6 +48,8 @@ def make_model(kind: str, depth: int, seed: int = 0):
         xgb = pytest.importorskip("xgboost")
     if kind.startswith("lgb"):
         lgb = pytest.importorskip("lightgbm")
+    if kind.startswith("cat"):
+        cb = pytest.importorskip("catboost")
     return {
         "tree_reg": lambda: DecisionTreeRegressor(**common),
         "tree_clf": lambda: DecisionTreeClassifier(**common),
@@ -78,8 +83,15 @@ def make_model(kind: str, depth: int, seed: int = 0):
             verbose=-1,
             n_jobs=1,
         ),
+        "hgb_reg": lambda: HistGradientBoostingRegressor(max_iter=5, max_depth=depth, learning_rate=0.3, **_HGB),
+        "hgb_clf": lambda: HistGradientBoostingClassifier(max_iter=5, max_depth=depth, learning_rate=0.3, **_HGB),
+        "cat_reg": lambda: cb.CatBoostRegressor(iterations=5, depth=depth, random_seed=seed, **_CAT),
+        "cat_clf": lambda: cb.CatBoostClassifier(iterations=5, depth=depth, random_seed=seed, **_CAT),
     }[kind]()
 
+
+_HGB = {"min_samples_leaf": 5, "early_stopping": False, "random_state": 0}
+_CAT = {"verbose": 0, "thread_count": 1, "allow_writing_files": False}
 
 MODEL_KINDS = (
     "tree_reg",
@@ -95,16 +107,21 @@ MODEL_KINDS = (
     "lgb_reg",
     "lgb_clf",
 )
-# Models whose explained output is a probability column: they need target= (the class).
+# Histogram gradient boosting and CatBoost (not in MODEL_KINDS, which the shap comparisons iterate over).
+EXTRA_KINDS = ("hgb_reg", "hgb_clf", "cat_reg", "cat_clf")
+# Models whose explained output is a probability column (the positive class by default).
 PROBA_KINDS = ("tree_clf", "rf_clf", "et_clf")
 
 
 def model_output(model, kind: str, x: np.ndarray, target: int | None = None) -> np.ndarray:
     """The output the spectrum explains, from the library's own predict functions (float64 where offered)."""
     if kind in PROBA_KINDS:
-        return model.predict_proba(x)[:, target]
-    if kind == "gbm_clf":
+        return model.predict_proba(x)[:, 1 if target is None else target]
+    if kind in ("gbm_clf", "hgb_clf"):
         out = model.decision_function(x)
+        return out if out.ndim == 1 else out[:, target]
+    if kind.startswith("cat"):
+        out = model.predict(x, prediction_type="RawFormulaVal")
         return out if out.ndim == 1 else out[:, target]
     if kind.startswith("xgb"):
         return model.predict(x, output_margin=True).astype(np.float64)
@@ -119,7 +136,8 @@ def fit(kind: str, depth: int, x: np.ndarray, y: np.ndarray, seed: int = 0):
     model = make_model(kind, depth, seed)
     if kind.endswith("clf") and len(np.unique(y)) > 10:
         y = (y > np.median(y)).astype(int)
-    return model.fit(x, y)
+    with threadpool_limits(1):  # HistGradientBoosting's OpenMP threads crawl on a loaded machine
+        return model.fit(x, y)
 
 
 def coalition_values(predict, x: np.ndarray, background: np.ndarray) -> np.ndarray:

@@ -2,19 +2,54 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 
 @dataclass(frozen=True)
+class ObliviousBlock:
+    """Oblivious (symmetric) trees of one depth ``d``: every node of level ``j`` splits the same way.
+
+    A sample's leaf is ``Σ_j 2^j · [it goes right at level j]`` (CatBoost's leaf index), so a tree is its
+    ``2^d`` leaf values and its ``d`` splits, and its spectrum is one Walsh–Hadamard transform of the leaves.
+    Split semantics are those of :class:`TreeEnsemble`.
+
+    Attributes:
+        feature: ``(T, d)`` int64 original feature of the split at each level.
+        threshold: ``(T, d)`` float64 thresholds.
+        nan_right: ``(T, d)`` bool, where a missing value goes.
+        zero_is_missing: ``(T, d)`` bool.
+        value: ``(T, 2^d)`` float64 leaf outputs, already multiplied by the tree's weight.
+    """
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    nan_right: np.ndarray
+    zero_is_missing: np.ndarray
+    value: np.ndarray
+
+    @property
+    def depth(self) -> int:
+        """The trees' depth ``d``."""
+        return int(self.feature.shape[1])
+
+    @property
+    def n_trees(self) -> int:
+        """Number of trees ``T`` in the block."""
+        return int(self.feature.shape[0])
+
+
+@dataclass(frozen=True)
 class TreeEnsemble:
-    """All trees of an ensemble, concatenated into one flat node table (numpy, float64 values).
+    """All trees of one model output, as one flat node table plus blocks of oblivious trees (numpy, float64).
 
     Node ``i`` is a leaf when ``left[i] == -1``. At an internal node the sample goes right exactly when
     its feature value ``v = x[feature[i]]`` (first cast to ``input_dtype``) satisfies ``v > threshold[i]``
     (``v >= threshold[i]`` when ``strict``, i.e. the library tests ``v < threshold`` to go left); a NaN goes
     right when ``nan_right[i]``, and when ``zero_is_missing[i]`` a zero goes the way of a NaN.
+
+    The ensemble's output is ``offset + Σ_trees tree(x)``: exactly the model output named by :attr:`output`.
 
     Attributes:
         left, right: ``(N,)`` int64 global child indices, ``-1`` at leaves.
@@ -23,13 +58,18 @@ class TreeEnsemble:
         nan_right: ``(N,)`` bool, where a missing value goes.
         zero_is_missing: ``(N,)`` bool, whether zero is treated as missing (LightGBM ``missing_type='Zero'``).
         value: ``(N,)`` float64 leaf outputs already multiplied by the tree's weight (0 at internal nodes).
-        roots: ``(T,)`` int64 root node of every tree kept for the chosen output.
+        roots: ``(T,)`` int64 root node of every tree of the node table.
         offset: the constant added to the sum of trees (base score / initial prediction), in output units.
         n_features: number of input features the model expects.
         strict: ``True`` for libraries whose split is ``x < threshold`` (XGBoost).
-        input_dtype: the dtype the library casts inputs to before comparing (float32 for scikit-learn and
-            XGBoost, float64 for LightGBM).
+        input_dtype: the dtype the library casts inputs to before comparing (float32 for scikit-learn trees,
+            XGBoost and CatBoost; float64 for LightGBM and HistGradientBoosting).
         description: a short human name of the model and output, used in messages.
+        output: which output and on which scale, e.g. ``"predict_proba[:, 1] (probability of class 1)"``.
+        target: the output index this ensemble explains (class for classifiers), ``None`` for single-output
+            regressors.
+        feature_names: the model's fit-time column names, when it recorded them.
+        oblivious: blocks of oblivious trees (CatBoost), explained by one transform per tree.
     """
 
     left: np.ndarray
@@ -45,30 +85,75 @@ class TreeEnsemble:
     strict: bool
     input_dtype: np.dtype
     description: str
+    output: str = ""
+    target: int | None = None
+    feature_names: tuple[str, ...] | None = None
+    oblivious: tuple[ObliviousBlock, ...] = field(default=())
 
     @property
     def is_leaf(self) -> np.ndarray:
-        """``(N,)`` bool mask of leaves."""
+        """``(N,)`` bool mask of leaves of the node table."""
         return self.left < 0
 
-    def goes_right(self, values: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-        """Whether feature ``values`` (broadcasting with ``nodes``) go right at internal ``nodes``."""
+    def split_table(self) -> np.ndarray:
+        """``(S, 4)`` float64 rows ``(feature, threshold, nan_right, zero_is_missing)`` of every split.
+
+        Order: the node table's internal nodes (ascending node index), then each oblivious block's ``(T, d)``
+        splits in row-major order. :func:`split_offsets` gives where each part starts.
+        """
+        internal = ~self.is_leaf
+        parts = [
+            np.stack(
+                [
+                    self.feature[internal].astype(np.float64),
+                    self.threshold[internal],
+                    self.nan_right[internal].astype(np.float64),
+                    self.zero_is_missing[internal].astype(np.float64),
+                ],
+                axis=1,
+            )
+        ]
+        for block in self.oblivious:
+            columns = (block.feature, block.threshold, block.nan_right, block.zero_is_missing)
+            parts.append(np.stack([c.reshape(-1).astype(np.float64) for c in columns], axis=1))
+        return np.concatenate(parts) if parts else np.zeros((0, 4))
+
+    def split_offsets(self) -> list[int]:
+        """Start of the node-table part and of each oblivious block in :meth:`split_table` (plus the end)."""
+        offsets = [0, int((~self.is_leaf).sum())]
+        for block in self.oblivious:
+            offsets.append(offsets[-1] + block.n_trees * block.depth)
+        return offsets
+
+    def goes_right(self, values: np.ndarray, splits: np.ndarray) -> np.ndarray:
+        """Whether feature ``values`` go right at rows ``splits`` of :meth:`split_table` (broadcasting)."""
+        table = self.split_table()[splits]
         v = np.asarray(values, dtype=self.input_dtype).astype(np.float64)
-        thr = self.threshold[nodes]
-        right = v >= thr if self.strict else v > thr
-        missing = np.isnan(v) | (self.zero_is_missing[nodes] & (np.abs(v) <= 1e-35))
-        return np.where(missing, self.nan_right[nodes], right)
+        right = v >= table[:, 1] if self.strict else v > table[:, 1]
+        missing = np.isnan(v) | ((table[:, 3] > 0) & (np.abs(v) <= 1e-35))
+        return np.where(missing, table[:, 2] > 0, right)
+
+    @property
+    def max_depth(self) -> int:
+        """Depth of the deepest tree (node table and oblivious blocks)."""
+        deepest = 0
+        frontier = self.roots
+        while len(frontier):
+            inner = frontier[self.left[frontier] >= 0]
+            deepest += bool(len(inner))
+            frontier = np.concatenate([self.left[inner], self.right[inner]])
+        return max([deepest, *(block.depth for block in self.oblivious)])
 
 
 def concat_trees(trees: list[dict[str, np.ndarray]], weights: list[float], **meta: object) -> TreeEnsemble:
     """Concatenate per-tree arrays (local child indices, ``-1`` at leaves) into one :class:`TreeEnsemble`.
 
     Every dict holds ``left, right, feature, threshold, nan_right, zero_is_missing, value`` for one tree
-    (``value`` is the leaf output, ignored at internal nodes); ``weights`` scales each tree's leaves.
+    (``value`` is the leaf output, ignored at internal nodes); ``weights`` scales each tree's leaves. ``meta``
+    holds the remaining :class:`TreeEnsemble` fields.
     """
-    parts: dict[str, list[np.ndarray]] = {
-        key: [] for key in ("left", "right", "feature", "threshold", "nan_right", "zero_is_missing", "value")
-    }
+    keys = ("left", "right", "feature", "threshold", "nan_right", "zero_is_missing", "value")
+    parts: dict[str, list[np.ndarray]] = {key: [] for key in keys}
     roots = []
     start = 0
     for tree, weight in zip(trees, weights):
@@ -84,30 +169,9 @@ def concat_trees(trees: list[dict[str, np.ndarray]], weights: list[float], **met
         parts["zero_is_missing"].append(np.asarray(tree["zero_is_missing"], dtype=bool) & ~leaf)
         parts["value"].append(np.where(leaf, np.asarray(tree["value"], dtype=np.float64) * weight, 0.0))
         start += len(left)
-    arrays = {key: (np.concatenate(val) if val else np.zeros(0)) for key, val in parts.items()}
-    for key in ("left", "right", "feature"):
-        arrays[key] = arrays[key].astype(np.int64)
-    for key in ("nan_right", "zero_is_missing"):
-        arrays[key] = arrays[key].astype(bool)
+    dtypes = {"left": np.int64, "right": np.int64, "feature": np.int64, "nan_right": bool, "zero_is_missing": bool}
+    arrays = {
+        key: (np.concatenate(val) if val else np.zeros(0)).astype(dtypes.get(key, np.float64))
+        for key, val in parts.items()
+    }
     return TreeEnsemble(roots=np.asarray(roots, dtype=np.int64), **arrays, **meta)  # type: ignore[arg-type]
-
-
-def check_target(target: int | None, n_outputs: int, description: str) -> int:
-    """Validate ``target`` for a model with ``n_outputs`` outputs and return the output index.
-
-    Raises:
-        ValueError: ``target`` missing for a multi-output model, or out of range.
-        TypeError: ``target`` is not an integer.
-    """
-    if target is None:
-        if n_outputs == 1:
-            return 0
-        raise ValueError(
-            f"{description} has {n_outputs} outputs; pass target=<output index in 0..{n_outputs - 1}> "
-            "to choose the one to explain"
-        )
-    if isinstance(target, bool) or not isinstance(target, (int, np.integer)):
-        raise TypeError(f"target must be an int output index, got {type(target).__name__}")
-    if not 0 <= int(target) < n_outputs:
-        raise ValueError(f"target must be in 0..{n_outputs - 1} for {description}, got {target}")
-    return int(target)

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from torchxplain.fourier.adapters.base import TreeEnsemble, check_target, concat_trees
+from torchxplain.fourier.adapters.base import TreeEnsemble, concat_trees
+from torchxplain.fourier.adapters.targets import OutputKind, choose_outputs, describe_output
 
 SUPPORTED = "lightgbm Booster, LGBMRegressor, LGBMClassifier (numerical splits, constant leaves)"
 
@@ -62,12 +63,19 @@ def _flatten(root: dict[str, Any], name: str) -> dict[str, np.ndarray]:
     }
 
 
-def parse(model: Any, target: int | None) -> TreeEnsemble:
-    """Read a LightGBM model into a :class:`TreeEnsemble` explaining the raw score
-    (``predict(raw_score=True)``); ``target`` picks the class of a multiclass model. Like ``predict``, the
-    dump stops at the best iteration when early stopping recorded one. For ``boosting_type='rf'`` the score is
-    the average over the trees, the margin behind ``predict`` (LightGBM's ``predict(raw_score=True)`` returns
-    the un-averaged sum there).
+def _names(dump: dict[str, Any]) -> tuple[str, ...] | None:
+    names = [str(c) for c in dump.get("feature_names", [])]
+    if not names or names == [f"Column_{i}" for i in range(len(names))]:  # LightGBM's names for arrays
+        return None
+    return tuple(names)
+
+
+def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
+    """Read a LightGBM model into one :class:`TreeEnsemble` per explained output, each the raw score
+    ``predict(raw_score=True)`` of one class (see :mod:`~torchxplain.fourier.adapters.targets`). Like
+    ``predict``, the dump stops at the best iteration when early stopping recorded one. For
+    ``boosting_type='rf'`` the score is the average over the trees, the margin behind ``predict`` (LightGBM's
+    ``predict(raw_score=True)`` returns the un-averaged sum there).
     """
     import lightgbm
 
@@ -78,18 +86,31 @@ def parse(model: Any, target: int | None) -> TreeEnsemble:
         model = model.booster_
     dump = model.dump_model()
     per_iteration = int(dump["num_tree_per_iteration"])
-    out = check_target(target, per_iteration, f"{name} (raw score)")
+    objective = str(dump.get("objective", "")).split(" ")[0]
+    classifier = objective in ("binary", "multiclass", "multiclassova")
+    kind: OutputKind = "margin" if classifier else "outputs"
+    n = max(per_iteration, 2) if classifier else per_iteration
+    scale = ("log-odds" if n == 2 else "softmax logit") if classifier else "output units"
     infos = dump["tree_info"]
-    chosen = [info for i, info in enumerate(infos) if i % per_iteration == out]
-    trees = [_flatten(info["tree_structure"], name) for info in chosen]
-    weight = 1.0 / max(len(chosen), 1) if dump.get("average_output", False) else 1.0
-    description = f"{name} (raw score" + (f", class {out})" if per_iteration > 1 else ")")
-    return concat_trees(
-        trees,
-        [weight] * len(trees),
-        offset=0.0,
-        n_features=int(dump["max_feature_idx"]) + 1,
-        strict=False,
-        input_dtype=np.dtype(np.float64),
-        description=description,
-    )
+    weight = 1.0 / max(len(infos) // per_iteration, 1) if dump.get("average_output", False) else 1.0
+    out = []
+    for choice in choose_outputs(target, n, kind, name):
+        sign = -1.0 if choice.negate else 1.0
+        chosen = [info for i, info in enumerate(infos) if i % per_iteration == choice.column]
+        trees = [_flatten(info["tree_structure"], name) for info in chosen]
+        output = describe_output(choice, kind, "predict(raw_score=True)", scale, n)
+        out.append(
+            concat_trees(
+                trees,
+                [sign * weight] * len(trees),
+                offset=0.0,
+                n_features=int(dump["max_feature_idx"]) + 1,
+                strict=False,
+                input_dtype=np.dtype(np.float64),
+                description=f"{name} ({output})",
+                output=output,
+                target=choice.target,
+                feature_names=_names(dump),
+            )
+        )
+    return out

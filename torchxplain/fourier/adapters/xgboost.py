@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from torchxplain.fourier.adapters.base import TreeEnsemble, check_target, concat_trees
+from torchxplain.fourier.adapters.base import TreeEnsemble, concat_trees
+from torchxplain.fourier.adapters.targets import OutputKind, choose_outputs, describe_output
 
 SUPPORTED = "xgboost Booster (gbtree), XGBRegressor, XGBClassifier, XGBRFRegressor, XGBRFClassifier"
 
@@ -54,9 +55,36 @@ def _floats32(values: list[Any]) -> np.ndarray:
     return np.asarray(values, dtype=np.float64).astype(np.float32).astype(np.float64)
 
 
-def parse(model: Any, target: int | None) -> TreeEnsemble:
-    """Read an XGBoost tree model into a :class:`TreeEnsemble` explaining the raw margin
-    (``predict(output_margin=True)``); ``target`` picks the class or target of a multi-output model.
+def _scale(objective: str) -> str:
+    if objective in _LOGIT or objective == "binary:logitraw":
+        return "log-odds"
+    if objective.startswith("multi:"):
+        return "softmax logit"
+    if objective in _LOG:
+        return "log of the mean"
+    return "output units"
+
+
+def _tree_arrays(tree: dict[str, Any], name: str) -> dict[str, np.ndarray]:
+    if int(tree["tree_param"].get("size_leaf_vector", "1")) > 1:
+        raise ValueError(f"{name} has multi-output (vector-leaf) trees, which are not supported")
+    if any(int(t) != 0 for t in tree["split_type"]):
+        raise ValueError(f"{name} has categorical splits, which are not supported; one-hot encode the feature")
+    cond = _floats32(tree["split_conditions"])
+    return {
+        "left": tree["left_children"],
+        "right": tree["right_children"],
+        "feature": tree["split_indices"],
+        "threshold": cond,
+        "nan_right": ~np.asarray(tree["default_left"], dtype=bool),
+        "zero_is_missing": np.zeros(len(cond), dtype=bool),
+        "value": cond,
+    }
+
+
+def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
+    """Read an XGBoost tree model into one :class:`TreeEnsemble` per explained output, each the raw margin
+    ``predict(output_margin=True)`` of one output (class; see :mod:`~torchxplain.fourier.adapters.targets`).
 
     A scikit-learn wrapper fitted with early stopping keeps the trees up to ``best_iteration``, as its
     ``predict`` does.
@@ -74,10 +102,12 @@ def parse(model: Any, target: int | None) -> TreeEnsemble:
         raise ValueError(f"XGBoost booster {gbm['name']!r} is not supported; only booster='gbtree' is")
     name = type(model).__name__
     params = learner["learner_model_param"]
-    n_outputs = max(int(params["num_class"]), int(params.get("num_target", 1)), 1)
-    out = check_target(target, n_outputs, f"{name} (raw margin)")
+    objective = learner["objective"]["name"]
+    n_class = int(params["num_class"])
+    binary = n_class > 1 or objective.startswith("binary:")
+    kind: OutputKind = "margin" if binary else "outputs"
+    n = max(n_class, 2) if binary else max(int(params.get("num_target", 1)), 1)
     base = [float(v) for v in params["base_score"].strip("[]").split(",")]
-    offset = _margin(learner["objective"]["name"], np.float32(base[out if len(base) > 1 else 0]).item())
     tree_model = gbm["model"]
     n_trees = len(tree_model["trees"])
     if wrapper:
@@ -86,32 +116,26 @@ def parse(model: Any, target: int | None) -> TreeEnsemble:
         except AttributeError:
             pass  # no early stopping: all trees
     tree_info = np.asarray(tree_model["tree_info"][:n_trees])
-    trees = []
-    for index in np.flatnonzero(tree_info == out):
-        tree = tree_model["trees"][int(index)]
-        if int(tree["tree_param"].get("size_leaf_vector", "1")) > 1:
-            raise ValueError(f"{name} has multi-output (vector-leaf) trees, which are not supported")
-        if any(int(t) != 0 for t in tree["split_type"]):
-            raise ValueError(f"{name} has categorical splits, which are not supported; one-hot encode")
-        cond = _floats32(tree["split_conditions"])
-        trees.append(
-            {
-                "left": tree["left_children"],
-                "right": tree["right_children"],
-                "feature": tree["split_indices"],
-                "threshold": cond,
-                "nan_right": ~np.asarray(tree["default_left"], dtype=bool),
-                "zero_is_missing": np.zeros(len(cond), dtype=bool),
-                "value": cond,
-            }
+    names = booster.feature_names
+    out = []
+    for choice in choose_outputs(target, n, kind, name):
+        sign = -1.0 if choice.negate else 1.0
+        column = choice.column
+        offset = _margin(objective, np.float32(base[column if len(base) > 1 else 0]).item())
+        trees = [_tree_arrays(tree_model["trees"][int(i)], name) for i in np.flatnonzero(tree_info == column)]
+        output = describe_output(choice, kind, "predict(output_margin=True)", _scale(objective), n)
+        out.append(
+            concat_trees(
+                trees,
+                [sign] * len(trees),
+                offset=sign * offset,
+                n_features=int(params["num_feature"]),
+                strict=True,
+                input_dtype=np.dtype(np.float32),
+                description=f"{name} ({output})",
+                output=output,
+                target=choice.target,
+                feature_names=None if names is None else tuple(str(c) for c in names),
+            )
         )
-    description = f"{name} (raw margin" + (f", output {out})" if n_outputs > 1 else ")")
-    return concat_trees(
-        trees,
-        [1.0] * len(trees),
-        offset=offset,
-        n_features=int(params["num_feature"]),
-        strict=True,
-        input_dtype=np.dtype(np.float32),
-        description=description,
-    )
+    return out

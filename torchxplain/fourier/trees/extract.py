@@ -1,0 +1,239 @@
+"""``tree_spectrum``: the exact Fourier spectrum of a fitted tree ensemble, extracted under the memory budget.
+
+Continuous features: every distinct split ``(feature, threshold, missing-value side)`` becomes one binary
+feature ("goes right at this split"), so the ensemble is an exact function of the binary features and the
+thresholds of one original feature form one player group (:class:`TreeEncoding`). Shapley values with those
+groups equal interventional TreeSHAP values per original feature.
+
+Memory: terms are generated in chunks and merged by key in a buffer sized to ``tx.settings.max_memory``
+(:mod:`~torchxplain.fourier.trees.terms`); what can exceed the budget is only the result itself — the
+``(k, n)`` bool frequencies, and the merged terms when there are more distinct ones than the buffer holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, overload
+
+import torch
+from torch import Tensor
+
+from torchxplain._core import chunk_bounds, parse_memory, rows_per_chunk, settings
+from torchxplain.fourier.adapters import TreeEnsemble, parse_model
+from torchxplain.fourier.spectrum import FourierSpectrum
+from torchxplain.fourier.trees.encoding import TreeEncoding
+from torchxplain.fourier.trees.expansion import Expansion, fill
+from torchxplain.fourier.trees.families import SupportFamilies, build_families
+from torchxplain.fourier.trees.splits import binary_split_features, encoded_split_features, splits_binary_inputs
+from torchxplain.fourier.trees.terms import KeyLayout, TermBuffer
+
+DEFAULT_MAX_TERMS = 50_000_000
+ENCODINGS = ("auto", "binary", "thresholds")
+EncodingArg = TreeEncoding | Literal["auto", "binary", "thresholds"] | None
+
+
+def resolve_encoding(model: Any, ensemble: TreeEnsemble, encoding: EncodingArg) -> TreeEncoding | None:
+    """The encoding to use: ``None`` for binary inputs, else a :class:`TreeEncoding`.
+
+    ``"auto"``/``None``: binary when every split separates 0 from 1, else ``TreeEncoding.from_model(model)``
+    (the splits of all of the model's outputs, so the same encoding serves each class).
+    """
+    if isinstance(encoding, TreeEncoding):
+        return encoding
+    if encoding is not None and (not isinstance(encoding, str) or encoding not in ENCODINGS):
+        raise ValueError(f"encoding must be one of {ENCODINGS}, a TreeEncoding or None, got {str(encoding)[:40]!r}")
+    if encoding == "binary" or (encoding in ("auto", None) and splits_binary_inputs(ensemble)):
+        return None
+    return TreeEncoding.from_model(model)
+
+
+@overload
+def tree_spectrum(
+    model: Any,
+    target: int | None = ...,
+    *,
+    encoding: EncodingArg = ...,
+    dtype: torch.dtype = ...,
+    device: torch.device | str | None = ...,
+    max_memory: int | str | None = ...,
+    max_terms: int = ...,
+    show_progress: bool | None = ...,
+    return_families: Literal[False] = ...,
+) -> FourierSpectrum: ...
+
+
+@overload
+def tree_spectrum(
+    model: Any,
+    target: int | None = ...,
+    *,
+    encoding: EncodingArg = ...,
+    dtype: torch.dtype = ...,
+    device: torch.device | str | None = ...,
+    max_memory: int | str | None = ...,
+    max_terms: int = ...,
+    show_progress: bool | None = ...,
+    return_families: Literal[True],
+) -> tuple[FourierSpectrum, SupportFamilies]: ...
+
+
+def tree_spectrum(
+    model: Any,
+    target: int | None = None,
+    *,
+    encoding: EncodingArg = "auto",
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+    max_memory: int | str | None = None,
+    max_terms: int = DEFAULT_MAX_TERMS,
+    show_progress: bool | None = None,
+    return_families: bool = False,
+) -> FourierSpectrum | tuple[FourierSpectrum, SupportFamilies]:
+    """Exact Fourier spectrum of a fitted tree ensemble.
+
+    The spectrum lives on the model's ``n_features`` inputs when every split separates 0 from 1 (binary
+    inputs), else on the binary split features of ``TreeEncoding.from_model(model)``: evaluate it on
+    ``encoding.transform(x)``. ``spectrum.evaluate`` then equals the explained output exactly.
+
+    Outputs (the default for classifiers: see :mod:`~torchxplain.fourier.adapters.targets`): regressors'
+    ``predict``; scikit-learn tree/forest classifiers' ``predict_proba[:, c]``; boosted classifiers' raw score
+    (log-odds when binary); ``target=None`` is the positive class of a binary classifier, and a multiclass
+    model needs ``target=``. ``parse_model(model, target).output`` states the output and its scale.
+
+    Args:
+        model: scikit-learn ``DecisionTree*``/``ExtraTree*``/``RandomForest*``/``ExtraTrees*``/
+            ``GradientBoosting*``/``HistGradientBoosting*``, XGBoost ``Booster``/``XGBModel``, LightGBM
+            ``Booster``/``LGBMModel``, or CatBoost ``CatBoost*`` (float features).
+        target: output/class index; ``None`` for single-output models and binary classifiers.
+        encoding: ``"auto"`` (default; ``None`` is the same), ``"binary"`` (inputs in {0,1}),
+            ``"thresholds"`` (``TreeEncoding.from_model(model)``) or a prebuilt :class:`TreeEncoding`.
+        dtype, device: of the returned amplitudes (extraction runs in float64 on ``device``; default CPU).
+        max_memory: budget for the extraction's intermediates (default ``tx.settings.max_memory``).
+        max_terms: refuse expansions above this many terms (they grow as ``4^depth`` per tree).
+        show_progress: a progress bar over the expansion (default ``tx.settings.show_progress``).
+        return_families: also return the :class:`SupportFamilies` of the frequencies.
+
+    Returns:
+        :class:`FourierSpectrum` with ``k`` distinct frequencies over ``n = n_features`` (or
+        ``encoding.n_binary``), and its :class:`SupportFamilies` when ``return_families``.
+
+    Raises:
+        TypeError: unsupported model type (the message lists the supported ones and the black-box route).
+        ValueError: multiclass model without ``target``, ``encoding="binary"`` on continuous splits, an
+            encoding that does not match the model, or an expansion above ``max_terms``.
+    """
+    ensemble = parse_model(model, target)
+    spectrum, families = extract(
+        ensemble,
+        resolve_encoding(model, ensemble, encoding),
+        dtype=dtype,
+        device=device,
+        max_memory=max_memory,
+        max_terms=max_terms,
+        show_progress=show_progress,
+        families=return_families,
+    )
+    return (spectrum, families) if return_families else spectrum  # type: ignore[return-value]
+
+
+def spectrum_of_ensemble(
+    ensemble: TreeEnsemble,
+    encoding: TreeEncoding | None = None,
+    *,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+    max_memory: int | str | None = None,
+    max_terms: int = DEFAULT_MAX_TERMS,
+    show_progress: bool | None = None,
+) -> FourierSpectrum:
+    """:func:`tree_spectrum` of an already parsed ensemble (one element of ``parse_model_outputs``).
+
+    ``encoding=None`` means binary inputs (every split must separate 0 from 1); otherwise the spectrum lives
+    on ``encoding``'s binary features (an encoding of all outputs serves each of them).
+    """
+    return extract(
+        ensemble,
+        encoding,
+        dtype=dtype,
+        device=device,
+        max_memory=max_memory,
+        max_terms=max_terms,
+        show_progress=show_progress,
+        families=False,
+    )[0]
+
+
+def extract(
+    ensemble: TreeEnsemble,
+    encoding: TreeEncoding | None = None,
+    *,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+    max_memory: int | str | None = None,
+    max_terms: int = DEFAULT_MAX_TERMS,
+    show_progress: bool | None = None,
+    families: bool = True,
+) -> tuple[FourierSpectrum, SupportFamilies | None]:
+    """:func:`spectrum_of_ensemble` and, when ``families``, the :class:`SupportFamilies` of its frequencies.
+
+    Returns:
+        ``(spectrum, families)`` (``families`` is ``None`` when not asked for).
+    """
+    if encoding is not None and not isinstance(encoding, TreeEncoding):
+        raise TypeError(f"encoding must be a TreeEncoding or None, got {type(encoding).__name__}")
+    with settings.using(max_memory=max_memory, show_progress=show_progress):
+        return _extract(ensemble, encoding, dtype, device, max_terms, families)
+
+
+def _extract(
+    ensemble: TreeEnsemble,
+    encoding: TreeEncoding | None,
+    dtype: torch.dtype,
+    device: torch.device | str | None,
+    max_terms: int,
+    families: bool,
+) -> tuple[FourierSpectrum, SupportFamilies | None]:
+    dev = torch.device(device) if device is not None else torch.device("cpu")
+    if encoding is None:
+        split_feature, swap = binary_split_features(ensemble)
+        n = ensemble.n_features
+    else:
+        split_feature, swap, n = encoded_split_features(ensemble, encoding), None, encoding.n_binary
+    layout = KeyLayout.create(n, ensemble.max_depth)
+    expansion = Expansion(ensemble, split_feature, swap, layout, dev)
+    if expansion.n_terms > max_terms:
+        raise ValueError(
+            f"{ensemble.description} expands to {expansion.n_terms} Fourier terms (trees of depth "
+            f"{ensemble.max_depth}), above max_terms={max_terms}; limit the trees' depth (spectra grow as "
+            "4^depth) or raise max_terms"
+        )
+    budget = parse_memory()
+    row_bytes = 8 * layout.n_words + 16 + 8 * families
+    capacity = max(16, int(0.6 * budget) // (2 * row_bytes + 40))
+    generate = max(4, min(capacity // 2, int(0.25 * budget) // (48 * layout.width + 96)))
+    buffer = TermBuffer(layout.n_words, min(capacity, expansion.n_terms + 1), dev, families)
+    keys = fill(expansion, buffer, generate, families)
+    words, amp, scale, family = buffer.result()
+    keep = amp.abs() > 64 * torch.finfo(torch.float64).eps * scale
+    words, amp = words[keep], amp[keep]
+    family = None if family is None else family[keep]
+    del buffer
+    indices = layout.unpack(words)
+    degree = int((indices >= 0).sum(dim=1).max()) if len(indices) else 0
+    indices = indices[:, :degree].contiguous()
+    spectrum = FourierSpectrum(_dense(indices, n), amp.to(dtype))
+    if not families or keys is None or family is None:
+        return spectrum, None
+    return spectrum, build_families(keys, family, indices, layout)
+
+
+def _dense(indices: Tensor, n: int) -> Tensor:
+    """``(k, d)`` sorted feature indices (``-1`` padded) -> ``(k, n)`` bool frequencies, chunked."""
+    out = torch.zeros(indices.shape[0], n, dtype=torch.bool, device=indices.device)
+    flat = out.view(-1)
+    step = rows_per_chunk(max(1, indices.shape[1]) * 24, indices.shape[0])
+    for start, stop in chunk_bounds(indices.shape[0], step):
+        part = indices[start:stop]
+        rows = torch.arange(start, stop, device=indices.device)[:, None].expand_as(part)
+        valid = part >= 0
+        flat[(rows * n + part)[valid]] = True
+    return out
