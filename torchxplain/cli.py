@@ -95,12 +95,15 @@ def _report(cfg: ReportConfig, root: str) -> int:
 
 
 def benchmark_folder() -> Path | None:
-    """``benchmarks/`` of the source checkout torchxplain is imported from, else ``./benchmarks``, else ``None``."""
+    """``benchmarks/`` of the source checkout torchxplain is imported from, else of the checkout in the working
+    directory, else ``None`` (a folder counts only next to ``setup.cfg`` and the ``torchxplain/`` package, i.e. in a
+    checkout: an installed wheel's ``site-packages`` has no ``setup.cfg``)."""
     import torchxplain
 
-    for folder in (Path(torchxplain.__file__).resolve().parents[1] / "benchmarks", Path.cwd() / "benchmarks"):
-        if folder.is_dir():
-            return folder.resolve()
+    for checkout in (Path(torchxplain.__file__).resolve().parents[1], Path.cwd()):
+        marks = (checkout / "setup.cfg", checkout / "torchxplain" / "__init__.py")
+        if (checkout / "benchmarks").is_dir() and all(p.is_file() for p in marks):
+            return (checkout / "benchmarks").resolve()
     return None
 
 

@@ -7,7 +7,12 @@ import re
 
 import pytest
 
-from tests.robustness import cases_core, cases_fourier, cases_integrations  # noqa: F401  (they register their cases)
+from tests.robustness import (  # noqa: F401  (they register their cases)
+    cases_core,
+    cases_fourier,
+    cases_integrations,
+    cases_viz,
+)
 from tests.robustness.harness import CASES, EXEMPT
 
 SUBPACKAGES = (

@@ -7,29 +7,27 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from torch import Tensor
+
+from torchxplain._core.inputs import to_tensor
 
 ArrayLike = Tensor | np.ndarray | Sequence[Any] | Any
 """Tensors, numpy arrays, lists, pandas DataFrames/Series: anything :func:`as_numpy` converts."""
 
 
 def as_numpy(x: ArrayLike, name: str, ndim: int | tuple[int, ...] | None = None) -> np.ndarray:
-    """``x`` as a float64 numpy array (a detached CPU copy of a tensor), checked for its number of dimensions.
+    """``x`` as a float64 numpy array (a detached CPU copy), converted like every public input
+    (:func:`torchxplain._core.inputs.to_tensor`) and checked for its number of dimensions.
 
     Raises:
-        ValueError: ``x`` has the wrong number of dimensions (the message names ``name``).
+        TypeError: ``x`` is not numeric array-like (the message names ``name``).
+        ValueError: ``x`` is ragged or has the wrong number of dimensions (the message names ``name``).
     """
-    if isinstance(x, Tensor):
-        array = x.detach().cpu().double().numpy()
-    else:
-        array = np.asarray(x.to_numpy() if hasattr(x, "to_numpy") else x, dtype=float)  # pandas or array-like
-    allowed = (ndim,) if isinstance(ndim, int) else ndim
-    if allowed is not None and array.ndim not in allowed:
-        want = " or ".join(f"{d}-D" for d in allowed)
-        raise ValueError(f"{name} must be {want}, got shape {array.shape}")
-    return array
+    tensor = to_tensor(x, name, ndim=ndim).tensor
+    return tensor.detach().cpu().to(torch.float64).numpy()
 
 
 def resolve_names(names: Sequence[str] | None, count: int, source: Any = None) -> list[str]:
@@ -62,6 +60,8 @@ def save(figure: Figure, path: str | Path, dpi: int = 110) -> str:
     """Save ``figure`` as PNG at ``path``, close it and return the path as a string."""
     import matplotlib.pyplot as plt
 
+    if not isinstance(figure, Figure):
+        raise TypeError(f"figure must be a matplotlib Figure, got {type(figure).__name__}; pass display.figure_")
     figure.savefig(path, dpi=dpi)
     plt.close(figure)
     return str(path)

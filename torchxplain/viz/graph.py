@@ -34,6 +34,18 @@ class ExplanationGraphDisplay(Display):
     positions_: dict[Any, tuple[float, float]]
 
     def __init__(self, graph: Any, title: str = "explanation") -> None:
+        if not (hasattr(graph, "nodes") and hasattr(graph, "edges") and hasattr(graph, "predecessors")):
+            raise TypeError(f"graph must be a networkx.DiGraph (Explanation.to_networkx()), got {type(graph).__name__}")
+        for v, data in graph.nodes(data=True):
+            missing = sorted({"kind", "value", "explanandum"} - set(data))
+            if missing:
+                raise ValueError(f"graph node {str(v)[:40]!r} lacks the attributes {missing}")
+        for x, y, data in graph.edges(data=True):
+            if data.get("relation") not in RELATION_COLOURS or not {"symbol", "score"} <= set(data):
+                raise ValueError(
+                    f"graph edge ({str(x)[:40]!r}, {str(y)[:40]!r}) needs a relation among "
+                    f"{sorted(RELATION_COLOURS)}, a symbol and a score"
+                )
         self.graph, self.title = graph, title
 
     @classmethod

@@ -47,6 +47,14 @@ class ImportanceDisplay(Display):
         for name, bound in (("lower", self.lower), ("upper", self.upper)):
             if bound is not None and bound.shape != self.score.shape:
                 raise ValueError(f"{name} must have the score's shape {self.score.shape}, got {bound.shape}")
+        if self.lower is not None and self.upper is not None:
+            outside = np.flatnonzero((self.lower > self.score) | (self.score > self.upper))
+            if outside.size:
+                j = int(outside[0])
+                raise ValueError(
+                    f"lower <= score <= upper must hold for every feature; feature {j} has "
+                    f"[{self.lower[j]:.4g}, {self.upper[j]:.4g}] around {self.score[j]:.4g}"
+                )
         self.feature_names = resolve_names(feature_names, self.score.shape[0])
         self.xlabel, self.interval_label = xlabel, interval_label
 
