@@ -125,6 +125,7 @@ class ExplanationCallback(Callback):
 
     @property
     def state_key(self) -> str:
+        """The checkpoint key: one per ``(on, prefix)``, so two callbacks with different prefixes coexist."""
         return self._generate_state_key(on=self.on, prefix=self.prefix)
 
     @property
@@ -152,6 +153,7 @@ class ExplanationCallback(Callback):
         return pd.DataFrame(data, index=pd.Index(self._epochs, name="epoch"), columns=self.feature_names)
 
     def state_dict(self) -> dict[str, Any]:
+        """``{"epochs": (T,) int64, "steps": (T,) int64, "importance": (T, n) float32}``: the history."""
         n = len(self.feature_names)
         return {
             "epochs": torch.tensor(self._epochs, dtype=torch.long),
@@ -160,6 +162,7 @@ class ExplanationCallback(Callback):
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the history from :meth:`state_dict`'s output (a ``ValueError`` for another feature count)."""
         importance = state_dict["importance"]
         if importance.ndim != 2 or importance.shape[1] != len(self.feature_names):
             raise ValueError(
@@ -172,13 +175,16 @@ class ExplanationCallback(Callback):
 
     # ---- hooks
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
+        """Forget the previous fit's destinations."""
         self._outputs = None  # each fit is its own run: its destinations are resolved at the first explanation
 
     def on_validation_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        """Explain (``on="validation"``), except during the sanity check and outside ``fit``."""
         if self.on == "validation" and not trainer.sanity_checking and trainer.state.fn == "fit":
             self._maybe_explain(trainer, pl_module)
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        """Explain (``on="train"``) in eval mode, restoring the module's mode afterwards."""
         if self.on == "train":
             self._maybe_explain(trainer, pl_module)
 

@@ -83,11 +83,13 @@ class _ExplainModuleLogic:
         return out
 
     def on_predict_epoch_start(self) -> None:
+        """Reset the importance metric (outside inference mode, so later updates may write to it)."""
         if self.importance is not None:
             with torch.inference_mode(False):  # states made in inference mode could not be updated later
                 self.importance.reset()
 
     def on_predict_epoch_end(self) -> None:
+        """Set ``global_importance`` from the all-reduced metric (a collective: every rank calls it)."""
         if self.importance is not None:
             self.global_importance = self.importance.compute()  # all-reduces: every rank calls it
 
@@ -159,6 +161,7 @@ class ExplanationWriter(BasePredictionWriter):
         self._part = 0
 
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        """Create ``output_dir``; a ``FileExistsError`` if it already holds shards."""
         os.makedirs(self.output_dir, exist_ok=True)
         # Lightning puts a barrier after the setup hooks, so no rank has written yet
         if glob.glob(os.path.join(self.output_dir, SHARD_PATTERN)):
@@ -175,6 +178,7 @@ class ExplanationWriter(BasePredictionWriter):
         batch_idx: int,
         dataloader_idx: int,
     ) -> None:
+        """Buffer one batch's ``(B,)`` row indices and ``(B, ...)`` attributions; flush per ``rows_per_file``."""
         if not isinstance(prediction, dict) or "attributions" not in prediction:
             raise TypeError("ExplanationWriter expects predict_step to return explain_batch's dict")
         if batch_indices is not None:
@@ -191,6 +195,7 @@ class ExplanationWriter(BasePredictionWriter):
             self._flush(trainer.global_rank)
 
     def on_predict_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        """Write this rank's last part, then (rank zero) ``importance.pt`` from the all-reduced metric."""
         self._flush(trainer.global_rank)
         metric = getattr(pl_module, "importance", None)
         if isinstance(metric, MeanAbsAttribution):
