@@ -87,7 +87,7 @@ def main() -> None:
         for n in (8, 10) if args.quick else (8, 10, 12):
             for index, order in (("k-SII", 2), ("FSII", 2), ("STII", 3)):
                 shapiq_peer(n, index, order, args.repeat)
-        cases = [(20, 20, 500, 30)] if args.quick else [(100, 100, 2_000, 60), (200, 100, 5_000, 100)]
+        cases = [(20, 20, 500, 30)] if args.quick else [(100, 100, 2_000, 60), (400, 50, 1_000, 30)]
         for case in cases:
             pairwise_peer(*case, repeat=args.repeat)
 

@@ -160,3 +160,15 @@ def test_non_binary_queries_are_refused():
     spec, _, _, xq, bg = random_case(15, 5, 10, 3, 1)
     with pytest.raises(ValueError, match="x must hold binary"):
         interaction_values(spec, xq * 0.5, bg)
+
+
+def test_differentiable_in_the_amplitudes():
+    """The result is linear in the amplitudes: its gradient is the result of each frequency alone."""
+    spec, _, _, xq, bg = random_case(16, 5, 8, 3, 2)
+    amplitudes = spec.amplitudes.clone().requires_grad_()
+    total = interaction_values(FourierSpectrum(spec.frequencies, amplitudes), xq, bg, index="STII", max_order=2)[2]
+    (grad,) = torch.autograd.grad(total.sum(), amplitudes)
+    unit = torch.eye(len(spec), dtype=torch.float64)
+    alone = [interaction_values(FourierSpectrum(spec.frequencies, e), xq, bg, index="STII", max_order=2) for e in unit]
+    torch.testing.assert_close(grad, torch.stack([r[2].sum() for r in alone]), rtol=0, atol=1e-12)
+    assert grad.abs().sum() > 0
