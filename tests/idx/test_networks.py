@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 import warnings
 
 import numpy as np
@@ -17,13 +18,6 @@ pytest.importorskip("pgmpy")
 # Table 4 of the paper, percentages
 ASIA_TABLE4 = {"SD+": 87.5, "SD-": 12.5, "MD+": 87.5, "MD-": 12.5, "CF!": 46.9, "CF*": 9.4, "R^C": 62.5}
 CHILD_TABLE4 = {"SD+": 77.5, "SD-": 22.5, "MD+": 65.4, "MD-": 15.1, "CF!": 34.6, "CF*": 27.6, "R^C": 64.0}
-
-
-@pytest.fixture(scope="module")
-def child():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return datasets.child()
 
 
 def test_asia_structure_and_table4_row():
@@ -164,3 +158,53 @@ def test_votes_binary_variant():
     assert ((raw["crime"] == df["crime"]) | (raw["crime"] == "?")).all()
     with pytest.raises(ValueError, match="missing"):
         datasets.votes("drop")
+
+
+def _naive_network():
+    from pgmpy.factors.discrete import TabularCPD
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    net = DiscreteBayesianNetwork([("c", "x"), ("c", "z")])
+    net.add_cpds(
+        TabularCPD("c", 2, [[0.3], [0.7]]),
+        TabularCPD("x", 3, [[0.2, 0.5], [0.3, 0.4], [0.5, 0.1]], evidence=["c"], evidence_card=[2]),
+        TabularCPD("z", 2, [[0.9, 0.4], [0.1, 0.6]], evidence=["c"], evidence_card=[2]),
+    )
+    return net
+
+
+def test_from_pgmpy_is_exact_and_silent_on_a_naive_network():
+    from pgmpy.inference import VariableElimination
+
+    from torchxplain.idx import ChainApproximationWarning
+
+    net = _naive_network()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ChainApproximationWarning)
+        bc = BayesianClassifier.from_pgmpy(net)
+    ve = VariableElimination(net)
+    for x in range(3):
+        for z in range(2):
+            q = ve.query(["c"], evidence={"x": x, "z": z}, show_progress=False)
+            got = bc.predict_proba(torch.tensor([[x, z]]))[0, bc.index_of("c"), :2].numpy()
+            np.testing.assert_allclose(got, q.values, rtol=1e-12)
+
+
+def test_from_pgmpy_warns_that_a_general_network_becomes_a_chain():
+    from pgmpy.inference import VariableElimination
+
+    from torchxplain.idx import ChainApproximationWarning
+
+    net = datasets.pgmpy_network("asia")
+    with pytest.warns(ChainApproximationWarning, match=r"chain of naive Bayes.*2 nodes have several parents"):
+        bc = BayesianClassifier.from_pgmpy(net)
+    # the warning is true: the chain's posterior of a classification differs from the network's own inference
+    ve = VariableElimination(net)
+    worst = 0.0
+    for xray, dysp in datasets.all_inputs(bc).tolist():
+        evidence = {"xray": bc.value_names["xray"][xray], "dysp": bc.value_names["dysp"][dysp]}
+        q = ve.query(["smoke"], evidence=evidence, show_progress=False)
+        chain = bc.predict_proba(torch.tensor([[xray, dysp]]))[0, bc.index_of("smoke")]
+        for k, name in enumerate(bc.value_names["smoke"]):
+            worst = max(worst, abs(chain[k].item() - q.values[q.state_names["smoke"].index(name)]))
+    assert worst > 0.05

@@ -47,7 +47,10 @@ def test_input_forms_agree():
     assert torch.equal(codes, bc.encode(INPUTS))
     assert torch.equal(bc.encode(INPUTS[3]), codes[3:4])
     assert [e.relations for e in explain(bc, codes, "sd")] == [e.relations for e in explain(bc, df, "sd")]
-    assert tx.idx is not None
+    # numpy codes, a tuple of dicts and a categorical DataFrame are the same inputs; the public namespace is one
+    assert torch.equal(bc.encode(codes.numpy()), codes) and torch.equal(bc.encode(tuple(INPUTS)), codes)
+    assert torch.equal(bc.encode(df.astype("category")), codes)
+    assert tx.idx.explain is explain and tx.idx.BayesianClassifier is BayesianClassifier
 
 
 def test_explanandum_is_connected_def5():
