@@ -35,7 +35,9 @@ def test_play_outside_round_trips_exactly(tmp_path):
 def test_fitted_classifier_keeps_its_bins_and_dtype(tmp_path):
     rng = np.random.default_rng(1)
     x = rng.normal(size=300)
-    df = pd.DataFrame({"x": x, "z": rng.choice(["a", "b", "c"], 300), "c": np.where(x + rng.normal(size=300) > 0, "p", "n")})
+    df = pd.DataFrame(
+        {"x": x, "z": rng.choice(["a", "b", "c"], 300), "c": np.where(x + rng.normal(size=300) > 0, "p", "n")}
+    )
     bc = BayesianClassifier.fit(df, "c", bins={"x": 4}).to(torch.float32)
     loaded = BayesianClassifier.from_dict(json.loads(json.dumps(bc.to_dict())))
     assert loaded.dtype == torch.float32

@@ -30,17 +30,23 @@ def test_views_carry_the_relations():
     assert '"r" [label="r\\n+", fillcolor="white"' in dot
 
 
-def test_plot_returns_a_display_with_figure_and_axes():
+def test_plot_draws_every_relevant_node_and_each_relation_sign():
     import matplotlib.pyplot as plt
 
     bc = datasets.play_outside()
+    signs = {"attack": "\u2212", "support": "+", "critical": "!", "potential": "\u2217"}
     for kit in ("md", "cf", "shap"):
         kwargs = {"background": datasets.all_inputs(bc)} if kit == "shap" else {}
         (ex,) = explain(bc, A, kit, explanandum="o", **kwargs)
         display = ex.plot()
         ax = display.ax_
-        assert display.figure_ is ax.figure
-        texts = {t.get_text() for t in ax.texts}
-        assert "o\n-" in texts and "r\n+" in texts or kit == "shap"
-        assert ax.get_title().startswith(kit.upper())
+        assert display.figure_ is ax.figure and ax.get_title() == f"{kit.upper()}-IDX for o"
+        nodes = sorted(t.get_text() for t in ax.texts if "\n" in t.get_text())
+        assert nodes == sorted(f"{v}\n{ex.assignment[v]}" for v in ex.relevant)  # "o\n-", "r\n+", ...
+        labels = sorted(t.get_text() for t in ax.texts if t.get_text() and "\n" not in t.get_text())
+        if kit == "shap":  # scored relations carry their signed score
+            want = [f"{ex.scores[p]:+.2f}".replace("-", "\u2212") for pairs in ex.relations.values() for p in pairs]
+        else:
+            want = [signs[name] for name, pairs in ex.relations.items() for _ in pairs]
+        assert labels == sorted(want) and len(labels) == sum(map(len, ex.relations.values())) > 0
         plt.close(display.figure_)

@@ -10,6 +10,7 @@ import pytest
 from tests.robustness import (  # noqa: F401  (they register their cases)
     cases_core,
     cases_fourier,
+    cases_idx,
     cases_integrations,
     cases_viz,
 )

@@ -131,15 +131,29 @@ def _graph() -> nx.DiGraph:
 def test_explanation_graph_keeps_nodes_inside_and_labels_upright():
     display = viz.ExplanationGraphDisplay(_graph(), "md").plot()
     ax = display.ax_
-    (xmin, xmax), (ymin, ymax) = ax.get_xlim(), ax.get_ylim()
-    for x, y in display.positions_.values():
-        assert xmin + 0.1 * (xmax - xmin) < x < xmax - 0.1 * (xmax - xmin)
-        assert ymin + 0.1 * (ymax - ymin) < y < ymax - 0.1 * (ymax - ymin)
     ys = {v: y for v, (_, y) in display.positions_.items()}
     assert ys["w"] == ys["p"] < ys["r"] < ys["o"]  # observations below, r one layer up, o above r
-    edge_labels = {t.get_text(): t.get_rotation() for t in ax.texts if t.get_text() in ("+", "-", "+ +0.25")}
-    assert edge_labels == {"+": 0.0, "+ +0.25": 0.0, "-": 0.0}
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["attack", "support"]
+    display.figure_.canvas.draw()
+    renderer = display.figure_.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    boxes = [t for t in ax.texts if "\n" in t.get_text()]
+    assert len(boxes) == 4
+    for box in boxes:  # every node box is drawn whole inside the axes (with a margin), none under the legend
+        extent = box.get_bbox_patch().get_window_extent(renderer)
+        assert frame.x0 + 5 < extent.x0 and extent.x1 < frame.x1 - 5 and frame.y0 < extent.y0
+        assert extent.y1 < frame.y1 - 5
+        assert extent.y0 > ax.get_legend().get_window_extent(renderer).y1
+    # signed labels read upright: "+" and a true minus sign (never a rotated "+" that reads as "x"), scores signed
+    edge_labels = {t.get_text(): t.get_rotation() for t in ax.texts if "\n" not in t.get_text() and t.get_text()}
+    assert edge_labels == {"+": 0.0, "+0.25": 0.0, "\u2212": 0.0}
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == [
+        "\u2212 attack",
+        "+ support",
+        "observation: input value",
+        "classification: decided value",
+        "explanandum",
+    ]
 
 
 def test_displays_draw_on_a_given_axes_and_save_closes_the_figure(tmp_path):

@@ -24,6 +24,7 @@ from torch import Tensor
 
 from torchxplain._core import chunk_bounds, rows_per_chunk, settings
 from torchxplain.idx.classifier import BayesianClassifier
+from torchxplain.idx.kits import check_int
 from torchxplain.idx.tables import Family, decide, decision_table, families
 
 DEFAULT_MAX_CF_ASSIGNMENTS = 2**21
@@ -130,8 +131,7 @@ def counterfactual_tables(
             the decision function over more observation assignments.
         max_memory: budget of the chunked intermediates (default ``tx.settings.max_memory``).
     """
-    if isinstance(max_assignments, bool) or not isinstance(max_assignments, int) or max_assignments < 1:
-        raise ValueError(f"max_cf_assignments must be an int >= 1, got {max_assignments!r}; e.g. {2**21}")
+    check_int(max_assignments, "max_cf_assignments", 1, DEFAULT_MAX_CF_ASSIGNMENTS)
     with settings.using(max_memory=max_memory):
         return bc.cached(("cf", max_assignments), lambda: _build(bc, max_assignments))
 

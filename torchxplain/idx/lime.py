@@ -118,9 +118,8 @@ def lime_from_decisions(
     dtype, device, n_out = bc.dtype, codes.device, len(out_idx)
     per_query = num_samples * (m + n_out * bc.log_prior.shape[1]) * 8 * 4
     out = [torch.zeros((0, m, n_out), dtype=dtype, device=device)]
-    for start, stop in progress(
-        chunk_bounds(codes.shape[0], rows_per_chunk(per_query, codes.shape[0])), desc="LIME-IDX"
-    ):
+    chunks = chunk_bounds(codes.shape[0], rows_per_chunk(per_query, codes.shape[0]))
+    for start, stop in progress(chunks, None if len(chunks) > 1 else False, desc="LIME-IDX"):
         q = codes[start:stop]
         draws = torch.multinomial(probs, (stop - start) * num_samples, replacement=True, generator=gen)
         samples = draws.reshape(m, stop - start, num_samples).permute(1, 2, 0).clone()

@@ -124,7 +124,7 @@ def evaluate(
     widest = max((len(p.family.cards) for p in plans if p.direct), default=0)
     per_row = 16 * (n_vars + n_infl) + 64 * widest * n_values * n_values
     chunks = chunk_bounds(n_rows, rows_per_chunk(per_row, n_rows))
-    for start, stop in progress(chunks, desc="IDX relations", total=len(chunks)):
+    for start, stop in progress(chunks, None if len(chunks) > 1 else False, desc="IDX relations"):  # bars for >1 chunk
         sig, lp, out = sig_all[:, start:stop], lp_all[:, start:stop], masks[:, :, start:stop]
         for plan in plans:
             f = plan.family

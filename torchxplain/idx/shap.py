@@ -175,9 +175,8 @@ def _shap_exact(
         bg_part = (~member).long() @ (bg * stride).T  # (2^m, D)
     per_query = (1 << m) * bg.shape[0] * (m + n_out * (n_values + 2)) * 8
     out = []
-    for start, stop in progress(
-        chunk_bounds(codes.shape[0], rows_per_chunk(per_query, codes.shape[0])), desc="SHAP-IDX"
-    ):
+    chunks = chunk_bounds(codes.shape[0], rows_per_chunk(per_query, codes.shape[0]))
+    for start, stop in progress(chunks, None if len(chunks) > 1 else False, desc="SHAP-IDX"):
         q, s = codes[start:stop], sigma[start:stop]
         if use_table:
             flat = (member.long() @ (q * stride).T).T[:, :, None] + bg_part[None]  # (Q, 2^m, D)

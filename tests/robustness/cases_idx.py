@@ -1,0 +1,193 @@
+"""Bad inputs for the IDX entry points (torchxplain.idx): each a clear early error naming the argument.
+
+Every row is ``(what, callable, args, kwargs, error, pattern)``; the pattern names the argument and what it should
+be (or the fix). The rows register as harness cases under the callable's public name.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tests.robustness.harness import case, exempt
+from torchxplain import idx
+from torchxplain.idx import BayesianClassifier, datasets
+
+X = "torchxplain.idx."
+exempt(
+    "a result container or table built by the library (its fields are the library's outputs)",
+    *(
+        X + n
+        for n in ("Explanation", "ExplanationBatch", "CounterfactualTables", "ModifiedPosteriors", "ClassifierSpec")
+    ),
+)
+exempt("a warning category", X + "ChainApproximationWarning")
+exempt("a module (its functions are covered through the package)", X + "datasets", X + "stats")
+exempt(
+    "kernel functions on the library's own validated tensors (codes from encode, masks from relation_tensors, "
+    "ModifiedPosteriors, CounterfactualTables); documented as such",
+    *(X + n for n in ("connected", "md_relations", "sd_relations", "cf_relations", "modified_posteriors")),
+)
+exempt("takes validated codes; its options are those of shap_values/lime_values (covered)", X + "attribution_relations")
+
+BC = datasets.play_outside()
+A = {"w": "l", "t": "m", "p": "l"}
+VALUES = {"a": ["0", "1"], "b": ["0", "1"], "c": ["0", "1"]}
+PRIORS = {"b": [0.5, 0.5], "c": [0.5, 0.5]}
+CPTS = {("b", "a"): [[0.5, 0.5], [0.2, 0.8]], ("c", "b"): [[0.3, 0.7], [0.6, 0.4]]}
+STRUCTURE = {"b": ["a"], "c": ["b"]}
+
+
+def _build(**changes):
+    parts = {"values": VALUES, "structure": STRUCTURE, "priors": PRIORS, "cpts": CPTS, **changes}
+    return BayesianClassifier(**parts)
+
+
+CASES = {
+    # explain / explain_batch
+    "kit as a list": (
+        idx.explain,
+        (BC, A),
+        {"kit": ["md", "sd"]},
+        ValueError,
+        r"kit must be one kit name.*explain_batch",
+    ),
+    "unknown kit": (idx.explain, (BC, A), {"kit": "xx"}, ValueError, r"unknown kit 'xx'; expected one of"),
+    "string input": (idx.explain, (BC, "w=l,t=m,p=l"), {}, TypeError, r"inputs must be a dict .*got the string"),
+    "tuple of names": (idx.explain, (BC, ("l", "m", "l")), {}, TypeError, r"inputs must be a dict .*got tuple"),
+    "unknown value": (idx.explain, (BC, {"w": "l", "t": "m", "p": "x"}), {}, ValueError, r"'x' is not a value of 'p'"),
+    "unknown variable": (
+        idx.explain,
+        (BC, {**A, "q": "l"}),
+        {},
+        ValueError,
+        r"inputs\[0\] names unknown variables \['q'\]",
+    ),
+    "missing observation": (idx.explain, (BC, {"w": "l", "t": "m"}), {}, ValueError, r"lacks a value for .*'p'"),
+    "float codes": (idx.explain, (BC, torch.zeros(1, 3)), {}, TypeError, r"integer dtype.*\.long\(\)"),
+    "1-D codes": (
+        idx.explain,
+        (BC, torch.zeros(3, dtype=torch.long)),
+        {},
+        ValueError,
+        r"shape \(B, 3\).*codes\[None\]",
+    ),
+    "codes out of range": (idx.explain, (BC, torch.tensor([[0, 0, 5]])), {}, ValueError, r"out of range .*'p'"),
+    "frame lacks columns": (
+        idx.explain,
+        (BC, datasets.play_outside_data()[["w", "t"]]),
+        {},
+        ValueError,
+        r"lacks .*\['p'\]",
+    ),
+    "negative rtol": (idx.explain, (BC, A), {"rtol": -1}, ValueError, r"rtol must be a finite number >= 0.*-1"),
+    "nan rtol": (idx.explain, (BC, A), {"rtol": float("nan")}, ValueError, r"rtol must be a finite number"),
+    "zero cf budget": (
+        idx.explain,
+        (BC, A, "cf"),
+        {"max_cf_assignments": 0},
+        ValueError,
+        r"max_cf_assignments .*got int 0",
+    ),
+    "cf budget too small": (
+        idx.explain,
+        (BC, A, "cf"),
+        {"max_cf_assignments": 10},
+        ValueError,
+        r"raise max_cf_assignments",
+    ),
+    "explanandum": (idx.explain, (BC, A), {"explanandum": "w"}, ValueError, r"explanandum must be a classification"),
+    "unknown option": (idx.explain, (BC, A), {"threshold": -1}, TypeError, r"unexpected options \['threshold'\]"),
+    "batch kits empty": (
+        idx.explain_batch,
+        (BC, A),
+        {"kits": []},
+        ValueError,
+        r"kits must be a kit name or a non-empty",
+    ),
+    "bad memory budget": (idx.explain, (BC, A), {"max_memory": 1}, ValueError, r"max_memory must be at least 1 MiB"),
+    # attribution kits
+    "shap background_size=0": (
+        idx.shap_values,
+        (BC, A),
+        {"background_size": 0},
+        ValueError,
+        r"background_size must be an int",
+    ),
+    "shap empty background": (
+        idx.shap_values,
+        (BC, A),
+        {"background": []},
+        ValueError,
+        r"background must hold at least one",
+    ),
+    "shap seed float": (idx.shap_values, (BC, A), {"seed": 1.7}, ValueError, r"seed must be an int.*1\.7"),
+    "shap method": (idx.shap_values, (BC, A), {"method": "kernel"}, ValueError, r"method must be one of"),
+    "shap outputs": (idx.shap_values, (BC, A), {"outputs": ["w"]}, ValueError, r"outputs must name classifications"),
+    "lime kernel_width=0": (
+        idx.lime_values,
+        (BC, A),
+        {"kernel_width": 0},
+        ValueError,
+        r"kernel_width must be a finite number > 0",
+    ),
+    "lime num_samples=0": (idx.lime_values, (BC, A), {"num_samples": 0}, ValueError, r"num_samples must be an int"),
+    "lime alpha": (idx.lime_values, (BC, A), {"alpha": -1.0}, ValueError, r"alpha must be a finite number > 0"),
+    "lime sampling": (
+        idx.lime_values,
+        (BC, A),
+        {"sampling": torch.zeros(3, 3)},
+        ValueError,
+        r"sampling probabilities of .*'w'",
+    ),
+    "lime option via explain": (idx.explain, (BC, A, "lime"), {"background": []}, TypeError, r"unexpected options"),
+    # classifiers
+    "cpt not summing": (
+        _build,
+        (),
+        {"cpts": {**CPTS, ("c", "b"): [[0.3, 0.6], [0.6, 0.4]]}},
+        ValueError,
+        r"row '0' sums to 0\.9.*normalise",
+    ),
+    "cyclic graph": (
+        _build,
+        (),
+        {"structure": {"b": ["a", "c"], "c": ["b"]}, "cpts": {**CPTS, ("b", "c"): [[0.5, 0.5], [0.5, 0.5]]}},
+        ValueError,
+        r"structure has a cycle .*remove an edge",
+    ),
+    "negative probability": (
+        _build,
+        (),
+        {"priors": {**PRIORS, "b": [1.5, -0.5]}},
+        ValueError,
+        r"priors\['b'\] must hold .*>= 0",
+    ),
+    "unknown child": (_build, (), {"structure": {"b": ["z"], "c": ["b"]}}, ValueError, r"unknown variable 'z'.*add it"),
+    "values as a string": (_build, (), {"values": {**VALUES, "a": "01"}}, TypeError, r"values\['a'\] must be a list"),
+    "integer dtype": (_build, (), {"dtype": torch.int64}, TypeError, r"dtype must be a floating torch dtype"),
+    "sd weights unknown": (BC.with_sd_weights, ({"zz": [1.0]},), {}, ValueError, r"unknown variable"),
+    "fit alpha": (
+        BayesianClassifier.fit,
+        (datasets.play_outside_data(), "o"),
+        {"alpha": 0},
+        ValueError,
+        r"alpha must be",
+    ),
+    "fit frame": (BayesianClassifier.fit, ([{"o": "+"}], "o"), {}, TypeError, r"frame must be a pandas DataFrame"),
+    "relation_tensors lime": (idx.relation_tensors, (BC, A, "lime"), {}, ValueError, r"attribution-based.*explain"),
+    "shares kits": (idx.stats.relation_shares, (BC, A), {"kits": ["zz"]}, ValueError, r"unknown kit 'zz'"),
+}
+
+
+def _register(what: str, fn, args, kwargs, error, pattern) -> None:
+    target = X + ("BayesianClassifier" if fn in (_build, BC.with_sd_weights, BayesianClassifier.fit) else fn.__name__)
+    case(target, what, error, pattern)(lambda: fn(*args, **kwargs))
+
+
+for _what, (_fn, _args, _kwargs, _error, _pattern) in CASES.items():
+    _register(_what, _fn, _args, _kwargs, _error, _pattern)
+
+
+@case(X + "counterfactual_tables", "a zero budget", ValueError, r"max_cf_assignments must be an int in 1\.\.")
+def _():
+    idx.counterfactual_tables(BC, 0)
