@@ -124,7 +124,8 @@ def model_output(model, kind: str, x: np.ndarray, target: int | None = None) -> 
         out = model.predict(x, prediction_type="RawFormulaVal")
         return out if out.ndim == 1 else out[:, target]
     if kind.startswith("xgb"):
-        return model.predict(x, output_margin=True).astype(np.float64)
+        out = model.predict(x, output_margin=True).astype(np.float64)
+        return out if out.ndim == 1 else out[:, target]
     if kind == "lgb_clf":
         out = model.predict(x, raw_score=True)
         return out if out.ndim == 1 else out[:, target]

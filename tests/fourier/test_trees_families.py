@@ -1,0 +1,169 @@
+"""Extraction internals: packed support keys, repeated features, the bounded term buffer and support families."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import torchxplain as tx
+from tests.fourier.tree_cases import binary_data, diabetes, fit
+from torchxplain.fourier.adapters import TreeEnsemble, parse_model_outputs
+from torchxplain.fourier.adapters.base import concat_trees
+from torchxplain.fourier.trees import extract, spectrum_of_ensemble
+from torchxplain.fourier.trees.terms import KeyLayout, TermBuffer, canonical
+from torchxplain.testing import tiny_memory_budget
+
+
+def _cube(n: int) -> np.ndarray:
+    return np.array([[(s >> i) & 1 for i in range(n)] for s in range(2**n)], dtype=np.float64)
+
+
+def _dense_spectrum(table: np.ndarray, n: int) -> np.ndarray:
+    """Walsh–Hadamard amplitudes of a function tabulated on the cube (frequencies enumerated like inputs)."""
+    cube = _cube(n)
+    return (1.0 - 2.0 * ((cube @ cube.T) % 2)) @ table / 2**n
+
+
+def _as_dense(spec: tx.FourierSpectrum) -> np.ndarray:
+    n = spec.n_features
+    out = np.zeros(2**n)
+    out[(spec.frequencies.long() * (2 ** torch.arange(n))).sum(1).numpy()] = spec.amplitudes.numpy()
+    return out
+
+
+def _walk(tree: dict, row: np.ndarray) -> float:
+    node = 0
+    while tree["left"][node] >= 0:
+        node = tree["right"][node] if row[tree["feature"][node]] > 0.5 else tree["left"][node]
+    return float(tree["value"][node])
+
+
+@st.composite
+def random_tree(draw, n: int) -> dict:
+    """A random binary tree on ``n`` binary features; a feature may repeat along a path (its second split is then
+    degenerate, which the expansion must still get exactly right)."""
+    left, right, feature, value = [], [], [], []
+    frontier = [0]
+    left.append(-1), right.append(-1), feature.append(-1), value.append(0.0)
+    while frontier and len(left) < 25:
+        node = frontier.pop(0)
+        if draw(st.booleans()) or node == 0:
+            feature[node] = draw(st.integers(0, n - 1))
+            for side in (left, right):
+                side[node] = len(left)
+                left.append(-1), right.append(-1), feature.append(-1)
+                value.append(draw(st.floats(-4, 4, allow_nan=False)))
+                frontier.append(side[node])
+    thr = [0.5] * len(left)
+    zeros = [False] * len(left)
+    return {"left": left, "right": right, "feature": feature, "threshold": thr, "nan_right": zeros,
+            "zero_is_missing": zeros, "value": value}  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(random_tree(6), min_size=1, max_size=3), st.floats(-2, 2, allow_nan=False))
+def test_random_trees_equal_the_transform_of_their_table(trees: list[dict], offset: float) -> None:
+    n = 6
+    ensemble = concat_trees(
+        trees, [1.0] * len(trees), offset=offset, n_features=n, strict=False,
+        input_dtype=np.dtype(np.float64), description="random trees",
+    )  # fmt: skip
+    cube = _cube(n)
+    table = np.array([offset + sum(_walk(t, row) for t in trees) for row in cube])
+    spec, families = extract(ensemble, families=True)
+    np.testing.assert_allclose(_as_dense(spec), _dense_spectrum(table, n), atol=1e-12, rtol=0)
+    families.check()
+    with tiny_memory_budget(2048):
+        small = spectrum_of_ensemble(ensemble)
+    assert torch.equal(small.frequencies, spec.frequencies)
+
+
+def test_canonical_rows() -> None:
+    empty = 9
+    rows = torch.tensor([[3, 1, 3, 9], [2, 2, 2, 5], [4, 4, 4, 4], [9, 9, 9, 9], [7, 0, 9, 8]])
+    parity = [[1, 9, 9, 9], [2, 5, 9, 9], [9, 9, 9, 9], [9, 9, 9, 9], [0, 7, 8, 9]]
+    union = [[1, 3, 9, 9], [2, 5, 9, 9], [4, 9, 9, 9], [9, 9, 9, 9], [0, 7, 8, 9]]
+    assert canonical(rows.clone(), empty, parity=True).tolist() == parity
+    assert canonical(rows.clone(), empty, parity=False).tolist() == union
+
+
+@pytest.mark.parametrize("n,width", [(1, 1), (13, 8), (80, 8), (3476, 9), (10**6, 12)])
+def test_keys_round_trip(n: int, width: int) -> None:
+    layout = KeyLayout.create(n, width)
+    rng = np.random.default_rng(n)
+    rows = np.sort(np.where(rng.random((500, width)) < 0.6, rng.integers(0, n, (500, width)), n), axis=1)
+    rows = canonical(torch.from_numpy(rows), n, parity=False)
+    back = layout.unpack(layout.pack(rows))
+    assert torch.equal(back, torch.where(rows < n, rows, -1))
+    assert int(layout.pack(torch.full((1, width), n)).abs().sum()) == 0  # the constant has the all-zero key
+
+
+def test_buffer_merges_and_stays_within_its_capacity() -> None:
+    buffer = TermBuffer(n_words=1, capacity=64, device=torch.device("cpu"), families=True)
+    keys = torch.arange(10).repeat(30)[:, None]  # 10 distinct keys, 300 rows
+    for part in keys.split(25):
+        buffer.add(part, torch.ones(len(part)), torch.ones(len(part)), part[:, 0] % 3)
+    words, amp, _, family = buffer.result()
+    assert buffer.capacity == 64 and buffer.merges > 1
+    assert words[:, 0].tolist() == list(range(10)) and amp.tolist() == [30.0] * 10
+    assert family is not None and family.tolist() == [k % 3 for k in range(10)]
+
+
+def test_extraction_under_the_smallest_public_budget() -> None:
+    """max_memory='1MB' (the floor) bounds every intermediate; the spectrum is the same as under the default."""
+    x, y = diabetes()
+    model = fit("rf_reg", 7, x, y)
+    exact = tx.tree_spectrum(model)
+    small = tx.tree_spectrum(model, max_memory="1MB")
+    assert len(exact) > 10_000 and torch.equal(small.frequencies, exact.frequencies)
+    torch.testing.assert_close(small.amplitudes, exact.amplitudes, atol=1e-12, rtol=0)
+    with pytest.raises(ValueError, match="max_memory must be at least 1 MiB"):
+        tx.tree_spectrum(model, max_memory=1000)
+
+
+@pytest.mark.parametrize("kind", ["rf_reg", "xgb_clf", "lgb_reg", "cat_reg"])
+def test_families_are_maximal_path_sets_that_hold_each_frequency(kind: str) -> None:
+    x, y = diabetes() if kind != "cat_reg" else binary_data(10, seed=3)
+    model = fit(kind, 4, x, y)
+    spec, families = tx.tree_spectrum(model, return_families=True)
+    families.check()  # every frequency's support inside its family's
+    assert families.family.shape == (len(spec),) and int(families.family.max()) < families.n_families
+    supports = [frozenset(row[row >= 0].tolist()) for row in families.supports]
+    assert len(set(supports)) == len(supports) and [len(s) for s in supports] == families.sizes.tolist()
+    assert not any(a < b for a, b in itertools.permutations(supports, 2))  # none nested in another
+    paths = _path_sets(parse_model_outputs(model)[0], model, encoded=kind != "cat_reg")
+    assert set(supports) <= paths  # each family is a root-to-leaf feature set
+    rows = torch.cat([families.members(j) for j in range(families.n_families)])
+    assert sorted(rows.tolist()) == list(range(len(spec)))
+    degrees = (families.indices >= 0).sum(1)
+    assert torch.equal(degrees, spec.frequencies.sum(1))
+
+
+def _path_sets(ensemble: TreeEnsemble, model, encoded: bool) -> set[frozenset[int]]:
+    """Root-to-leaf sets of binary features (split indices of the model's encoding, or its inputs)."""
+    index = {tuple(row): i for i, row in enumerate(tx.fourier.TreeEncoding.from_model(model).split_table())}
+    splits = ensemble.split_table()
+    node_split = np.cumsum(~ensemble.is_leaf) - 1
+    out: set[frozenset[int]] = set()
+
+    def feature(row: np.ndarray) -> int:
+        return index[tuple(row)] if encoded else int(row[0])
+
+    for block_start, block in zip(ensemble.split_offsets()[1:], ensemble.oblivious):
+        for t in range(block.n_trees):
+            rows = splits[block_start + t * block.depth : block_start + (t + 1) * block.depth]
+            out.add(frozenset(feature(r) for r in rows))
+    stack = [(int(r), frozenset()) for r in ensemble.roots]
+    while stack:
+        node, path = stack.pop()
+        if ensemble.left[node] < 0:
+            out.add(path)
+            continue
+        step = path | {feature(splits[node_split[node]])}
+        stack += [(int(ensemble.left[node]), step), (int(ensemble.right[node]), step)]
+    return out
