@@ -154,8 +154,8 @@ def test_plans_are_cached_per_players_and_dropped_when_the_state_changes():
     spec, freq, amp, xq, bg = random_case(13, 6, 20, 4, 3)
     ex = FourierShap.from_spectrum(spec, bg)
     ex.attribute(xq)
-    plan = ex._plan(ex._players(None, [xq.shape]), None)
-    assert ex._plan(ex._players(None, [xq.shape]), None) is plan
+    plan = ex._plan(ex._players(None, [xq.shape]), None, 0)
+    assert ex._plan(ex._players(None, [xq.shape]), None, 0) is plan
     with torch.no_grad():
         ex.surrogate.amplitudes.mul_(2.0)  # an in-place update (an optimiser step) must not use the stale plan
     doubled = torch.tensor(brute_force.shapley(freq, 2.0 * amp, xq.numpy(), bg.numpy()))

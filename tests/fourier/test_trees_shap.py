@@ -270,3 +270,55 @@ def test_interaction_values_of_continuous_trees_equal_the_functional_form_on_the
     unused = torch.ones(10, dtype=torch.bool)
     unused[used] = False
     assert bool((ours[1][:, unused] == 0).all())
+
+
+# --- several outputs: multiclass classifiers ---------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["rf_clf", "lgb_clf", "xgb_clf", "gbm_clf"])
+def test_multiclass_default_explains_every_class_like_brute_force(kind: str) -> None:
+    """Without target, a 3-class model gives ``(Q, p, C)`` values; each class equals brute force over the
+    coalitions of that class's own output (probability or raw margin), and ``target=c`` picks class ``c``."""
+    x, y = diabetes()
+    labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    model = fit(kind, 3, x, labels)
+    query, background = x[:3], x[30:40]
+    explainer = FourierShap.from_trees(model, torch.from_numpy(background))
+    assert explainer.outputs.targets == (0, 1, 2)
+    phi = explainer.attribute(torch.from_numpy(query)).detach().numpy()
+    assert phi.shape == (3, 10, 3)
+
+    def output(z: np.ndarray, c: int) -> np.ndarray:
+        out = model_output(model, kind, z, c)
+        return out if out.ndim == 1 else out[:, c]  # XGBoost's margins come for every class at once
+
+    for c in range(3):
+        v = coalition_values(lambda z, c=c: output(z, c), query, background)
+        scale = max(1.0, float(np.abs(v).max())) * (2e3 if kind.startswith("xgb") else 1.0)  # XGBoost: float32 margins
+        np.testing.assert_allclose(phi[..., c], brute_force_values(v, "shapley"), atol=1e-9 * scale, rtol=0)
+        one = explainer.attribute(torch.from_numpy(query), target=c).detach().numpy()
+        np.testing.assert_allclose(one, phi[..., c], atol=0, rtol=0)
+    per_row = explainer.attribute(torch.from_numpy(query), target=torch.tensor([2, 0, 1])).detach().numpy()
+    np.testing.assert_allclose(per_row, phi[np.arange(3), :, [2, 0, 1]], atol=0, rtol=0)
+    predicted = explainer.predict(torch.from_numpy(query)).numpy()
+    want = np.stack([output(query, c) for c in range(3)], axis=1)
+    tol = (2e-6 if kind.startswith("xgb") else 1e-9) * max(1.0, float(np.abs(want).max()))
+    np.testing.assert_allclose(predicted, want, atol=tol, rtol=0)
+    with pytest.raises(ValueError, match=r"built for target=\[0, 1, 2\]; got target=3"):
+        explainer.attribute(torch.from_numpy(query), target=3)
+
+
+def test_multiclass_to_shap_layout_and_round_trip(tmp_path) -> None:
+    x, y = diabetes()
+    labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    model = fit("rf_clf", 3, x, labels)
+    explainer = FourierShap.from_trees(model, torch.from_numpy(x[30:40]))
+    explanation = explainer.to_shap(torch.from_numpy(x[:4]))
+    assert explanation.values.shape == (4, 10, 3) and explanation.base_values.shape == (4, 3)
+    np.testing.assert_allclose(
+        explanation.values.sum(1) + explanation.base_values, model.predict_proba(x[:4]), atol=1e-9
+    )
+    loaded = FourierShap.load(explainer.save(tmp_path / "multi.pt"))
+    assert loaded.outputs == explainer.outputs
+    assert torch.equal(loaded.attribute(torch.from_numpy(x[:4])), explainer.attribute(torch.from_numpy(x[:4])))
+    interactions = explainer.interactions(torch.from_numpy(x[:2]))
+    assert interactions.shape == (2, 10, 10, 3)
+    torch.testing.assert_close(interactions[..., 1], explainer.interactions(torch.from_numpy(x[:2]), target=1))

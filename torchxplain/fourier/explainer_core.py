@@ -16,7 +16,6 @@ from torch import Tensor
 from torchxplain._core import ExplainerBase, settings
 from torchxplain._core.inputs import FeatureNames, check_feature_names, to_tensor
 from torchxplain.fourier.boundary import (
-    check_target,
     flatten_inputs,
     player_ids,
     state_dtype,
@@ -28,12 +27,15 @@ from torchxplain.fourier.encoders import BinaryEncoder, InputEncoder
 from torchxplain.fourier.interactions.api import check_index
 from torchxplain.fourier.interactions.kernel import _interaction_values
 from torchxplain.fourier.interactions.weights import Index
+from torchxplain.fourier.outputs import Outputs
 from torchxplain.fourier.plan_cache import PlanCache
 from torchxplain.fourier.players import PlayerMap, player_map
 from torchxplain.fourier.pruning import PruningReport
 from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.surrogate import SparseFourierSurrogate
 from torchxplain.fourier.values.plan import Kernel, ValuePlan
+
+SpectrumOrList = FourierSpectrum | list[FourierSpectrum]
 
 
 class FourierExplainerCore(ExplainerBase):
@@ -47,45 +49,48 @@ class FourierExplainerCore(ExplainerBase):
 
     @classmethod
     def _assemble(
-        cls, spectrum: FourierSpectrum, encoder: InputEncoder, raw: Tensor, bits: Tensor, **options: Any
+        cls, spectra: SpectrumOrList, encoder: InputEncoder, raw: Tensor, bits: Tensor, **options: Any
     ) -> Any:
-        """An explainer of a given spectrum and encoder (no fit): :meth:`_setup` on a new instance."""
+        """An explainer of given spectra and encoder (no fit): :meth:`_setup` on a new instance."""
         explainer = cls.__new__(cls)
         ExplainerBase.__init__(explainer, None)
-        explainer._setup(spectrum, encoder, raw, bits, **options)
+        explainer._setup(spectra, encoder, raw, bits, **options)
         return explainer
 
     def _setup(
         self,
-        spectrum: FourierSpectrum,
+        spectra: SpectrumOrList,
         encoder: InputEncoder,
         raw: Tensor,
         bits: Tensor,
         *,
         names: FeatureNames | None,
-        target: int | None,
+        outputs: Outputs,
         groups: Any,
         relaxed: bool,
         max_memory: int | str | None,
         differentiable: bool,
         kernel: Kernel,
-        pruning: PruningReport | None = None,
+        pruning: PruningReport | tuple[PruningReport, ...] | None = None,
         fit_report: Any = None,
     ) -> None:
-        """Hold the validated state (``raw``: background rows, ``bits``: their encoding); all constructors end here."""
-        if spectrum.n_features != encoder.n_binary:
+        """Hold the validated state (``raw``: background rows, ``bits``: their encoding; one spectrum per output);
+        all constructors end here."""
+        spectra = [spectra] if isinstance(spectra, FourierSpectrum) else list(spectra)
+        if len(spectra) != len(outputs) or any(s.n_features != encoder.n_binary for s in spectra):
             raise ValueError(
-                f"the spectrum has {spectrum.n_features} features but the inputs encode to {encoder.n_binary}"
+                f"{len(spectra)} spectra on {sorted({s.n_features for s in spectra})} features for {len(outputs)} "
+                f"outputs of inputs that encode to {encoder.n_binary} features"
             )
         if max_memory is not None:
             settings.max_memory(max_memory)  # validate the budget now, not at the first call
-        dtype = state_dtype(raw, spectrum.dtype)
-        self.surrogate = SparseFourierSurrogate(spectrum.to(device=raw.device, dtype=dtype))
+        dtype = state_dtype(raw, spectra[0].dtype)
+        self.surrogate = SparseFourierSurrogate.from_outputs([s.to(device=raw.device, dtype=dtype) for s in spectra])
         self.encoder = encoder.to(raw.device)
         self.register_buffer("background", raw.to(dtype))
         self.register_buffer("background_bits", bits.to(device=raw.device, dtype=torch.bool))
         self.register_buffer("groups", player_ids(groups, encoder.n_inputs, "groups", raw.device))
-        self.target = target
+        self.outputs = outputs
         self.relaxed = relaxed
         self.max_memory = max_memory
         self.differentiable = differentiable
@@ -102,8 +107,19 @@ class FourierExplainerCore(ExplainerBase):
     # --- what it explains --------------------------------------------------------------------------------
     @property
     def spectrum(self) -> FourierSpectrum:
-        """The explained spectrum (on the encoder's binary features)."""
+        """The explained spectrum (on the encoder's binary features); one per output: :meth:`output_spectrum`."""
         return self.surrogate.spectrum
+
+    def output_spectrum(self, output: int) -> FourierSpectrum:
+        """The spectrum of the ``output``-th explained output (see ``outputs``)."""
+        return self.surrogate.output_spectrum(output)
+
+    @property
+    def target(self) -> int | None:
+        """The explained output index of a single-output explainer (``None``: the model's only output)."""
+        if len(self.outputs) != 1:
+            raise AttributeError(f"this explainer explains {len(self.outputs)} outputs: see .outputs.targets")
+        return self.outputs.targets[0]
 
     @property
     def n_features(self) -> int:
@@ -116,12 +132,10 @@ class FourierExplainerCore(ExplainerBase):
         return self.surrogate.amplitudes.dtype
 
     def predict(self, inputs: Any) -> Tensor:
-        """The explained function on raw inputs ``(B, n_features)`` -> ``(B,)`` (the model for an exact spectrum).
-
-        No autograd graph unless the explainer is ``differentiable``.
-        """
+        """The explained function on raw inputs ``(B, n_features)`` -> ``(B,)``, or ``(B, C)`` for ``C`` outputs
+        (the model itself for an exact spectrum). No autograd graph unless the explainer is ``differentiable``."""
         x, _ = self._inputs((self._convert(inputs),))
-        out = self.surrogate(self.encoder.encode(x, self.dtype))
+        out = self.surrogate.evaluate_checked(self.encoder.encode(x, self.dtype))
         return out if self.differentiable else out.detach()
 
     # --- values ------------------------------------------------------------------------------------------
@@ -140,26 +154,28 @@ class FourierExplainerCore(ExplainerBase):
             raise TypeError(f"FourierShap.attribute got unexpected arguments {sorted(kwargs)}")
         if additional_forward_args is not None:
             raise ValueError("FourierShap explains its spectrum; additional_forward_args are not used")
-        check_target(target, self.target)
-        return self._first_order("shapley", inputs, feature_mask, baselines)
+        return self._first_order("shapley", inputs, feature_mask, baselines, target)
 
-    def banzhaf(self, inputs: Any, feature_mask: Any = None, baselines: Any = None) -> Tensor | tuple[Tensor, ...]:
+    def banzhaf(
+        self, inputs: Any, feature_mask: Any = None, baselines: Any = None, target: Any = None
+    ) -> Tensor | tuple[Tensor, ...]:
         """Interventional Banzhaf values, shaped like ``inputs`` (each feature gets its player's value)."""
         inputs_t, is_tuple = self._as_tuple(inputs)
-        mask = feature_mask if feature_mask is None or isinstance(feature_mask, tuple) else (feature_mask,)
-        out = self._first_order("banzhaf", inputs_t, mask, baselines)
+        out = self._first_order("banzhaf", inputs_t, feature_mask, baselines, target)
         return out if is_tuple else out[0]
 
-    def interactions(self, inputs: Any, feature_mask: Any = None, baselines: Any = None) -> Tensor:
+    def interactions(self, inputs: Any, feature_mask: Any = None, baselines: Any = None, target: Any = None) -> Tensor:
         """Pairwise Shapley interaction index between players.
 
         Returns:
             ``(Q, m, m)`` with ``m`` the number of players: the input features (``n_features``), or the distinct
             ids of ``feature_mask``/``groups`` in increasing order; zero on the diagonal and for players no
-            frequency touches.
+            frequency touches. A last axis of size ``C`` for several outputs (``target=None``).
         """
-        values, players, _ = self._player_values("interactions", self._as_tuple(inputs)[0], feature_mask, baselines)
-        return players.expand(values, order=2)
+        inputs_t = self._as_tuple(inputs)[0]
+        columns, pick = self.outputs.select(target)
+        values, players, _ = self._player_values("interactions", inputs_t, feature_mask, baselines, columns)
+        return self.outputs.combine([players.expand(v, order=2) for v in values], pick, target)
 
     def interaction_values(
         self,
@@ -168,43 +184,63 @@ class FourierExplainerCore(ExplainerBase):
         max_order: int | None = None,
         feature_mask: Any = None,
         baselines: Any = None,
+        target: Any = None,
     ) -> dict[int, Tensor]:
         """shapiq's interaction indices in closed form (see :func:`torchxplain.fourier.interaction_values`).
 
         Returns:
             ``{0: (Q,), 1: (Q, m), 2: (Q, m, m), ...}`` up to ``max_order`` over the ``m`` players (as in
-            :meth:`interactions`); players no frequency touches get zeros.
+            :meth:`interactions`); players no frequency touches get zeros; a last axis ``C`` for several outputs.
         """
+        columns, pick = self.outputs.select(target)
         values, players, _ = self._player_values(
-            "interaction_values", self._as_tuple(inputs)[0], feature_mask, baselines, index, max_order
+            "interaction_values", self._as_tuple(inputs)[0], feature_mask, baselines, columns, index, max_order
         )
-        return {order: players.expand(v, order) for order, v in values.items()}
+        return {
+            order: self.outputs.combine([players.expand(v[order], order) for v in values], pick, target)
+            for order in values[0]
+        }
 
     def expected_value(self, baselines: Any = None) -> Tensor:
-        """Scalar: the explained function's mean over the background rows (or ``baselines``), SHAP's base value."""
+        """The explained function's mean over the background rows (or ``baselines``), SHAP's base value: a scalar,
+        or ``(C,)`` for ``C`` outputs."""
         if baselines is None:
-            return self.spectrum.evaluate(self.background_bits.to(self.dtype)).mean()
-        raw, _ = validated_background(self._convert(baselines), self.n_features, name="baselines")
-        self.encoder.check(raw, "baselines")
-        return self.spectrum.evaluate(self.encoder.encode(raw, self.dtype)).mean()
+            bits = self.background_bits.to(self.dtype)
+        else:
+            raw, _ = validated_background(self._convert(baselines), self.n_features, name="baselines")
+            self.encoder.check(raw, "baselines")
+            bits = self.encoder.encode(raw, self.dtype)
+        return self.surrogate.evaluate_checked(bits).detach().mean(0)
 
-    def to_shap(self, inputs: Any, feature_mask: Any = None, baselines: Any = None, player_names: Any = None) -> Any:
+    def to_shap(
+        self, inputs: Any, feature_mask: Any = None, baselines: Any = None, player_names: Any = None, target: Any = None
+    ) -> Any:
         """A ``shap.Explanation`` of ``inputs`` ``(Q, n)`` for shap's waterfall, beeswarm and force plots.
 
         Without ``feature_mask`` the columns are the input features (named by the background DataFrame's columns
         when there was one); with it, one column per player (``player_names``, default ``"player <id>"``).
-        Values plus the base value equal the explained output at each row (efficiency). Needs ``shap``.
+        Values plus the base value equal the explained output at each row (efficiency). Several outputs give shap's
+        ``(Q, n, C)`` layout (``target=c`` picks one). Needs ``shap``.
         """
         x = self._convert(inputs)
+        columns, pick = self.outputs.select(target)
+        values, players, _ = self._player_values("shapley", (x,), feature_mask, baselines, columns)
         names: Any
         if feature_mask is None:
-            values, names, data = self.attribute(x, baselines=baselines), self.feature_names, x
+            per = [players.to_inputs(v) for v in values]
+            names, data = self.feature_names, x
         else:
-            players, player_map_ = self._player_values("shapley", (x,), feature_mask, baselines)[:2]
-            values, data = player_map_.expand(players, 1), None
-            names = player_names or [f"player {int(i)}" for i in player_map_.ids]
-        base = self.expected_value(baselines).expand(values.shape[0])
-        return to_shap_explanation(values.detach(), base.detach(), data, feature_names=names)
+            per = [players.expand(v, 1) for v in values]
+            names, data = player_names or [f"player {int(i)}" for i in players.ids], None
+        base = self.expected_value(baselines)
+        base = base if base.ndim == 0 else self.outputs.combine(list(base[columns, None]), None, target)[0]
+        return to_shap_explanation(
+            self.outputs.combine(per, pick, target).detach(),
+            base,
+            data,
+            feature_names=names,
+            output_names=None if len(columns) == 1 or pick is not None else [self.outputs.names[c] for c in columns],
+        )
 
     def to_shapiq(
         self,
@@ -213,21 +249,29 @@ class FourierExplainerCore(ExplainerBase):
         max_order: int | None = None,
         feature_mask: Any = None,
         baselines: Any = None,
+        target: Any = None,
     ) -> list[Any]:
         """One ``shapiq.InteractionValues`` per row of ``inputs``, for shapiq's network and upset plots.
 
-        Arguments as :meth:`interaction_values`; needs ``shapiq``.
+        Arguments as :meth:`interaction_values`; an explainer of several outputs needs an int ``target``. Needs
+        ``shapiq``.
         """
-        result = self.interaction_values(inputs, index, max_order, feature_mask, baselines)
-        order = max(result)
-        return to_shapiq_values(result, index, self.expected_value(baselines).detach(), max_order=order)
+        columns, pick = self.outputs.select(target)
+        if len(columns) != 1 or pick is not None:
+            raise ValueError(f"to_shapiq explains one output; pass target= one of {list(self.outputs.targets)}")
+        result = self.interaction_values(inputs, index, max_order, feature_mask, baselines, target)
+        base = self.expected_value(baselines).reshape(-1)[columns[0]]
+        return to_shapiq_values(result, index, base, max_order=max(result))
 
     def _first_order(
-        self, kind: str, inputs: tuple[Tensor, ...], feature_mask: Any, baselines: Any
+        self, kind: str, inputs: tuple[Tensor, ...], feature_mask: Any, baselines: Any, target: Any
     ) -> tuple[Tensor, ...]:
-        """Shapley or Banzhaf values shaped like the inputs (each feature gets its player's value)."""
-        values, players, shapes = self._player_values(kind, inputs, feature_mask, baselines)
-        return unflatten_values(players.to_inputs(values), inputs, shapes)
+        """Shapley or Banzhaf values shaped like the inputs (each feature gets its player's value); a last axis
+        ``C`` for several outputs."""
+        columns, pick = self.outputs.select(target)
+        values, players, shapes = self._player_values(kind, inputs, feature_mask, baselines, columns)
+        per_input = [unflatten_values(players.to_inputs(v), inputs, shapes) for v in values]
+        return tuple(self.outputs.combine([p[i] for p in per_input], pick, target) for i in range(len(inputs)))
 
     def _player_values(
         self,
@@ -235,15 +279,16 @@ class FourierExplainerCore(ExplainerBase):
         inputs: tuple[Tensor, ...],
         feature_mask: Any,
         baselines: Any,
+        columns: list[int],
         index: Index = "k-SII",
         max_order: int | None = None,
-    ) -> tuple[Any, PlayerMap, list[torch.Size]]:
-        """The template every value takes: validate once, encode, closed form on the active players."""
+    ) -> tuple[list[Any], PlayerMap, list[torch.Size]]:
+        """The template every value takes: validate once, encode, closed form on the active players, per output."""
         mask = feature_mask if feature_mask is None or isinstance(feature_mask, tuple) else (feature_mask,)
         with settings.using(max_memory=self.max_memory):
             x, shapes = self._inputs(inputs)
             players = self._players(mask, shapes)
-            plan = self._plan(players, baselines)
+            background = self._background_bits(baselines)
             bits = self.encoder.encode(x, self.dtype)
             relaxed = self.relaxed and not bool(((bits == 0) | (bits == 1)).all())
             if relaxed and (kind != "shapley" or players.binary_groups is not None):
@@ -251,14 +296,20 @@ class FourierExplainerCore(ExplainerBase):
                     "relaxed=True extends the Shapley values of singleton players to real-valued inputs; "
                     f"{kind.replace('_', ' ')} and grouped players need binary inputs"
                 )
-            if kind == "shapley":
-                return plan.shapley(bits, relaxed=relaxed), players, shapes
-            if kind == "banzhaf":
-                return plan.banzhaf(bits), players, shapes
-            if kind == "interactions":
-                return plan.interactions(bits), players, shapes
-            order = check_index(index, max_order, plan.m)
-            return _interaction_values(bits, plan.term, plan.groups, plan.m, index, order), players, shapes
+            if kind == "interaction_values":
+                order = check_index(index, max_order, players.m_active)
+            values: list[Any] = []
+            for column in columns:
+                plan = self._plan(players, background, column)
+                if kind == "shapley":
+                    values.append(plan.shapley(bits, relaxed=relaxed))
+                elif kind == "banzhaf":
+                    values.append(plan.banzhaf(bits))
+                elif kind == "interactions":
+                    values.append(plan.interactions(bits))
+                else:
+                    values.append(_interaction_values(bits, plan.term, plan.groups, plan.m, index, order))
+            return values, players, shapes
 
     # --- the boundary: inputs, players, background -------------------------------------------------------
     def _as_tuple(self, inputs: Any) -> tuple[tuple[Tensor, ...], bool]:
@@ -280,26 +331,34 @@ class FourierExplainerCore(ExplainerBase):
             ids = player_ids(feature_mask, self.n_features, "feature_mask", self.background.device, shapes)
         return player_map(self.encoder.owner, self.n_features, ids)
 
-    def _plan(self, players: PlayerMap, baselines: Any) -> ValuePlan:
-        """The closed forms against the background (cached) or against explicit ``baselines`` (built per call)."""
-        amplitudes = self.surrogate.amplitudes
-        spectrum = FourierSpectrum.trusted(
-            self.surrogate.frequencies, amplitudes if self.differentiable else amplitudes.detach()
-        )
-        if baselines is not None:
-            raw, _ = validated_background(self._convert(baselines), self.n_features, name="baselines")
-            self.encoder.check(raw, "baselines")
-            bits = self.encoder.encode(raw, self.dtype)
-            return ValuePlan(spectrum, bits, players.binary_groups, players.m_active, self.kernel)
-        bits = self.background_bits
+    def _background_bits(self, baselines: Any) -> Tensor | None:
+        """Explicit ``baselines`` validated and encoded (``None``: the explainer's own, cached background)."""
+        if baselines is None:
+            return None
+        raw, _ = validated_background(self._convert(baselines), self.n_features, name="baselines")
+        self.encoder.check(raw, "baselines")
+        return self.encoder.encode(raw, self.dtype)
+
+    def _plan(self, players: PlayerMap, baselines_bits: Tensor | None, column: int) -> ValuePlan:
+        """The closed forms of output ``column`` against the background (cached) or encoded baselines (per call)."""
+        amplitudes: Tensor = self.surrogate.amplitudes
+        if not self.differentiable:
+            amplitudes = amplitudes.detach()
+        if amplitudes.ndim == 1:
+            spectrum = FourierSpectrum.trusted(self.surrogate.frequencies, amplitudes)
+        else:
+            keep = amplitudes[:, column] != 0
+            spectrum = FourierSpectrum.trusted(self.surrogate.frequencies[keep], amplitudes[keep, column])
+        bits = self.background_bits if baselines_bits is None else baselines_bits
 
         def build() -> ValuePlan:
             return ValuePlan(spectrum, bits.to(self.dtype), players.binary_groups, players.m_active, self.kernel)
 
-        if self.differentiable:  # the plan holds the amplitudes' graph: build it per call
+        if self.differentiable or baselines_bits is not None:  # a graph or a one-off background: per call
             return build()
-        state = (amplitudes.data_ptr(), amplitudes._version, bits.data_ptr(), self.dtype)
-        return self._plans.get(state, (players.key, self.kernel), build)
+        raw = self.surrogate.amplitudes
+        state = (raw.data_ptr(), raw._version, bits.data_ptr(), self.dtype)
+        return self._plans.get(state, (players.key, self.kernel, column), build)
 
     def _convert(self, x: Any) -> Tensor:
         converted = to_tensor(x, "inputs", device=self.background.device)

@@ -30,6 +30,7 @@ from torchxplain._core import settings
 from torchxplain.fourier.boundary import validated_background
 from torchxplain.fourier.encoders import BinaryEncoder
 from torchxplain.fourier.explainer_core import FourierExplainerCore
+from torchxplain.fourier.outputs import single_output
 from torchxplain.fourier.persist import explainer_config, explainer_from_config
 from torchxplain.fourier.recovery import fit_sparse_fourier
 from torchxplain.fourier.spectrum import FourierSpectrum
@@ -122,7 +123,7 @@ class FourierShap(FourierExplainerCore):
             raw,
             raw.bool(),
             names=names,
-            target=target,
+            outputs=single_output(target, "model output" if target is None else f"model output {target}"),
             groups=groups,
             relaxed=relaxed,
             max_memory=max_memory,
@@ -161,7 +162,7 @@ class FourierShap(FourierExplainerCore):
             raw,
             raw.bool(),
             names=names,
-            target=None,
+            outputs=single_output(None, "spectrum"),
             groups=groups,
             relaxed=relaxed,
             max_memory=max_memory,
@@ -208,12 +209,12 @@ class FourierShap(FourierExplainerCore):
         with settings.using(max_memory=max_memory):
             source = tree_source(model, background, target, encoding, energy, threshold, relaxed)
         return cls._assemble(
-            source.spectrum,
+            source.spectra,
             source.encoder,
             source.background,
             source.bits,
             names=source.feature_names,
-            target=target,
+            outputs=source.outputs,
             groups=feature_groups,
             relaxed=relaxed,
             max_memory=max_memory,

@@ -14,6 +14,7 @@ from torch import Tensor
 
 from torchxplain.fourier.encoders import encoder_from_config
 from torchxplain.fourier.explainer_core import FourierExplainerCore
+from torchxplain.fourier.outputs import Outputs
 from torchxplain.fourier.pruning import PruningReport
 from torchxplain.fourier.recovery import FitReport
 from torchxplain.fourier.spectrum import FourierSpectrum
@@ -22,17 +23,24 @@ from torchxplain.fourier.spectrum import FourierSpectrum
 def explainer_config(explainer: FourierExplainerCore) -> dict[str, Any]:
     """JSON-able metadata for ``save``; spectrum, background rows and bits, encoder tables and groups are tensors in
     the ``state_dict``."""
-    report = explainer.fit_report
+    report, pruning = explainer.fit_report, explainer.pruning
     return {
         "encoder": explainer.encoder.config(),
-        "target": explainer.target,
+        "targets": list(explainer.outputs.targets),
+        "output_names": list(explainer.outputs.names),
         "relaxed": explainer.relaxed,
         "max_memory": explainer.max_memory,
         "has_groups": explainer.groups is not None,
         "differentiable": explainer.differentiable,
         "kernel": explainer.kernel,
         "feature_names": None if explainer.feature_names is None else list(explainer.feature_names),
-        "pruning": None if explainer.pruning is None else dataclasses.asdict(explainer.pruning),
+        "pruning": (
+            None
+            if pruning is None
+            else [dataclasses.asdict(p) for p in pruning]
+            if isinstance(pruning, tuple)
+            else dataclasses.asdict(pruning)
+        ),
         "fit_report": None if report is None else dataclasses.asdict(report),
     }
 
@@ -45,24 +53,32 @@ def explainer_from_config(
 ) -> FourierExplainerCore:
     """Rebuild from :func:`explainer_config` and the ``state_dict``; without ``forward_func`` the explainer's own
     model (its surrogate, or ``predict``) is its forward function."""
-    spectrum = FourierSpectrum(state["surrogate.frequencies"], state["surrogate.amplitudes"])
+    frequencies, amplitudes = state["surrogate.frequencies"], state["surrogate.amplitudes"]
+    if amplitudes.ndim == 1:
+        spectra = [FourierSpectrum(frequencies, amplitudes)]
+    else:  # one spectrum per output, without the frequencies it lacks
+        spectra = [FourierSpectrum(frequencies[a != 0], a[a != 0]) for a in amplitudes.T]
     encoder = encoder_from_config(config["encoder"], state, "encoder.")
     names, pruning, report = config["feature_names"], config["pruning"], config["fit_report"]
     if report is not None:
         report = FitReport(**report)
+    if isinstance(pruning, list):
+        pruning = tuple(PruningReport(**p) for p in pruning)
+    elif pruning is not None:
+        pruning = PruningReport(**pruning)
     explainer = cls._assemble(
-        spectrum,
+        spectra,
         encoder,
         state["background"],
         state["background_bits"],
         names=None if names is None else tuple(names),
-        target=config["target"],
+        outputs=Outputs(tuple(config["targets"]), tuple(config["output_names"])),
         groups=state["groups"] if config["has_groups"] else None,
         relaxed=config["relaxed"],
         max_memory=config["max_memory"],
         differentiable=config["differentiable"],
         kernel=config["kernel"],
-        pruning=None if pruning is None else PruningReport(**pruning),
+        pruning=pruning,
         fit_report=report,
     )
     if forward_func is not None:

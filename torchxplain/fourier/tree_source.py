@@ -9,9 +9,10 @@ import torch
 from torch import Tensor
 
 from torchxplain._core.inputs import FeatureNames
-from torchxplain.fourier.adapters import parse_model
+from torchxplain.fourier.adapters import parse_model_outputs
 from torchxplain.fourier.boundary import state_dtype, validated_background
 from torchxplain.fourier.encoders import BinaryEncoder, InputEncoder, ThresholdEncoder
+from torchxplain.fourier.outputs import Outputs
 from torchxplain.fourier.pruning import PruningReport, prune_tree_spectrum
 from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.trees import TreeEncoding, spectrum_of_ensemble, splits_binary_inputs
@@ -19,14 +20,17 @@ from torchxplain.fourier.trees import TreeEncoding, spectrum_of_ensemble, splits
 ENCODINGS = ("auto", "binary", "thresholds")
 
 
-def tree_encoder(model: Any, raw: Tensor, target: int | None, encoding: Any) -> tuple[InputEncoder, FourierSpectrum]:
-    """The encoder of ``model``'s inputs and its exact float64 spectrum on the encoded features.
+def tree_encoder(
+    model: Any, raw: Tensor, target: int | None, encoding: Any
+) -> tuple[InputEncoder, list[FourierSpectrum], Outputs]:
+    """The encoder of ``model``'s inputs, the exact float64 spectrum of each explained output, and the outputs.
 
     Args:
         model: a fitted tree model (see :func:`torchxplain.fourier.tree_spectrum`).
         raw: ``(B, p)`` validated background rows; decides ``"auto"`` (binary when 0/1 and every split separates
             0 from 1) and is checked against the chosen encoding.
-        target: output index for multi-output models.
+        target: output index, or ``None`` for the default outputs (a regressor's output, a binary classifier's
+            positive class, every class of a multiclass model).
         encoding: ``"auto"``, ``"binary"``, ``"thresholds"`` or a :class:`TreeEncoding`.
 
     Raises:
@@ -37,22 +41,24 @@ def tree_encoder(model: Any, raw: Tensor, target: int | None, encoding: Any) -> 
         raise ValueError(f"encoding must be one of {ENCODINGS} or a TreeEncoding, got {encoding[:40]!r}")
     if not isinstance(encoding, (str, TreeEncoding)):
         raise TypeError(f"encoding must be a string or a TreeEncoding, got {type(encoding).__name__}")
-    ensemble = parse_model(model, target)
-    if raw.shape[1] != ensemble.n_features:
+    ensembles = parse_model_outputs(model, target)
+    outputs = Outputs(tuple(e.target for e in ensembles), tuple(e.output or e.description for e in ensembles))
+    if raw.shape[1] != ensembles[0].n_features:
         raise ValueError(
-            f"background has {raw.shape[1]} features, but {ensemble.description} expects {ensemble.n_features}"
+            f"background has {raw.shape[1]} features, but {ensembles[0].description} expects {ensembles[0].n_features}"
         )
     if encoding == "auto":
-        binary = bool(((raw == 0) | (raw == 1)).all()) and splits_binary_inputs(ensemble)
+        binary = bool(((raw == 0) | (raw == 1)).all()) and all(splits_binary_inputs(e) for e in ensembles)
         encoding = "binary" if binary else "thresholds"
     if encoding == "thresholds":
-        encoding = TreeEncoding.from_ensemble(ensemble)
+        encoding = TreeEncoding.from_ensembles(ensembles)  # every output's splits: one encoding serves them all
     if isinstance(encoding, TreeEncoding):
-        spectrum = spectrum_of_ensemble(ensemble, encoding, dtype=torch.float64, device=raw.device)
-        return ThresholdEncoder(encoding), spectrum
-    encoder = BinaryEncoder(ensemble.n_features)
+        spectra = [spectrum_of_ensemble(e, encoding, dtype=torch.float64, device=raw.device) for e in ensembles]
+        return ThresholdEncoder(encoding), spectra, outputs
+    encoder = BinaryEncoder(ensembles[0].n_features)
     encoder.check(raw, "background")
-    return encoder, spectrum_of_ensemble(ensemble, None, dtype=torch.float64, device=raw.device)
+    spectra = [spectrum_of_ensemble(e, None, dtype=torch.float64, device=raw.device) for e in ensembles]
+    return encoder, spectra, outputs
 
 
 @dataclass(frozen=True)
@@ -60,17 +66,19 @@ class TreeSource:
     """What a Fourier explainer of a tree model is built from.
 
     Attributes:
-        encoder: the input encoder; spectrum: the (pruned) spectrum in the explainer's dtype;
-        background: ``(B, p)`` validated rows; bits: ``(B, n_binary)`` bool encoding of them;
-        feature_names: the background DataFrame's columns; pruning: what pruning kept (``None``: not pruned).
+        encoder: the input encoder; spectra: the (pruned) spectrum of each output in the explainer's dtype;
+        outputs: which outputs they are; background: ``(B, p)`` validated rows; bits: ``(B, n_binary)`` bool
+        encoding of them; feature_names: the background DataFrame's columns; pruning: what pruning kept (``None``:
+        not pruned; a tuple of one report per output for several outputs).
     """
 
     encoder: InputEncoder
-    spectrum: FourierSpectrum
+    spectra: list[FourierSpectrum]
+    outputs: Outputs
     background: Tensor
     bits: Tensor
     feature_names: FeatureNames | None
-    pruning: PruningReport | None
+    pruning: PruningReport | tuple[PruningReport, ...] | None
 
 
 def tree_source(
@@ -84,12 +92,15 @@ def tree_source(
 ) -> TreeSource:
     """Validate the background once, encode it once, extract (and optionally prune) the spectrum."""
     raw, names = validated_background(background, None)
-    encoder, spectrum = tree_encoder(model, raw, target, encoding)
+    encoder, spectra, outputs = tree_encoder(model, raw, target, encoding)
     if relaxed and not isinstance(encoder, BinaryEncoder):
         raise ValueError("relaxed=True applies to binary inputs; continuous inputs are explained exactly")
     bits = encoder.encode(raw, torch.float64)
-    report = None
+    reports = []
     if energy is not None or threshold is not None:
-        spectrum, report = prune_tree_spectrum(spectrum, bits, energy=energy, threshold=threshold)
-    spectrum = spectrum.to(state_dtype(raw, torch.get_default_dtype()))
-    return TreeSource(encoder, spectrum, raw, bits.bool(), names, report)
+        pruned = [prune_tree_spectrum(s, bits, energy=energy, threshold=threshold) for s in spectra]
+        spectra, reports = [p[0] for p in pruned], [p[1] for p in pruned]
+    dtype = state_dtype(raw, torch.get_default_dtype())
+    spectra = [s.to(dtype) for s in spectra]
+    pruning = None if not reports else reports[0] if len(reports) == 1 else tuple(reports)
+    return TreeSource(encoder, spectra, outputs, raw, bits.bool(), names, pruning)
