@@ -112,6 +112,13 @@ def check_trees_continuous(stdout: str) -> None:
     assert literal(stdout, "interaction matrix:") == (10, 30, 30)  # 10 rows, 30 features
 
 
+def check_trees_shap_plots(stdout: str) -> None:
+    # values plus shap's base value give back the forest's own predict_proba[:, 1]; both figures were written
+    assert "predict_proba[:, 1]" in stdout
+    assert number(stdout, "max |values + base - predict_proba|:") < 1e-8
+    assert number(stdout, "waterfall.png:") > 1000 and number(stdout, "beeswarm.png:") > 1000
+
+
 CHECKS: dict[str, Callable[[str], None]] = {
     "captum_interop": check_captum_interop,
     "fourier_landscapes": check_fourier_landscapes,
@@ -119,6 +126,7 @@ CHECKS: dict[str, Callable[[str], None]] = {
     "idx_classifiers": check_idx_classifiers,
     "lightning_training": check_lightning_training,
     "trees_continuous": check_trees_continuous,
+    "trees_shap_plots": check_trees_shap_plots,
 }
 
 
