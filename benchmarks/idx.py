@@ -1,52 +1,180 @@
-"""IDX benchmark: batched relation tensors vs a straightforward per-input loop, measured in one run.
+"""IDX benchmark: the user paths next to the kernel, a million inputs through the bulk path, and a loop cross-check.
 
-    python benchmarks/idx.py            # Child (all 1,080 inputs), votes and car NBCs, alarm
-    python benchmarks/idx.py --quick    # smaller loop samples, no alarm CF
+    python benchmarks/idx.py                   # Child user paths vs kernel, 10^6 alarm inputs, loop cross-checks
+    python benchmarks/idx.py --quick           # the same with 10^5 alarm inputs and fewer loop inputs
+    python benchmarks/idx.py --device cuda --quick
 
-Prints, per classifier: the batched time for all inputs x every influence x the kits, the loop's time
-per input and the ratio (loop / batched, per input), whether both give identical relations, and the
-relation shares next to the paper's Table 4 where it reports them. One thread is pinned
-(``torch.set_num_threads(1)`` + threadpoolctl); the default thread count is reported too.
+1. **Child, all 1,080 inputs x 25 influences x MD+SD+CF.** The kernel is ``relation_tensors`` on integer codes.
+   The user paths are ``explain_batch`` on a list of dicts, a DataFrame of value names and codes (encoding,
+   one pass, relevance, the batch object), ``explain`` once per kit (lists of Explanation views) and the names
+   materialised (every Explanation's relations, and ``to_frame()``). Each is timed cold (a fresh classifier:
+   family tables built on the way) and warm (best of ``--repeat``), and printed as a ratio to the kernel
+   measured in the same process. Target: every user path within 1.5x of the kernel.
+2. **Alarm, 10^6 inputs sampled from the network** (ancestral sampling; 10^5 with ``--quick``) through the bulk
+   path: the kernel, ``explain_batch`` on codes and on a DataFrame, ``relation_shares`` and the wide DataFrame.
+3. **Cross-check against a straightforward loop** (numpy probabilities, Python loops over inputs, influences and
+   values) on Child, votes, car and alarm: the relations must be identical; the loop's time per input is printed
+   next to the bulk path's.
+
+One thread is pinned (``torch.set_num_threads(1)`` + threadpoolctl) for CPU runs; the Child kernel is timed with
+the default thread count at the end too. The machine's load average is printed: ratios measured in one process
+hold under load, absolute times do not.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 from threadpoolctl import threadpool_limits
 
-from torchxplain.idx import BayesianClassifier, datasets, explain, relation_tensors
-from torchxplain.idx.stats import relation_shares, shares_from_relations, structural_share
+from torchxplain import settings
+from torchxplain.idx import BayesianClassifier, datasets, explain, explain_batch, relation_tensors
+from torchxplain.idx.stats import relation_shares
 
-PAPER = {
-    "child": {"SD+": 77.5, "SD-": 22.5, "MD+": 65.4, "MD-": 15.1, "CF!": 34.6, "CF*": 27.6, "R^C": 64.0},
-    "votes": {"SD+": 77.1, "SD-": 22.9, "MD+": 77.1, "MD-": 22.9, "CF!": 3.0, "CF*": 74.1},
-    "car": {"SD+": 57.4, "SD-": 42.6, "MD+": 39.3, "MD-": 21.1, "CF!": 14.2, "CF*": 66.4},
-}
+KITS = ("md", "sd", "cf")
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def timed(fn: Callable[[], Any], repeat: int, device: str) -> tuple[float, float, Any]:
+    """``(first, best of the rest, result)`` wall times in seconds."""
+    sync(device)
+    start = time.perf_counter()
+    out = fn()
+    sync(device)
+    first, best = time.perf_counter() - start, math.inf
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        sync(device)
+        best = min(best, time.perf_counter() - start)
+    return first, best, out
+
+
+def fresh(bc: BayesianClassifier) -> BayesianClassifier:
+    """The same classifier without cached tables."""
+    return BayesianClassifier.from_spec(bc.spec, bc.dtype, bc.bin_edges).to(bc.device)
+
+
+def child_paths(child: BayesianClassifier, repeat: int, device: str) -> None:
+    codes = datasets.all_inputs(child)
+    names = child.decode(child.decide(codes))
+    records = [{o: row[o] for o in child.observations} for row in names]
+    frame = pd.DataFrame(records)
+    cold, warm, _ = timed(lambda: relation_tensors(fresh(child), codes, KITS), 0, device)
+    _, kernel, _ = timed(lambda: relation_tensors(child, codes, KITS), repeat, device)
+    print(f"\n== Child: {len(codes):,} inputs x {len(child.influences)} influences x MD+SD+CF, device {device}")
+    print(f"  kernel relation_tensors(codes): {kernel * 1e3:8.2f} ms warm, {cold * 1e3:8.1f} ms cold (tables built)")
+    paths: dict[str, Callable[[BayesianClassifier], Any]] = {
+        "explain_batch(list of dicts)": lambda bc: explain_batch(bc, records, KITS),
+        "explain_batch(DataFrame)": lambda bc: explain_batch(bc, frame, KITS),
+        "explain_batch(codes)": lambda bc: explain_batch(bc, codes, KITS),
+        "explain(dicts) per kit -> Explanations": lambda bc: [explain(bc, records, k) for k in KITS],
+        "explain(DataFrame) per kit": lambda bc: [explain(bc, frame, k) for k in KITS],
+        "explain(codes) per kit": lambda bc: [explain(bc, codes, k) for k in KITS],
+        "+ every Explanation's relations (names)": lambda bc: [
+            [e.relations for e in explain(bc, records, k)] for k in KITS
+        ],
+        "explain_batch(dicts).to_frame() (names)": lambda bc: explain_batch(bc, records, KITS).to_frame(),
+    }
+    print(f"  {'user path':44s} {'warm ms':>9s} {'x kernel':>9s} {'cold ms':>9s}  target <= 1.5x")
+    for name, path in paths.items():
+        cold, _, _ = timed(lambda path=path: path(fresh(child)), 0, device)
+        _, best, _ = timed(lambda path=path: path(child), repeat, device)
+        ratio = best / kernel
+        verdict = "met" if ratio <= 1.5 else "MISSED"
+        print(f"  {name:44s} {best * 1e3:9.2f} {ratio:9.2f} {cold * 1e3:9.1f}  {verdict}")
+
+
+def ancestral_sample(network: Any, bc: BayesianClassifier, n: int, seed: int) -> torch.Tensor:
+    """``n`` draws of the observations from the network's joint distribution: codes ``(n, |O|)`` in bc's order."""
+    gen = torch.Generator().manual_seed(seed)
+    drawn: dict[str, torch.Tensor] = {}
+    order = list(network.get_cpds())
+    while len(drawn) < len(order):
+        for cpd in order:
+            var = cpd.variable
+            parents = list(cpd.variables[1:])
+            if var in drawn or any(p not in drawn for p in parents):
+                continue
+            table = torch.as_tensor(np.asarray(cpd.get_values(), dtype=np.float64))  # (|V(var)|, prod parents)
+            column = torch.zeros(n, dtype=torch.long)
+            for p, card in zip(parents, cpd.cardinality[1:]):
+                column = column * int(card) + drawn[p]
+            cum = table.T.cumsum(dim=1)[column]  # (n, |V(var)|)
+            u = torch.rand(n, 1, generator=gen, dtype=torch.float64) * cum[:, -1:]
+            drawn[var] = (cum < u).sum(dim=1).clamp(max=table.shape[0] - 1)
+    states = {v: [str(s) for s in network.states[v]] for v in network.nodes()}
+    cols = []
+    for o in bc.observations:  # pgmpy's state order is the classifier's value order
+        assert states[o] == list(bc.value_names[o]), o
+        cols.append(drawn[o])
+    return torch.stack(cols, dim=1)
+
+
+def alarm_bulk(n: int, repeat: int, device: str) -> None:
+    start = time.perf_counter()
+    network = datasets.pgmpy_network("alarm")
+    alarm = datasets.alarm().to(device)
+    built = time.perf_counter() - start
+    codes = ancestral_sample(network, alarm, n, seed=0).to(device)
+    print(f"\n== Alarm: {n:,} inputs sampled from the network x {len(alarm.influences)} influences x MD+SD+CF")
+    print(f"  (classifier built from pgmpy by variable elimination in {built:.1f} s, not counted)")
+    cold, kernel, _ = timed(lambda: relation_tensors(alarm, codes, KITS), repeat, device)
+    print(f"  kernel relation_tensors(codes): {kernel:7.2f} s warm, {cold:7.2f} s cold (tables built)")
+    frame = pd.DataFrame(
+        {
+            o: np.asarray(alarm.value_names[o], dtype=object)[codes[:, j].cpu().numpy()]
+            for j, o in enumerate(alarm.observations)
+        }
+    )
+    rows = {
+        "explain_batch(codes)": lambda: explain_batch(alarm, codes, KITS),
+        "explain_batch(DataFrame of value names)": lambda: explain_batch(alarm, frame, KITS),
+        "relation_shares(codes)": lambda: relation_shares(alarm, codes),
+    }
+    for name, fn in rows.items():
+        _, best, out = timed(fn, repeat, device)
+        print(f"  {name:44s} {best:7.2f} s  ({best / kernel:5.2f}x kernel)")
+    batch = explain_batch(alarm, codes, KITS)
+    _, best, wide = timed(batch.to_frame, 0, device)
+    print(
+        f"  {'.to_frame() (wide: one row per input)':44s} {best:7.2f} s  -> {wide.shape[0]:,} x {wide.shape[1]} frame"
+    )
+    shares = relation_shares(alarm, codes)
+    print("  shares (%): " + "  ".join(f"{k} {v:.1f}" for k, v in shares.items()))
 
 
 class LoopIDX:
     """Straightforward reference: numpy probabilities, Python loops over inputs, influences and values."""
 
-    def __init__(self, bc: BayesianClassifier, cf_table: bool) -> None:
+    def __init__(self, bc: BayesianClassifier, cf: bool) -> None:
         self.bc = bc
+        cpu = BayesianClassifier.from_spec(bc.spec, bc.dtype)  # a CPU copy (bc may live on a GPU)
         self.prior = {
-            c: bc.log_prior[bc.index_of(c), : len(bc.value_names[c])].exp().numpy() for c in bc.classifications
+            c: cpu.log_prior[cpu.index_of(c), : len(bc.value_names[c])].exp().numpy() for c in bc.classifications
         }
         self.cpt = {
-            (x, c): bc.log_cpt[e, : len(bc.value_names[c]), : len(bc.value_names[x])].exp().numpy()
+            (x, c): cpu.log_cpt[e, : len(bc.value_names[c]), : len(bc.value_names[x])].exp().numpy()
             for e, (x, c) in enumerate(bc.influences)
         }
-        self.weight = {v: bc.sd_weight[bc.index_of(v), : len(bc.value_names[v])].numpy() for v in bc.variables}
+        self.weight = {v: cpu.sd_weight[cpu.index_of(v), : len(bc.value_names[v])].numpy() for v in bc.variables}
         self.order = [c for level in bc.levels for c in level]
         self.tol = 64 * np.finfo(np.float64).eps
         self.table = None
-        if cf_table:  # sigma over every assignment of the observations, as a (N, n) array
+        if cf:  # sigma over every assignment of the observations, as an (N, n) array
             rows = [self.sigma(list(a)) for a in np.ndindex(*[len(bc.value_names[o]) for o in bc.observations])]
             self.table = np.array([[r[v] for v in bc.variables] for r in rows])
 
@@ -65,10 +193,8 @@ class LoopIDX:
 
     def relations(self, codes: list[int], kits: tuple[str, ...]) -> dict:
         bc, a = self.bc, self.sigma(codes)
-        out = {
-            "md": {"attack": [], "support": []},
-            "sd": {"attack": [], "support": []},
-            "cf": {"critical": [], "potential": []},
+        out: dict[str, dict[str, list[bool]]] = {
+            k: {"attack": [], "support": [], "critical": [], "potential": []} for k in kits
         }
         col = {v: i for i, v in enumerate(bc.variables)}
         for x, y in bc.influences:
@@ -77,11 +203,13 @@ class LoopIDX:
             d = np.array([self.posterior(y, {**a, x: k})[a[y]] - base for k in alts])
             ps = d + base
             d[np.abs(d) <= self.tol * np.maximum(ps, base)] = 0.0
-            out["md"]["attack"].append(bool(alts) and bool((d > 0).all()))
-            out["md"]["support"].append(bool(alts) and bool((d < 0).all()))
-            score = float((self.weight[x][alts] * d).sum())
-            out["sd"]["attack"].append(score > 0)
-            out["sd"]["support"].append(score < 0)
+            if "md" in kits:
+                out["md"]["attack"].append(bool(alts) and bool((d > 0).all()))
+                out["md"]["support"].append(bool(alts) and bool((d < 0).all()))
+            if "sd" in kits:
+                score = float((self.weight[x][alts] * d).sum())
+                out["sd"]["attack"].append(score > 0)
+                out["sd"]["support"].append(score < 0)
             if "cf" in kits:
                 t = self.table
                 others = [z for z in bc.structure[y] if z != x]
@@ -95,59 +223,37 @@ class LoopIDX:
                     pot = bool(len({tuple(r) for r in first} & {tuple(r) for r in second}))
                 out["cf"]["critical"].append(crit)
                 out["cf"]["potential"].append(pot)
-        return {k: out[k] for k in kits}
+        return out
 
 
-def compare(
-    name: str, bc: BayesianClassifier, inputs: torch.Tensor, kits: tuple[str, ...], loop_rows: int, repeats: int
-) -> dict:
-    bc.__dict__.pop("_cf_cache", None)
-    start = time.perf_counter()
-    sigma, rel = relation_tensors(bc, inputs, kits)
-    cold = time.perf_counter() - start
-    warm = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        relation_tensors(bc, inputs, kits)
-        warm = min(warm, time.perf_counter() - start)
+def cross_check(
+    name: str, bc: BayesianClassifier, codes: torch.Tensor, kits: tuple[str, ...], rows: int, device: str
+) -> None:
+    bc, codes = bc.to(device), codes.to(device)
+    _, bulk, batch = timed(lambda: explain_batch(bc, codes, kits), 1, device)
     start = time.perf_counter()
     loop = LoopIDX(bc, "cf" in kits)
     setup = time.perf_counter() - start
-    idx = torch.linspace(0, len(inputs) - 1, min(loop_rows, len(inputs))).long()
+    picked = torch.linspace(0, len(codes) - 1, min(rows, len(codes))).long().tolist()
     start = time.perf_counter()
-    ref = [loop.relations(inputs[i].tolist(), kits) for i in idx.tolist()]
-    loop_time = time.perf_counter() - start
+    ref = [loop.relations(codes[i].tolist(), kits) for i in picked]
+    per_loop = (time.perf_counter() - start) / len(picked)
     mismatches = sum(
-        int(rel[k][n][i, e].item()) != int(r[k][n][e])
-        for i, r in zip(idx.tolist(), ref)
+        int(batch.relations(k)[n][i, e]) != int(r[k][n][e])
+        for i, r in zip(picked, ref)
         for k in kits
-        for n in r[k]
+        for n in batch.relations(k)
         for e in range(len(bc.influences))
     )
-    per_batched = cold / len(inputs)
-    per_loop = loop_time / len(idx)
-    print(f"\n== {name}: {len(inputs):,} inputs x {len(bc.influences)} influences x {'+'.join(kits).upper()}")
+    per_bulk = bulk / len(codes)
     print(
-        f"  batched, one call: {cold * 1e3:8.1f} ms cold (first call, incl. CF tables if asked), "
-        f"{warm * 1e3:8.1f} ms warm"
+        f"  {name:28s} {len(codes):>9,} inputs x {len(bc.influences):>3} infl. {'+'.join(kits):9s} bulk "
+        f"{per_bulk * 1e6:8.2f} us/input, loop {per_loop * 1e3:7.2f} ms/input ({per_loop / per_bulk:9.0f}x; "
+        f"+{setup:.1f} s CF table), mismatches {mismatches}"
     )
-    print(f"  loop: {per_loop * 1e3:.3f} ms/input over {len(idx)} inputs (+ {setup:.2f} s CF table setup)")
-    print(
-        f"  ratio loop/batched per input: {per_loop / per_batched:8.1f}x cold, {per_loop * len(inputs) / warm:8.1f}x "
-        f"warm; relation mismatches on the loop's inputs: {mismatches}"
-    )
-    return shares_from_relations(rel)
 
 
-def print_shares(name: str, shares: dict, bc: BayesianClassifier) -> None:
-    shares = {**shares, "R^C": structural_share(bc)}
-    keys = [k for k in ("SD+", "SD-", "MD+", "MD-", "CF!", "CF*", "R^C") if k in shares]
-    print("  shares (%):  " + "  ".join(f"{k} {shares[k]:5.1f}" for k in keys))
-    if name in PAPER:
-        print("  paper T4 (%): " + "  ".join(f"{k} {PAPER[name][k]:5.1f}" for k in keys if k in PAPER[name]))
-
-
-def votes_nbc(missing: str = "keep") -> tuple[BayesianClassifier, torch.Tensor]:
+def votes_nbc(missing: str) -> tuple[BayesianClassifier, torch.Tensor]:
     from sklearn.naive_bayes import CategoricalNB
 
     df = datasets.votes(missing)
@@ -161,82 +267,48 @@ def votes_nbc(missing: str = "keep") -> tuple[BayesianClassifier, torch.Tensor]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="fewer loop inputs, alarm without CF")
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--quick", action="store_true", help="10^5 alarm inputs, fewer loop inputs")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--repeat", type=int, default=5, help="warm repetitions (best is reported)")
+    parser.add_argument("--alarm", type=int, default=None, help="alarm inputs (default 10^6, 10^5 with --quick)")
     args = parser.parse_args()
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no CUDA device here")
     warnings.simplefilter("ignore")
     default_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    loop_rows = 100 if args.quick else 400
-    repeats = 3
-    with threadpool_limits(1):
-        print(f"torch {torch.__version__}, device {args.device}, 1 thread pinned (default {default_threads})")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"torch {torch.__version__}, device {args.device}, {os.cpu_count()} CPUs, load average {load:.1f}")
+    with threadpool_limits(1), settings.show_progress(False):
+        torch.set_num_threads(1)
         child = datasets.child().to(args.device)
-        x = datasets.all_inputs(child)
-        print_shares("child", compare("child", child, x, ("md", "sd", "cf"), loop_rows, repeats), child)
-        sd = relation_shares(child.with_sd_weights("uniform"), x, ("sd",))
-        print(f"  SD+/SD- with uniform SD weights: {sd['SD+']:.1f}/{sd['SD-']:.1f} (BN marginals above)")
-        start = time.perf_counter()
-        explanations = [explain(child, x, kit) for kit in ("md", "sd", "cf")]
-        print(
-            f"  explain(): {sum(map(len, explanations)):,} Explanation objects (3 kits) in "
-            f"{(time.perf_counter() - start) * 1e3:.0f} ms"
-        )
-
-        votes, vx = votes_nbc()
-        votes = votes.to(args.device)
-        print_shares("votes", compare("votes", votes, vx.to(args.device), ("md", "sd"), loop_rows, repeats), votes)
-        try:
-            relation_tensors(votes, vx, ("cf",))
-        except ValueError as err:
-            print(f"  CF refused as designed: {err}")
-
+        child_paths(child, args.repeat, args.device)
+        alarm_bulk(args.alarm or (10**5 if args.quick else 10**6), max(1, args.repeat // 2), args.device)
+        print("\n== Cross-check against a per-input loop (relations must be identical)")
+        rows = 30 if args.quick else 200
+        cross_check("child", child, datasets.all_inputs(child), KITS, rows, args.device)
+        votes, vx = votes_nbc("keep")
+        cross_check("votes (NBC, y/n/?)", votes, vx, ("md", "sd"), rows, args.device)
         binary, bx = votes_nbc("mode")
-        print_shares(
-            "votes",
-            compare(
-                "votes, '?' -> column mode (binary)",
-                binary.to(args.device),
-                bx.to(args.device),
-                ("md", "sd", "cf"),
-                10,
-                repeats,
-            ),
-            binary,
-        )
-
+        cross_check("votes (NBC, y/n)", binary, bx, KITS, 10, args.device)
         car_df = datasets.car()
-        car = BayesianClassifier.fit(
-            car_df, "class", alpha=1.0, values=datasets.CAR_VALUES, class_prior={"class": [0.6, 0.2, 0.1, 0.1]}
-        ).to(args.device)
-        print_shares("car", compare("car", car, car.encode(car_df), ("md", "sd", "cf"), loop_rows, repeats), car)
-
-        start = time.perf_counter()
-        alarm = BayesianClassifier.from_pgmpy(datasets.pgmpy_network("alarm")).to(args.device)
-        print(f"\n(alarm: built from pgmpy by variable elimination in {time.perf_counter() - start:.1f} s)")
-        gen = torch.Generator().manual_seed(0)
+        car = BayesianClassifier.fit(car_df, "class", values=datasets.CAR_VALUES)
+        cross_check("car (NBC)", car, car.encode(car_df), KITS, rows, args.device)
+        alarm = datasets.alarm()
+        gen = torch.Generator().manual_seed(1)
         cards = alarm.cardinality[alarm.observation_index]
-        ax = (torch.rand(5000, len(cards), generator=gen) * cards).long().to(args.device)
-        shares = compare("alarm", alarm, ax, ("md", "sd"), loop_rows, 1)
-        if not args.quick:  # the loop would need sigma over all 279,936 assignments in Python: batched CF only
-            alarm.__dict__.pop("_cf_cache", None)
-            start = time.perf_counter()
-            _, rel = relation_tensors(alarm, ax, ("cf",))
-            print(
-                f"  batched CF over all {math.prod(cards.tolist()):,} observation assignments (tables included): "
-                f"{(time.perf_counter() - start) * 1e3:.0f} ms"
-            )
-            shares.update(shares_from_relations(rel))
-        print_shares("alarm", shares, alarm)
-        shares = relation_shares(datasets.asia(), datasets.all_inputs(datasets.asia()))
-        print("\n== asia (all 4 inputs), Table 4 row: " + "  ".join(f"{k} {v:.1f}" for k, v in shares.items()))
-    torch.set_num_threads(default_threads)
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        relation_tensors(child, x, ("md", "sd", "cf"))
-        best = min(best, time.perf_counter() - start)
-    print(f"\nchild MD+SD+CF batched with the default {default_threads} threads (warm): {best * 1e3:.1f} ms")
+        cross_check(
+            "alarm (uniform inputs)",
+            alarm,
+            (torch.rand(5000, len(cards), generator=gen) * cards).long(),
+            ("md", "sd"),
+            rows,
+            args.device,
+        )
+        torch.set_num_threads(default_threads)
+    codes = datasets.all_inputs(child)
+    with settings.show_progress(False):
+        _, best, _ = timed(lambda: relation_tensors(child, codes, KITS), args.repeat, args.device)
+    print(f"\nChild kernel with the default {default_threads} threads (warm): {best * 1e3:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -140,3 +140,12 @@ def test_attribution_kits_give_input_output_relations():
     (lime,) = explain(bc, a, "lime", outputs=["o"], num_samples=2000)
     assert set().union(*lime.relations.values()) <= {("w", "o"), ("t", "o"), ("p", "o")}
     assert math.isfinite(sum(lime.scores.values()))
+
+
+def test_exactly_zero_attributions_are_no_relation():
+    """With the input as its own background every Shapley value is 0 (up to rounding): no attack, no support."""
+    bc = datasets.play_outside()
+    a = {"w": "l", "t": "l", "p": "l"}
+    assert shap_values(bc, a).abs().max() < 1e-15  # rounding noise, not exactly zero
+    (ex,) = explain(bc, a, "shap")
+    assert ex.relations == {"attack": set(), "support": set()}

@@ -32,7 +32,7 @@ def _check_bulk_equals_per_input(bc, inputs, kits, rows, explanandum=None):
             (alone,) = explain(bc, inputs[b : b + 1], kit, explanandum)
             assert {k: set(v) for k, v in alone.relations.items()} == _sets(batch, kit, b), (kit, b)
             assert alone.assignment == bc.decode(batch.sigma[b : b + 1])[0]
-            assert alone.relevant == {bc.variables[v] for v in batch.kits[kit].relevant[b].nonzero().flatten().tolist()}
+            assert alone.relevant == {bc.variables[v] for v in batch.relevant(kit)[b].nonzero().flatten().tolist()}
             probs = bc.predict_proba(inputs[b : b + 1])[0]
             for c, p in alone.probabilities.items():
                 i = bc.index_of(c)

@@ -13,8 +13,9 @@ from typing import Any
 from torch import Tensor
 
 from torchxplain.idx.classifier import BayesianClassifier
-from torchxplain.idx.kits import check_choice
+from torchxplain.idx.kits import check_choice, check_rtol
 from torchxplain.idx.lime import lime_from_decisions, lime_values, weighted_ridge
+from torchxplain.idx.properties import tie_tolerance
 from torchxplain.idx.shap import check_outputs, shap_from_decisions, shap_values
 
 __all__ = ["attribution_relations", "lime_values", "shap_values", "weighted_ridge"]
@@ -26,6 +27,7 @@ def attribution_relations(
     kit: str,
     outputs: str | Sequence[str] | None = None,
     sigma: Tensor | None = None,
+    rtol: float | None = None,
     **options: Any,
 ) -> tuple[Tensor, dict[str, Tensor], list[tuple[str, str]], Tensor]:
     """Relations of the LIME or SHAP kit over input-output influences ``O x C_o``.
@@ -34,6 +36,9 @@ def attribution_relations(
         bc: the classifier; ``codes``: validated codes ``(B, |O|)``.
         kit: ``"lime"`` or ``"shap"``; ``outputs``: the explained classifications (default: all).
         sigma: the decisions ``(B, n)`` when already known (else one forward pass computes them).
+        rtol: values within this tolerance of 0 are neither attack nor support (default ``64 * eps`` of the
+            classifier's dtype; attributions are differences of probabilities, so it is absolute). Without it,
+            rounding noise of an exactly-zero attribution (``1e-16``) would read as a relation.
         **options: the options of :func:`~torchxplain.idx.shap.shap_values` or
             :func:`~torchxplain.idx.lime.lime_values` (not ``max_memory``/``show_progress``: use ``tx.settings``).
 
@@ -56,5 +61,6 @@ def attribution_relations(
     else:
         values = lime_from_decisions(bc, codes, sigma, outs, **options)
     scores = values.transpose(1, 2).reshape(codes.shape[0], -1)  # (B, n_out * |O|)
+    tol = tie_tolerance(bc.dtype) if rtol is None else check_rtol(rtol)
     pairs = [(o, y) for y in outs for o in bc.observations]
-    return sigma, {"attack": scores < 0, "support": scores > 0}, pairs, scores
+    return sigma, {"attack": scores < -tol, "support": scores > tol}, pairs, scores

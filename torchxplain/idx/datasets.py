@@ -166,8 +166,8 @@ def child(dtype: torch.dtype = torch.float64) -> BayesianClassifier:
 def alarm(dtype: torch.dtype = torch.float64) -> BayesianClassifier:
     """The Alarm network as a chain classifier (11 observations, 26 classifications, 46 influences).
 
-    Built by variable elimination on first use (a few seconds). Its chain posteriors differ from the network's own
-    inference by up to 0.99 (see :func:`chain_from_network`).
+    Built by variable elimination (a few seconds). Its chain posteriors differ from the network's own inference by up
+    to 0.99 (over 20 inputs sampled from the network; 48 of their 520 decisions differ), see :func:`chain_from_network`.
     """
     return chain_from_network("alarm", dtype)
 

@@ -94,7 +94,7 @@ class InputEncoder:
         self.observations = tuple(observations)
         self.value_names = {o: tuple(value_names[o]) for o in self.observations}
         self.bin_edges = {str(c): np.asarray(e, dtype=np.float64) for c, e in (bin_edges or {}).items()}
-        self._index = {o: pd.Index(self.value_names[o], dtype=object) for o in self.observations}
+        self._code = {o: {name: i for i, name in enumerate(self.value_names[o])} for o in self.observations}
         self._cards = torch.tensor([len(self.value_names[o]) for o in self.observations])
 
     def encode(self, inputs: Any, device: torch.device | str | None = None) -> Tensor:
@@ -128,13 +128,14 @@ class InputEncoder:
 
     def _lookup(self, o: str, values: Any) -> np.ndarray:
         """Codes of one observation's values (-1 where unknown), matching the names as given, then as strings."""
-        index = self._index[o]
-        values = np.asarray(values, dtype=object)
-        codes = index.get_indexer(values)
-        miss = codes < 0
-        if miss.any():
-            codes[miss] = index.get_indexer(np.array([str(v) for v in values[miss]], dtype=object))
-        return codes
+        code = self._code[o]
+        try:
+            out = np.fromiter((code.get(v, -1) for v in values), dtype=np.int64, count=len(values))
+        except TypeError:  # an unhashable value: matched as a string below
+            out = np.full(len(values), -1, dtype=np.int64)
+        for i in np.flatnonzero(out < 0).tolist():
+            out[i] = code.get(str(values[i]), -1)
+        return out
 
     def _records(self, rows: Sequence[Any], device: torch.device | str | None) -> Tensor:
         for r, row in enumerate(rows):
@@ -180,11 +181,9 @@ class InputEncoder:
             if o in self.bin_edges and pd.api.types.is_numeric_dtype(col):
                 edges = self.bin_edges[o]
                 codes[:, j] = self._lookup(o, bin_names(edges))[_bin_index(edges, col)]
-            elif isinstance(col.dtype, pd.CategoricalDtype):
-                lut = np.append(self._lookup(o, col.cat.categories), -1)
-                codes[:, j] = lut[col.cat.codes.to_numpy()]
-            else:
-                codes[:, j] = self._lookup(o, col.to_numpy(dtype=object))
+            else:  # factorise in C, then look up the few distinct values (missing values get -1)
+                found, distinct = pd.factorize(col)
+                codes[:, j] = np.append(self._lookup(o, list(distinct)), -1)[found]
             if (codes[:, j] < 0).any():
                 r = int(np.flatnonzero(codes[:, j] < 0)[0])
                 raise self._unknown_value(f"inputs row {r} (index {frame.index[r]!r}), column {o!r},", o, col.iloc[r])

@@ -17,7 +17,7 @@ from torchxplain._core import settings
 from torchxplain.idx.attribution import attribution_relations
 from torchxplain.idx.classifier import BayesianClassifier
 from torchxplain.idx.counterfactual import DEFAULT_MAX_CF_ASSIGNMENTS
-from torchxplain.idx.explanation import Explanation, ExplanationBatch, KitRelations, stack_relevant
+from torchxplain.idx.explanation import Explanation, ExplanationBatch, KitRelations
 from torchxplain.idx.kits import KITS, RELATION_KITS, check_explanandum, check_int, check_kit, check_kits, check_rtol
 from torchxplain.idx.relations import connected, evaluate
 
@@ -34,8 +34,8 @@ def _kit_relations(
     scores: Tensor | None,
     explanandum: str | None,
 ) -> KitRelations:
-    if explanandum is None:
-        return KitRelations(tuple(pairs), masks, stack_relevant(bc, masks, pairs), scores)
+    if explanandum is None:  # the relevant variables are derived from the masks when asked for
+        return KitRelations(tuple(pairs), masks, None, scores)
     first, *rest = masks.values()
     any_rel = first.clone()
     for m in rest:
@@ -67,7 +67,8 @@ def explain_batch(
             (Def. 10). The influence-based kits share one pass over the inputs.
         explanandum: a classification to explain (Def. 5 connected explanation: relations reachable from it);
             ``None`` keeps the relations of every influence.
-        rtol: tie tolerance of the md/sd comparisons (default ``64 * eps`` of the classifier's dtype).
+        rtol: tie tolerance of the md/sd comparisons, and the tolerance under which a lime/shap value counts as
+            zero (default ``64 * eps`` of the classifier's dtype).
         max_cf_assignments: refuse the cf kit above this many enumerated assignments.
         outputs: the classifications the lime/shap kits explain (default: all).
         max_memory, show_progress: budget of chunked intermediates and progress bars (default: ``tx.settings``).
@@ -98,7 +99,7 @@ def explain_batch(
                 per_kit[k] = _kit_relations(bc, result.relations[k], bc.influences, None, explanandum)
                 continue
             options = {o: v for o, v in attribution_options.items() if o in ATTRIBUTION_OPTIONS[k]}
-            _, masks, pairs, scores = attribution_relations(bc, codes, k, outputs, result.sigma, **options)
+            _, masks, pairs, scores = attribution_relations(bc, codes, k, outputs, result.sigma, rtol, **options)
             per_kit[k] = _kit_relations(bc, masks, pairs, scores, explanandum)
     return ExplanationBatch(bc, result.sigma, result.log_prob, per_kit, explanandum)
 

@@ -36,13 +36,14 @@ class KitRelations:
         pairs: the ``P`` ``(influencer, influencee)`` pairs of the columns (``bc.influences`` for md/sd/cf, the
             input-output pairs for lime/shap).
         masks: relation name -> ``(B, P)`` bool (with an explanandum: only the Def. 5 connected relations).
-        relevant: ``(B, n)`` bool, the relevant variables (with an explanandum it holds it).
+        relevant: ``(B, n)`` bool, the relevant variables when an explanandum was given (it holds it); ``None``
+            otherwise (then every variable in some relation, see :meth:`ExplanationBatch.relevant`).
         scores: ``(B, P)`` attribution values (lime/shap), else ``None``.
     """
 
     pairs: tuple[Pair, ...]
     masks: dict[str, Tensor]
-    relevant: Tensor
+    relevant: Tensor | None = None
     scores: Tensor | None = None
 
 
@@ -75,6 +76,7 @@ class ExplanationBatch:
         self.classifier, self.sigma, self.log_prob = classifier, sigma, log_prob
         self.kits, self.explanandum = dict(kits), explanandum
         self._rows: dict[tuple[str, int], list[_Row]] = {}
+        self._relevant: dict[str, Tensor] = {}
         self._assignments: dict[int, list[dict[str, str]]] = {}
 
     def __len__(self) -> int:
@@ -86,6 +88,15 @@ class ExplanationBatch:
     def relations(self, kit: str) -> dict[str, Tensor]:
         """Relation name -> ``(B, P)`` bool mask of ``kit`` (columns: :meth:`pairs`)."""
         return self._kit(kit).masks
+
+    def relevant(self, kit: str) -> Tensor:
+        """``(B, n)`` bool: the relevant variables of ``kit``'s explanations (computed on first use)."""
+        k = self._kit(kit)
+        if k.relevant is not None:
+            return k.relevant
+        if kit not in self._relevant:
+            self._relevant[kit] = stack_relevant(self.classifier, k.masks, k.pairs)
+        return self._relevant[kit]
 
     def pairs(self, kit: str) -> tuple[Pair, ...]:
         """The ``(influencer, influencee)`` pairs of ``kit``'s mask columns."""
@@ -128,7 +139,7 @@ class ExplanationBatch:
                 for b, p in zip(hit_rows.tolist(), hit_pairs.tolist()):
                     found[b][name].add(k.pairs[p])
             relevant: list[set[str]] = [set() for _ in range(n)]
-            hit_rows, hit_vars = np.nonzero(k.relevant[rows].cpu().numpy())
+            hit_rows, hit_vars = np.nonzero(self.relevant(kit)[rows].cpu().numpy())
             for b, v in zip(hit_rows.tolist(), hit_vars.tolist()):
                 relevant[b].add(bc.variables[v])
             scores = k.scores[rows].cpu().numpy().tolist() if k.scores is not None else None
