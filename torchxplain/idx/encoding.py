@@ -88,7 +88,6 @@ class InputEncoder:
         value_names: Mapping[str, Sequence[str]],
         bin_edges: Mapping[str, Any] | None = None,
     ) -> None:
-        import pandas as pd
 
         self.variables = frozenset(variables)
         self.observations = tuple(observations)
