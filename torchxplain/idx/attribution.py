@@ -61,6 +61,7 @@ def attribution_relations(
     else:
         values = lime_from_decisions(bc, codes, sigma, outs, **options)
     scores = values.transpose(1, 2).reshape(codes.shape[0], -1)  # (B, n_out * |O|)
-    tol = tie_tolerance(bc.dtype) if rtol is None else check_rtol(rtol)
+    checked = check_rtol(rtol)
+    tol = tie_tolerance(bc.dtype) if checked is None else checked
     pairs = [(o, y) for y in outs for o in bc.observations]
     return sigma, {"attack": scores < -tol, "support": scores > tol}, pairs, scores
