@@ -115,6 +115,7 @@ def _read_tensorboard(log_dir: str) -> Read:
 
 
 def test_tensorboard_logger_receives_every_scalar_figure_and_record(tmp_path):
+    pytest.importorskip("tensorboard")
     first = TensorBoardLogger(tmp_path, name="tb")
     runs = (_fit(first, 0, 3, tmp_path), None)
     read = _read_tensorboard(first.log_dir)
