@@ -322,3 +322,22 @@ def test_multiclass_to_shap_layout_and_round_trip(tmp_path) -> None:
     interactions = explainer.interactions(torch.from_numpy(x[:2]))
     assert interactions.shape == (2, 10, 10, 3)
     torch.testing.assert_close(interactions[..., 1], explainer.interactions(torch.from_numpy(x[:2]), target=1))
+
+
+def test_interaction_values_with_max_order_above_the_split_features() -> None:
+    """A tree that splits on 2 of 3 features: max_order=3 is valid (3 players) and its order-3 terms are 0; the
+    lower orders equal Moebius of the 2-player game (max_order at least the active players)."""
+    x, _ = diabetes()
+    x = x[:, :3].copy()
+    x[:, 2] = 0.0  # a constant feature no split can use
+    y = (x[:, 0] > 0) * (x[:, 1] > 0) + x[:, 0]
+    tree = fit("tree_reg", 3, x, y)
+    explainer = FourierShap.from_trees(tree, torch.from_numpy(x[:12]))
+    used = torch.unique(explainer.encoder.owner)
+    assert len(used) == 2
+    q = torch.from_numpy(x[40:42])
+    fsii = explainer.interaction_values(q, index="FSII", max_order=3)
+    moebius = explainer.interaction_values(q, index="Moebius", max_order=3)
+    assert bool((fsii[3] == 0).all()) and fsii[3].shape == (2, 3, 3, 3)
+    for t in (1, 2):
+        torch.testing.assert_close(fsii[t], moebius[t], atol=1e-10, rtol=0)

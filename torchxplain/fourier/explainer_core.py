@@ -297,7 +297,9 @@ class FourierExplainerCore(ExplainerBase):
                     f"{kind.replace('_', ' ')} and grouped players need binary inputs"
                 )
             if kind == "interaction_values":
-                order = check_index(index, max_order, players.m_active)
+                order = check_index(index, max_order, players.m)
+                # dummies add nothing: above the active players' count every index is 0 (expanded below)
+                kernel_order = min(order, players.m_active)
             values: list[Any] = []
             for column in columns:
                 plan = self._plan(players, background, column)
@@ -308,7 +310,10 @@ class FourierExplainerCore(ExplainerBase):
                 elif kind == "interactions":
                     values.append(plan.interactions(bits))
                 else:
-                    values.append(_interaction_values(bits, plan.term, plan.groups, plan.m, index, order))
+                    result = _interaction_values(bits, plan.term, plan.groups, plan.m, index, kernel_order)
+                    for t in range(kernel_order + 1, order + 1):
+                        result[t] = bits.new_zeros((bits.shape[0],) + (players.m_active,) * t)
+                    values.append(result)
             return values, players, shapes
 
     # --- the boundary: inputs, players, background -------------------------------------------------------
