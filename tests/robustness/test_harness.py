@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+import torchxplain
 from tests.robustness import (  # noqa: F401  (they register their cases)
     cases_core,
     cases_fourier,
@@ -55,3 +56,9 @@ def test_bad_input_gets_a_clear_error(bad):
     message = str(info.value)
     assert re.search(bad.match, message, flags=re.S), f"message does not match {bad.match!r}: {message!r}"
     assert len(message) < 2_000, "messages must not echo unbounded input"
+
+
+def test_every_public_name_is_covered():
+    assert torchxplain.__all__, "torchxplain exports nothing?"
+    missing = [name for name in public_names() if not _covered(name)]
+    assert not missing, f"public names with no robustness case and no exemption: {missing}"
