@@ -2,9 +2,15 @@
 forests on the Eq. 17-18 simulation design, and the heterogeneous-stock mice (skipped when absent).
 
     python benchmarks/goals.py                 # everything (speed, accuracy with 10 replicates, mice)
-    python benchmarks/goals.py --quick         # small sizes, 3 replicates
+    python benchmarks/goals.py --quick         # small sizes, 3 replicates, mice on 2,000 SNPs
     python benchmarks/goals.py --study speed   # one study: speed | accuracy | mice
+    python benchmarks/goals.py --mice          # the whole-genome per-stage table (same as --study mice)
+    python benchmarks/goals.py --device cuda --quick --study speed   # on a GPU
     python benchmarks/goals.py --study accuracy --ard --designs 25   # adds GOALS on GPyTorch-fitted ARD GPs
+
+Mice: per-stage seconds and GFLOP/s of GOALS on the whole genome (set-up reported separately), each product
+stage next to torch.matmul measured around it in the same process (see benchmarks/goals_stages.py), on one
+thread and on the default threads, then the float32-product results against the float64 path.
 
 Speed: the peer is the official algorithm, one explicit N x N matrix ``B^(j) = K o exp(-theta[xi^2 -
 2 xi (x_j 1^T - 1 x_j^T)])`` and ``delta_j = (K - B^(j)T) alpha`` per feature, in torch on the same device and
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -25,8 +32,12 @@ import gpytorch
 import numpy as np
 import torch
 
-from torchxplain.data import simulate_goals_design
-from torchxplain.goals import Goals, median_lengthscale, rate
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import goals_stages  # noqa: E402
+
+from torchxplain.data import simulate_goals_design  # noqa: E402
+from torchxplain.goals import Goals, median_lengthscale, rate  # noqa: E402
 
 MICE = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "mice_hs"
 
@@ -41,7 +52,7 @@ class _GP(gpytorch.models.ExactGP):
         self.covar_module.outputscale = outputscale
         self.likelihood.noise = noise
         self.mean_module.constant.data.fill_(const)
-        self.to(x.dtype)
+        self.to(device=x.device, dtype=x.dtype)
 
     def forward(self, x):
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
@@ -60,7 +71,7 @@ def fit_gp(x: torch.Tensor, y: torch.Tensor) -> _GP:
     evals = evals.clamp_min(0)
     c = float(y.double().mean())
     proj = (evecs.T @ (y.double() - c)).square()
-    params = torch.zeros(2, dtype=torch.float64, requires_grad=True)  # log s, log sigma^2
+    params = torch.zeros(2, dtype=torch.float64, device=x.device, requires_grad=True)  # log s, log sigma^2
     opt = torch.optim.LBFGS([params], max_iter=200, line_search_fn="strong_wolfe")
 
     def closure():
@@ -126,10 +137,14 @@ def explicit_b_loop(
     return out
 
 
-def _time(fn, *args, repeat: int = 1) -> tuple[float, object]:
-    """Best wall time of ``fn(*args)`` over ``repeat`` runs, and its result."""
+def _time(fn, *args, repeat: int = 1, reset=None) -> tuple[float, object]:
+    """Best wall time of ``fn(*args)`` over ``repeat`` runs (``reset()`` before each, untimed), and its result."""
     best, out = math.inf, None
     for _ in range(repeat):
+        if reset is not None:
+            reset()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
         t0 = time.perf_counter()
         out = fn(*args)
         if torch.cuda.is_available():
@@ -138,10 +153,16 @@ def _time(fn, *args, repeat: int = 1) -> tuple[float, object]:
     return best, out
 
 
+def _explainer(model) -> Goals:
+    goals = Goals(model)
+    goals.backend.prepare()
+    return goals
+
+
 def speed_study(quick: bool, device: str) -> None:
     sizes = [(500, 500), (1000, 4000)] if quick else [(1000, 1000), (2000, 10_000)]
     print("\n== Speed: batched GOALS vs the per-feature explicit-B^(j) loop (float32, training rows) ==")
-    print(f"device={device}; default torch threads={torch.get_num_threads()}")
+    print(f"device={device}; default torch threads={torch.get_num_threads()}; {goals_stages.machine_load()}")
     header = (
         f"{'N':>6} {'J':>7} {'threads':>8} {'setup s':>8} {'batched s':>10} {'loop s':>10} {'loop n':>10} "
         f"{'ratio':>8} {'max|diff|':>10}"
@@ -155,8 +176,8 @@ def speed_study(quick: bool, device: str) -> None:
         model = _GP(x, y, ls, 1.0, 0.1, 0.0)
         for threads in (1, None):
             with pin_threads(threads):
-                setup, goals = _time(Goals, model)
-                batched, scores = _time(goals.attribute, x, repeat=2)
+                setup, goals = _time(_explainer, model)
+                batched, scores = _time(goals.attribute, x, repeat=2, reset=goals.backend.clear_cache)
                 k = goals.backend.gram.float()
                 alpha = goals.backend.alpha.float()
                 theta = 1.0 / (2.0 * ls**2)
@@ -169,7 +190,10 @@ def speed_study(quick: bool, device: str) -> None:
                 f"{n:>6} {j:>7} {label:>8} {setup:>8.2f} {batched:>10.3f} {loop_total:>10.2f} "
                 f"{n_loop:>10} {loop_total / batched:>7.0f}x {diff:>10.2e}"
             )
-    print("setup = K, float64 Cholesky and alpha (shared with the loop); loop s is extrapolated when loop n < J")
+    print(
+        "setup = K, float64 Cholesky, alpha and the float32 factors (shared with the loop); the batched time is a "
+        "fresh computation (cache cleared); loop s is extrapolated when loop n < J"
+    )
 
 
 def _auc(scores: np.ndarray, causal: np.ndarray) -> float:
@@ -218,61 +242,69 @@ def accuracy_study(quick: bool, replicates: int, ard: bool = False, designs: str
     print("GP: RBF, median-heuristic lengthscale, ML-II outputscale and noise; xi = 1 SD; RATE: X^+ f, full KL")
 
 
-def mice_study(out: Path) -> None:
+def load_mice(trait: str, n_snps: int | None = None):
+    """Standardised genotypes (SNPs with MAF > 5%, optionally the first ``n_snps``), the standardised trait
+    (rows where it is observed), SNP names, chromosomes and positions (Mbp)."""
     import pandas as pd
 
-    npz, csv = MICE / "mice.npz", MICE / "mice_pheno.csv"
-    if not (npz.exists() and csv.exists()):
-        print(f"\n== Mice: skipped ({MICE} not found; the data are not shipped) ==")
-        return
-    z = np.load(npz)
-    pheno = pd.read_csv(csv)
+    z = np.load(MICE / "mice.npz")
+    pheno = pd.read_csv(MICE / "mice_pheno.csv")
     geno = z["X"].astype(np.float32)
     maf = geno.mean(0) / 2.0
-    keep = np.minimum(maf, 1.0 - maf) > 0.05
-    print(f"\n== Mice (Valdar et al. 2006, BGLR): {geno.shape[0]} mice, {int(keep.sum())} SNPs with MAF > 5% ==")
+    keep = np.flatnonzero(np.minimum(maf, 1.0 - maf) > 0.05)[:n_snps]
+    y_all = pheno[trait].to_numpy(dtype=float)
+    rows = np.isfinite(y_all)
+    xg = geno[rows][:, keep]
+    x = torch.from_numpy((xg - xg.mean(0)) / xg.std(0))
+    y = torch.from_numpy(((y_all[rows] - y_all[rows].mean()) / y_all[rows].std()).astype(np.float32))
+    return x, y, [str(s) for s in z["snp_id"][keep]], z["chr"][keep], z["mbp"][keep]
+
+
+def mice_study(out: Path, quick: bool = False, device: str = "cpu") -> None:
+    import pandas as pd
+
+    if not ((MICE / "mice.npz").exists() and (MICE / "mice_pheno.csv").exists()):
+        print(f"\n== Mice: skipped ({MICE} not found; the data are not shipped) ==")
+        return
+    traits = ("Obesity.EndNormalBW",) if quick else ("Obesity.EndNormalBW", "Biochem.HDL")
     out.mkdir(parents=True, exist_ok=True)
-    for trait in ("Obesity.EndNormalBW", "Biochem.HDL"):
-        y_all = pheno[trait].to_numpy(dtype=float)
-        rows = np.isfinite(y_all)
-        xg = geno[rows][:, keep]
-        x = torch.from_numpy((xg - xg.mean(0)) / xg.std(0))
-        y = torch.from_numpy(((y_all[rows] - y_all[rows].mean()) / y_all[rows].std()).astype(np.float32))
+    for trait in traits:
+        x, y, names, chrom, mbp = load_mice(trait, 2000 if quick else None)
+        x, y = x.to(device), y.to(device)
+        print(
+            f"\n== Mice (Valdar et al. 2006, BGLR), {trait}: N={x.shape[0]} mice, J={x.shape[1]} SNPs "
+            f"with MAF > 5%{' (first 2,000: --quick)' if quick else ''}, {device} =="
+        )
         t0 = time.perf_counter()
         model = fit_gp(x, y)
-        t_fit = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        names = list(z["snp_id"][keep])
-        goals = Goals(model, xi=1.0, feature_names=names)
-        t_setup = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        local = goals.attribute(x)
-        t_local = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        imp = goals.global_importance()
-        t_global = time.perf_counter() - t0
-        frame = imp.to_frame()
-        chrom, mbp = z["chr"][keep], z["mbp"][keep]
-        frame["chr"] = chrom[frame["index"]]
-        frame["mbp"] = mbp[frame["index"]]
         print(
-            f"\n{trait}: N={x.shape[0]}, J={x.shape[1]}; ML-II {t_fit:.1f} s (eigh); "
-            f"GOALS setup {t_setup:.1f} s, "
-            f"all N x J local scores {t_local:.1f} s, global means + S4 variances {t_global:.1f} s"
-        )
-        print(
-            f"  lengthscale={float(model.covar_module.base_kernel.lengthscale.detach()):.1f}, "
+            f"ML-II {time.perf_counter() - t0:.1f} s (eigh); lengthscale="
+            f"{float(model.covar_module.base_kernel.lengthscale.detach()):.1f}, "
             f"outputscale={float(model.covar_module.outputscale.detach()):.3f}, "
             f"noise={float(model.likelihood.noise.detach()):.3f}"
         )
+        goals = None
+        for threads in (1, None):
+            with pin_threads(threads):
+                stages, goals = goals_stages.stage_table(model, x, names)
+            label = "1 thread" if threads == 1 else f"default threads ({torch.get_num_threads()})"
+            print(f"-- {label}")
+            goals_stages.print_table(stages, goals_stages.machine_load())
+        assert goals is not None
+        imp = goals.global_importance()
+        with pin_threads(None):
+            print(goals_stages.compare_with_float64(goals))
+        frame = imp.to_frame()
+        frame["chr"] = chrom[frame["index"]]
+        frame["mbp"] = mbp[frame["index"]]
         with pd.option_context("display.width", 140, "display.max_columns", 20):
             print(
                 frame.head(10)[["rank", "feature", "chr", "mbp", "mean", "sd", "lower", "upper", "z"]].to_string(
                     index=False, float_format=lambda v: f"{v:.4g}"
                 )
             )
-        print(f"  local scores of the top SNP across mice: sd={float(local[:, int(imp.ranking[0])].std()):.4g}")
         imp.plot_manhattan(chrom, mbp, statistic="z").save(out / f"goals_mice_{trait}.png", dpi=120)
+        imp.plot(top=20).save(out / f"goals_mice_{trait}_top20.png", dpi=120)
         frame.head(100).to_csv(out / f"goals_mice_{trait}_top100.csv", index=False)
     print(f"plots and tables written to {out}")
 
@@ -280,8 +312,9 @@ def mice_study(out: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes and 3 replicates")
-    parser.add_argument("--device", default="cpu", help="torch device for the speed study (default cpu)")
+    parser.add_argument("--device", default="cpu", help="torch device for the speed and mice studies (default cpu)")
     parser.add_argument("--study", choices=["all", "speed", "accuracy", "mice"], default="all")
+    parser.add_argument("--mice", action="store_true", help="only the mice study (same as --study mice)")
     parser.add_argument("--replicates", type=int, default=None, help="accuracy replicates (default 10; quick 3)")
     parser.add_argument("--ard", action="store_true", help="also GOALS on GPyTorch-fitted ARD GPs (slow)")
     parser.add_argument("--designs", choices=["25", "100", "all"], default="all", help="accuracy designs (J)")
@@ -292,6 +325,8 @@ def main() -> None:
         help="where the mice plots and tables go",
     )
     args = parser.parse_args()
+    if args.mice:
+        args.study = "mice"
     os.environ.setdefault("TORCHXPLAIN_PROGRESS", "0")
     import matplotlib
 
@@ -301,7 +336,7 @@ def main() -> None:
     if args.study in ("all", "accuracy"):
         accuracy_study(args.quick, args.replicates or (3 if args.quick else 10), args.ard, args.designs)
     if args.study in ("all", "mice"):
-        mice_study(args.out)
+        mice_study(args.out, args.quick, args.device)
 
 
 if __name__ == "__main__":

@@ -362,7 +362,7 @@ def test_bad_input_is_rejected_early_with_clear_messages(fitted):
 
 
 def test_bnn_rate_matches_the_latent_route_and_a_brute_force_kl():
-    from torchxplain.goals.bnn_rate import bnn_rate
+    from torchxplain.goals.bnn import bnn_rate
     from torchxplain.goals.rate import rate
 
     x, _ = make_data(n=50, j=4)

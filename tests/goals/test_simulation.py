@@ -60,7 +60,8 @@ def test_seeded_and_reproducible():
         (dict(rho=-0.1), "rho"),
         (dict(maf_range=(0.0, 0.5)), "maf_range"),
         (dict(n_pcs=0), "n_pcs"),
-        (dict(n=2), "n >= 3"),
+        (dict(n=2), "n must be an int >= 3, got 2"),
+        (dict(n=50.0), "n must be an int"),
     ],
 )
 def test_bad_arguments(kwargs, match):

@@ -11,6 +11,7 @@ import torchxplain
 from tests.robustness import (  # noqa: F401  (they register their cases)
     cases_core,
     cases_fourier,
+    cases_goals,
     cases_idx,
     cases_integrations,
     cases_viz,

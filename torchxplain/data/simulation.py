@@ -83,18 +83,24 @@ def simulate_goals_design(
         seed: int seed or ``torch.Generator``.
         dtype: floating dtype of the returned tensors.
     """
-    if n < 3 or n_features < 2:
-        raise ValueError(f"need n >= 3 and n_features >= 2, got n={n}, n_features={n_features}")
-    if not 2 <= n_causal <= n_features:
-        raise ValueError(f"n_causal must be in [2, n_features={n_features}], got {n_causal}")
-    for name, value in (("v2", v2), ("rho", rho), ("pc_var", pc_var)):
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"{name} must be in [0, 1], got {value}")
+    for name, value, low in (
+        ("n", n, 3),
+        ("n_features", n_features, 2),
+        ("n_causal", n_causal, 2),
+        ("n_pcs", n_pcs, 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    if n_causal > n_features:
+        raise ValueError(f"n_causal must be at most n_features={n_features}, got {n_causal}")
+    for name, fraction in (("v2", v2), ("rho", rho), ("pc_var", pc_var)):
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"{name} must be a number in [0, 1], got {fraction!r}")
     lo, hi = maf_range
     if not 0.0 < lo <= hi <= 0.5:
         raise ValueError(f"maf_range must satisfy 0 < low <= high <= 0.5, got {maf_range}")
-    if not 1 <= n_pcs <= min(n, n_features):
-        raise ValueError(f"n_pcs must be in [1, min(n, n_features)], got {n_pcs}")
+    if n_pcs > min(n, n_features):
+        raise ValueError(f"n_pcs must be at most min(n, n_features) = {min(n, n_features)}, got {n_pcs}")
     gen = make_generator(seed)
     f64 = torch.float64
 

@@ -2,24 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 import gpytorch
+import torch
+from captum.log import log_usage
 from torch import Tensor
 
-from torchxplain._core import ExplainerBase, check_finite, check_matrix, check_same_device
-from torchxplain.goals.bnn import BNNBackend, LastLayerBNN, PyroHead
+from torchxplain._core import ExplainerBase, settings
+from torchxplain._core.inputs import check_feature_names, to_tensor
+from torchxplain.goals.bnn.backend import BNNBackend
+from torchxplain.goals.bnn.model import LastLayerBNN
+from torchxplain.goals.bnn.pyro_head import PyroHead
 from torchxplain.goals.gp import GPBackend
-from torchxplain.goals.importance import GlobalImportance
+from torchxplain.goals.importance import GlobalImportance, Reduction
+from torchxplain.goals.inputs import check_rows
+from torchxplain.goals.persistence import backend_from, config_of
+from torchxplain.goals.shap import local_explanation
+
+Backend = GPBackend | BNNBackend
 
 
-def _make_backend(model: Any, likelihood: Any, xi: float | Tensor, **options: Any) -> Any:
+def _make_backend(model: Any, likelihood: Any, xi: float | Tensor, **options: Any) -> Backend:
     """The GOALS backend for ``model``: one explicit ``isinstance`` branch per supported model family.
 
     A backend provides ``local_scores(x)`` ``(Q, J)``, ``local_variance(x)`` ``(Q, J)``,
-    ``global_importance(reduction, covariance_features, ...)`` and ``train_inputs`` ``(N, J)``.
+    ``global_importance(reduction, covariance_features)`` and ``train_inputs`` ``(N, J)``.
     """
     if isinstance(model, gpytorch.models.ExactGP):
         return GPBackend(model, likelihood, xi, **options)
@@ -41,18 +51,21 @@ class Goals(ExplainerBase):
     shift ``xi_j``. The global score is its mean over the training inputs, with closed-form posterior moments.
     With Captum's ``feature_mask`` the features of a group are shifted together and share the group's score.
     ``forward_func`` is the backend's posterior mean (a tensor-valued callable, so Captum's metrics can query
-    it) when the backend has one; the user's model is ``self.model`` and is never registered or modified.
+    it); the user's model is ``self.model`` and is never registered or modified.
 
     Args:
         model: a fitted ``gpytorch.models.ExactGP`` (RBF/ARD-RBF and linear kernels, optionally scaled, use
-            batched closed forms; other kernels a generic exact path).
-        likelihood: the model's Gaussian likelihood (default ``model.likelihood``).
+            batched closed forms; other kernels a generic exact path), or a fitted
+            :class:`~torchxplain.goals.LastLayerBNN`.
+        likelihood: the GP's Gaussian likelihood (default ``model.likelihood``; ``None`` for networks).
         xi: shift, a nonzero scalar or a ``(J,)`` tensor (in the units of the model's inputs).
-        feature_names: optional names of the J features (used by :meth:`global_importance`).
-        **options: backend options; for GPs ``max_memory`` (e.g. ``"1GB"``), ``jitter`` and ``show_progress``
-            (progress bars for long computations; Captum's per-call ``show_progress`` is not used).
-            For a fitted :class:`~torchxplain.goals.bnn.LastLayerBNN` (``likelihood=None``): ``output`` (the
-            class of a categorical head), ``shortcut``, ``max_memory`` and ``show_progress``.
+        feature_names: optional names of the J features (used by :meth:`global_importance` and plots; checked
+            against the columns of DataFrame inputs).
+        max_memory: default budget of this explainer's calls (bytes or e.g. ``"1GB"``; ``None``: the
+            ``tx.settings.max_memory`` in force).
+        show_progress: default progress bars of this explainer's calls (``None``: the setting in force).
+        **options: backend options; GPs: ``jitter`` (added to ``K + noise`` before the Cholesky factorisation);
+            networks: ``output`` (the class of a categorical head) and ``shortcut``.
 
     Example:
         >>> g = Goals(gp, xi=1.0)                 # doctest: +SKIP
@@ -67,17 +80,38 @@ class Goals(ExplainerBase):
         xi: float | Tensor = 1.0,
         *,
         feature_names: Sequence[str] | None = None,
+        max_memory: int | str | None = None,
+        show_progress: bool | None = None,
         **options: Any,
     ) -> None:
-        backend = _make_backend(model, likelihood, xi, **options)
+        defaults: dict[str, Any] = {
+            "max_memory": None if max_memory is None else settings.max_memory.resolve(max_memory),
+            "show_progress": None if show_progress is None else settings.show_progress.resolve(show_progress),
+        }
+        with settings.using(**defaults):
+            backend = _make_backend(model, likelihood, xi, **options)
+        names = feature_names if feature_names is not None else backend.feature_names
+        self._setup(backend, model, names, defaults)
+
+    def _setup(
+        self, backend: Backend, model: Any, feature_names: Sequence[str] | None, defaults: dict[str, Any]
+    ) -> None:
         n_features = backend.train_inputs.shape[1]
         if feature_names is not None and len(feature_names) != n_features:
-            raise ValueError(f"feature_names has {len(feature_names)} names, expected {n_features}")
-        # Captum's metrics call forward_func on tensors: use the backend's posterior mean when it has one.
-        super().__init__(forward_func=getattr(backend, "posterior_mean", model))
+            raise ValueError(f"feature_names has {len(feature_names)} names, expected {n_features} (one per feature)")
+        # Captum's metrics call forward_func on tensors: use the backend's exact posterior mean.
+        super().__init__(forward_func=backend.posterior_mean)
         self.__dict__["model"] = model
+        self._defaults = defaults
         self.backend = backend
-        self.feature_names = None if feature_names is None else list(feature_names)
+        self.feature_names: list[str] | None = None if feature_names is None else [str(f) for f in feature_names]
+
+    def _using(self, max_memory: int | str | None = None, show_progress: bool | None = None) -> Any:
+        """The settings of one call: explicit arguments, else this explainer's defaults, else the settings."""
+        return settings.using(
+            max_memory=max_memory if max_memory is not None else self._defaults["max_memory"],
+            show_progress=show_progress if show_progress is not None else self._defaults["show_progress"],
+        )
 
     @classmethod
     def from_pyro(
@@ -86,7 +120,7 @@ class Goals(ExplainerBase):
         guide: Any,
         head: str = "head",
         *,
-        train_inputs: Tensor,
+        train_inputs: Any,
         xi: float | Tensor = 1.0,
         features: Any = None,
         feature_names: Sequence[str] | None = None,
@@ -96,13 +130,16 @@ class Goals(ExplainerBase):
 
         The guide (``AutoNormal``, ``AutoDiagonalNormal``, ``AutoMultivariateNormal`` or
         ``AutoLowRankMultivariateNormal``) must hold the site ``f"{head}.weight"``; ``train_inputs``
-        ``(N, J)`` are the rows global scores average over; ``features`` optionally computes the head's input
-        (enables the first-layer shortcut). See :meth:`torchxplain.goals.bnn.BNNBackend.from_pyro`.
+        ``(N, J)`` (tensor, array or DataFrame, whose columns become ``feature_names``) are the rows global
+        scores average over; ``features`` optionally computes the head's input (enables the first-layer
+        shortcut). See :meth:`torchxplain.goals.BNNBackend.from_pyro`.
         """
+        converted = to_tensor(train_inputs, "train_inputs", ndim=2)
+        names = feature_names if feature_names is not None else converted.feature_names
         return cls(
-            PyroHead(model, guide, head, train_inputs, features),
+            PyroHead(model, guide, head, converted.tensor, features),
             xi=xi,
-            feature_names=feature_names,
+            feature_names=names,
             **options,
         )
 
@@ -111,15 +148,46 @@ class Goals(ExplainerBase):
         """``(N, J)`` training inputs of the explained model."""
         return self.backend.train_inputs
 
+    def _convert(self, x: Any) -> Tensor:
+        return self._check_inputs(x)
+
     def _check_inputs(self, x: Any, name: str = "inputs") -> Tensor:
-        if not isinstance(x, Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor of shape (Q, J), got {type(x).__name__}")
-        if not x.is_floating_point():
-            raise TypeError(f"{name} must be floating point, got {x.dtype}")
-        check_matrix(x, name, n_features=self.train_inputs.shape[1])
-        check_finite(x, name)
-        check_same_device(**{name: x, "training inputs": self.train_inputs})
-        return x
+        """Convert ``x`` (tensor, array, DataFrame) and check DataFrame columns against ``feature_names``; the
+        backend checks shapes and values."""
+        converted = to_tensor(x, name, device=self.train_inputs.device, ndim=2)
+        names = None if self.feature_names is None else tuple(self.feature_names)
+        check_feature_names(names, converted.feature_names, name)
+        return converted.tensor
+
+    @log_usage()
+    def attribute(
+        self,
+        inputs: Any,
+        baselines: Any = None,
+        target: Any = None,
+        additional_forward_args: Any = None,
+        feature_mask: Any = None,
+        show_progress: bool | None = None,
+        *,
+        max_memory: int | str | None = None,
+        **kwargs: Any,
+    ) -> Tensor | tuple[Tensor, ...]:
+        """``(Q, J)`` local scores at ``inputs`` (a tensor, array or DataFrame ``(Q, J)``; Captum's signature).
+
+        ``feature_mask`` (integer group ids, one mask for all rows) shifts each group jointly;
+        ``show_progress`` and ``max_memory`` override this explainer's defaults for the call. ``baselines``,
+        ``target`` (other than ``None``/0) and ``additional_forward_args`` do not apply and are refused.
+        """
+        with self._using(max_memory, show_progress):
+            return super().attribute(
+                inputs,
+                baselines=baselines,
+                target=target,
+                additional_forward_args=additional_forward_args,
+                feature_mask=feature_mask,
+                show_progress=show_progress,
+                **kwargs,
+            )
 
     def _attribute(
         self,
@@ -129,7 +197,7 @@ class Goals(ExplainerBase):
         target: Any,
         additional_forward_args: Any,
         feature_mask: tuple[Tensor, ...] | None,
-        show_progress: bool,
+        show_progress: bool | None,
         **kwargs: Any,
     ) -> tuple[Tensor, ...]:
         if len(inputs) != 1:
@@ -142,17 +210,21 @@ class Goals(ExplainerBase):
             raise ValueError("Goals does not take additional_forward_args")
         if kwargs:
             raise TypeError(f"unexpected argument(s) for Goals.attribute: {sorted(kwargs)}")
-        x = self._check_inputs(inputs[0])
+        x = inputs[0]
         if feature_mask is not None:
-            return (self._group_scores(x.detach(), feature_mask[0]),)
-        return (self.backend.local_scores(x.detach()),)
+            return (self._group_scores(x, feature_mask[0]),)
+        return (self.backend.local_scores(x),)
 
     def _group_scores(self, x: Tensor, mask: Any) -> Tensor:
         """Scores of joint shifts of the features sharing a ``feature_mask`` id (one mask for all rows)."""
-        if not hasattr(self.backend, "group_scores"):
+        if not isinstance(self.backend, GPBackend):
             raise ValueError(f"feature_mask is not supported for {type(self.backend).__name__}")
-        if not isinstance(mask, Tensor) or mask.is_floating_point() or mask.is_complex():
-            raise TypeError("feature_mask must be an integer tensor of group ids broadcastable to the inputs")
+        x = check_rows(x, self.train_inputs)
+        if not isinstance(mask, Tensor) or mask.is_floating_point() or mask.is_complex() or mask.dtype == torch.bool:
+            raise TypeError(
+                "feature_mask must be an integer tensor of group ids broadcastable to the inputs, "
+                f"got {type(mask).__name__} {getattr(mask, 'dtype', '')}"
+            )
         try:
             full = mask.to(x.device).expand(x.shape)
         except RuntimeError as err:
@@ -163,18 +235,60 @@ class Goals(ExplainerBase):
             raise ValueError("Goals needs the same feature_mask for every row (the groups define the shifts)")
         return self.backend.group_scores(x, full[0])
 
-    def local_variance(self, inputs: Tensor) -> Tensor:
-        """``(Q, J)`` posterior variances of the local scores at ``inputs`` ``(Q, J)`` (GPs: O(N^2 Q J))."""
-        return self.backend.local_variance(self._check_inputs(inputs).detach())
+    def local_variance(
+        self, inputs: Any, *, max_memory: int | str | None = None, show_progress: bool | None = None
+    ) -> Tensor:
+        """``(Q, J)`` posterior variances of the local scores at ``inputs`` ``(Q, J)``.
+
+        GPs: O(N^2 Q J), computed in float64 as blocks of triangular solves; networks: ``dh^T V dh``.
+        """
+        with self._using(max_memory, show_progress):
+            return self.backend.local_variance(self._check_inputs(inputs))
 
     def global_importance(
-        self, reduction: str = "mean", covariance_features: Sequence[int] | Tensor | None = None
+        self,
+        reduction: Reduction = "mean",
+        covariance_features: Sequence[int] | Tensor | None = None,
+        *,
+        max_memory: int | str | None = None,
+        show_progress: bool | None = None,
     ) -> GlobalImportance:
         """Global importance over the training inputs: see :class:`~torchxplain.goals.GlobalImportance`.
 
         Args:
-            reduction: ``"mean"`` (signed mean, Eq. 12), ``"abs_mean"`` or ``"mean_abs"``.
-            covariance_features: indices of features whose posterior covariance is also returned.
+            reduction: ``"mean"`` (signed mean, Eq. 12), ``"abs_mean"`` (its magnitude) or ``"mean_abs"``
+                (the mean magnitude of the local scores, a plug-in without posterior intervals).
+            covariance_features: indices of features whose ``(S, S)`` posterior covariance is also returned
+                (GPs: O(N^2 S^2)).
+            max_memory, show_progress: override this explainer's defaults for the call.
         """
-        imp = self.backend.global_importance(reduction, covariance_features)
-        return imp if self.feature_names is None else replace(imp, feature_names=self.feature_names)
+        with self._using(max_memory, show_progress):
+            imp = self.backend.global_importance(reduction, covariance_features)
+        return imp if self.feature_names is None else replace(imp, feature_names=list(self.feature_names))
+
+    def to_shap(self, inputs: Any, **attribute_kwargs: Any) -> Any:
+        """The local scores at ``inputs`` as a ``shap.Explanation`` for shap's distribution plots.
+
+        GOALS scores are finite differences ``f(x) - f(x + xi_j e_j)``, not an additive decomposition of
+        ``f(x)``: they do not sum to ``f(x) - E f``. The explanation therefore has ``base_values=None``, so
+        shap's additive plots (waterfall, force), which would draw a false sum, refuse it, while beeswarm,
+        bar and scatter plots, which show each feature's scores, are meaningful. The sign is GOALS's own (a
+        feature that raises the output has negative scores). Requires the ``shap`` package.
+        """
+        x = self._check_inputs(inputs)
+        scores = self.attribute(x, **attribute_kwargs)
+        assert isinstance(scores, Tensor)
+        return local_explanation(scores, x, self.feature_names)
+
+    def _config(self) -> dict[str, Any]:
+        return config_of(self.backend, self._defaults, self.feature_names)
+
+    @classmethod
+    def _from_config(
+        cls, config: dict[str, Any], state: dict[str, Tensor], forward_func: Callable[..., Tensor] | None
+    ) -> Goals:
+        goals = cls.__new__(cls)
+        defaults = {"max_memory": config["max_memory"], "show_progress": config["show_progress"]}
+        backend = backend_from(config, state, forward_func)
+        goals._setup(backend, forward_func, config["feature_names"], defaults)
+        return goals

@@ -4,65 +4,61 @@ Notation: training inputs ``X`` ``(N, J)``, targets ``y`` ``(N,)``, ``K = k(X, X
 ``alpha = A^{-1}(y - mean(X))`` (float64 Cholesky, never GPyTorch's iterative solver). The GOALS operator is
 ``delta_j(x) = f(x) - f(x + xi_j e_j)``: its posterior mean is ``m(x) - m(x + xi_j e_j)`` (a positive effect
 of feature j gives a *negative* score), in the units of ``y`` per shift ``xi_j``.
+
+Products run in ``tx.settings.dtype_policy``'s dtype for the rows involved (float32 for float32 models, see
+:mod:`torchxplain.goals.products` for the error); the Cholesky factor, ``alpha`` and local variances are
+float64. The local scores and S4 statistics at the training rows are computed once and cached (per dtype and
+device; :meth:`GPBackend.clear_cache`), so global importance never redoes the local products.
 """
 
 from __future__ import annotations
 
 import copy
-import warnings
-from collections.abc import Sequence
+from collections.abc import Callable
+from typing import Any
 
 import gpytorch
 import torch
 from torch import Tensor, nn
 
-from torchxplain._core import chunk_bounds, progress, rows_per_chunk
-from torchxplain.goals.importance import REDUCTIONS, GlobalImportance
-from torchxplain.goals.kernels import KernelOps, feature_pairs, kernel_ops, shift_rows
-
-_SUPPORTED_LIKELIHOODS = (
-    gpytorch.likelihoods.GaussianLikelihood,
-    gpytorch.likelihoods.FixedNoiseGaussianLikelihood,
+from torchxplain._core import chunk_bounds, rows_per_chunk, settings
+from torchxplain.goals.families import kernel_ops
+from torchxplain.goals.gp_checks import check_gp, check_xi
+from torchxplain.goals.importance import (
+    GlobalImportance,
+    Reduction,
+    check_covariance_features,
+    check_reduction,
+    select_score,
 )
-
-
-def check_xi(xi: float | Tensor, n_features: int) -> Tensor:
-    """Return the shifts as a float64 ``(J,)`` tensor; ``xi`` is a scalar or ``(J,)``, finite and nonzero."""
-    t = xi.detach().double() if isinstance(xi, Tensor) else torch.as_tensor(xi, dtype=torch.float64)
-    if t.ndim == 0:
-        t = t.expand(n_features).clone()
-    if t.shape != (n_features,):
-        raise ValueError(f"xi must be a scalar or have shape ({n_features},), got shape {tuple(t.shape)}")
-    if not bool(torch.isfinite(t).all()):
-        raise ValueError("xi must be finite")
-    if bool((t == 0).any()):
-        raise ValueError(
-            f"xi must be nonzero (a zero shift explains nothing); zero at feature(s) "
-            f"{(t == 0).nonzero().reshape(-1).tolist()}"
-        )
-    return t
-
-
-def _looks_unfitted(model: gpytorch.models.ExactGP) -> bool:
-    raw = [p for name, p in model.named_parameters() if name.rsplit(".", 1)[-1].startswith("raw_")]
-    return bool(raw) and all(bool((p == 0).all()) for p in raw)
+from torchxplain.goals.inputs import check_rows
+from torchxplain.goals.kernels import KernelOps, TrainingRows, feature_pairs, shift_rows
+from torchxplain.goals.products import SqNorms, TrainingStats, cholesky_sqnorms, inverse_factor_sqnorms
 
 
 class GPBackend(nn.Module):
-    """The GOALS math for a fitted ``gpytorch.models.ExactGP`` with a Gaussian likelihood.
+    """The GOALS math for a fitted ``gpytorch.models.ExactGP`` with a Gaussian likelihood (used by ``Goals``).
 
-    Hyperparameters are read once (constrained values), the user's model is never called, refitted or
-    switched between train/eval. Buffers: ``x`` (training inputs, the model's dtype), ``alpha``, ``chol``
-    (lower Cholesky factor of ``A``), ``gram`` (``K``), all float64 except ``x``.
+    Hyperparameters are read once (constrained values); the user's model is never called, refitted or
+    switched between train/eval. Methods read the memory budget and progress setting in force
+    (``tx.settings``) and accept tensors, arrays and DataFrames ``(Q, J)`` (see
+    :func:`~torchxplain.goals.inputs.check_rows`).
 
     Args:
         model: fitted ``ExactGP`` with one ``(N, J)`` training input and ``(N,)`` targets.
         likelihood: ``GaussianLikelihood`` or ``FixedNoiseGaussianLikelihood`` (default ``model.likelihood``).
         xi: shift, a scalar or a ``(J,)`` tensor of nonzero values (negative allowed).
-        max_memory: budget for chunked intermediates (bytes or a string such as ``"1GB"``).
-        jitter: added to the diagonal of ``A`` before the Cholesky factorisation.
-        show_progress: progress bars for the chunked computations (``TORCHXPLAIN_PROGRESS=0`` turns them off).
+        jitter: added to the diagonal of ``A`` before the Cholesky factorisation (finite, ``>= 0``).
     """
+
+    x: Tensor
+    xi: Tensor
+    mean_constant: Tensor
+    gram: Tensor
+    chol: Tensor
+    alpha: Tensor
+    #: GP training inputs carry no column names.
+    feature_names: tuple[str, ...] | None = None
 
     def __init__(
         self,
@@ -70,76 +66,56 @@ class GPBackend(nn.Module):
         likelihood: gpytorch.likelihoods.Likelihood | None = None,
         xi: float | Tensor = 1.0,
         *,
-        max_memory: int | str | None = None,
         jitter: float = 0.0,
-        show_progress: bool = False,
     ) -> None:
         super().__init__()
-        if not isinstance(model, gpytorch.models.ExactGP):
-            raise TypeError(f"model must be a fitted gpytorch.models.ExactGP, got {type(model).__name__}")
-        if model.train_inputs is None or model.train_targets is None:
-            raise ValueError(
-                "model has no training data (train_inputs/train_targets are None); "
-                "GOALS explains a GP conditioned on data: call model.set_train_data(...) and fit it"
-            )
-        if len(model.train_inputs) != 1:
-            raise ValueError(f"model must have one training input tensor, got {len(model.train_inputs)}")
-        x, y = model.train_inputs[0].detach(), model.train_targets.detach()
-        if x.ndim != 2 or y.ndim != 1 or y.shape[0] != x.shape[0]:
-            raise ValueError(
-                f"model's training data must be X (N, J) and y (N,) (no batch or multitask GPs), "
-                f"got X {tuple(x.shape)} and y {tuple(y.shape)}"
-            )
-        if not x.is_floating_point():
-            raise TypeError(f"model's training inputs must be floating point, got {x.dtype}")
-        for name, t in (("training inputs", x), ("training targets", y)):
-            if not bool(torch.isfinite(t).all()):
-                raise ValueError(f"model's {name} contain NaN or infinite values")
-        likelihood = model.likelihood if likelihood is None else likelihood
-        if not isinstance(likelihood, _SUPPORTED_LIKELIHOODS):
-            raise TypeError(
-                f"likelihood must be a GaussianLikelihood or FixedNoiseGaussianLikelihood "
-                f"(GOALS needs the conjugate Gaussian posterior), got {type(likelihood).__name__}"
-            )
-        if _looks_unfitted(model):
-            warnings.warn(
-                "GOALS: every hyperparameter of the GP is at GPyTorch's initial value; was the model fitted?",
-                UserWarning,
-                stacklevel=3,
-            )
+        x, y, noise = check_gp(model, likelihood, jitter)
         n, j = x.shape
-        self.max_memory = max_memory
-        self.show_progress = show_progress
         self.kernel: KernelOps = kernel_ops(model.covar_module, j).to(x.device)
         self.register_buffer("xi", check_xi(xi, j).to(x.device))
         self.register_buffer("x", x.clone())
-        x64 = x.double()
-
         mean = model.mean_module
         self.mean_module: nn.Module | None = None
-        if isinstance(mean, gpytorch.means.ZeroMean):
-            const = torch.zeros((), dtype=torch.float64)
-        elif isinstance(mean, gpytorch.means.ConstantMean):
+        const = torch.zeros((), dtype=torch.float64)
+        if isinstance(mean, gpytorch.means.ConstantMean):
             const = mean.constant.detach().double().reshape(())
-        else:
-            const = torch.zeros((), dtype=torch.float64)
+        elif not isinstance(mean, gpytorch.means.ZeroMean):
             self.mean_module = copy.deepcopy(mean).double().eval().requires_grad_(False)
         self.register_buffer("mean_constant", const.to(x.device))
-        prior_mean = self._mean(x64)
-
-        noise = likelihood.noise.detach().double().reshape(-1)
-        if noise.numel() not in (1, n):
-            raise ValueError(f"likelihood noise has {noise.numel()} values, expected 1 or N={n}")
+        x64 = x.double()
         gram = self.kernel.cross(x64, x64)
-        a = gram + torch.diag_embed((noise + jitter).expand(n))
-        chol, info = torch.linalg.cholesky_ex(a)
+        chol, info = torch.linalg.cholesky_ex(gram + torch.diag_embed((noise + jitter).expand(n)))
         if int(info) != 0:
             raise ValueError(
-                "K + noise is not positive definite in float64; pass a small jitter=... (or check the likelihood noise)"
+                f"K + noise is not positive definite in float64 (noise min {float(noise.min()):.3g}, "
+                f"jitter={jitter!r}); pass a small jitter, e.g. jitter=1e-6, or check the likelihood noise"
             )
         self.register_buffer("gram", gram)
         self.register_buffer("chol", chol)
-        self.register_buffer("alpha", torch.cholesky_solve((y.double() - prior_mean)[:, None], chol)[:, 0])
+        self.register_buffer("alpha", torch.cholesky_solve((y.double() - self._mean(x64))[:, None], chol)[:, 0])
+        self._cache: dict[Any, Any] = {}
+
+    @classmethod
+    def from_state(cls, kernel: KernelOps, state: dict[str, Tensor]) -> GPBackend:
+        """A backend rebuilt from saved buffers (``x``, ``xi``, ``mean_constant``, ``gram``, ``chol``,
+        ``alpha``; the shapes are taken from ``state``) and a kernel whose buffers are loaded separately."""
+        backend = cls.__new__(cls)
+        nn.Module.__init__(backend)
+        backend.kernel = kernel
+        backend.mean_module = None
+        for name in ("x", "xi", "mean_constant", "gram", "chol", "alpha"):
+            backend.register_buffer(name, torch.empty_like(state[f"{name}"]))
+        backend._cache = {}
+        return backend
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> GPBackend:
+        self._cache = {}
+        super()._apply(fn, recurse)
+        return self
+
+    def clear_cache(self) -> None:
+        """Drop the cached training-row scores, S4 statistics and derived factors (they are rebuilt on use)."""
+        self._cache = {}
 
     @property
     def train_inputs(self) -> Tensor:
@@ -153,36 +129,97 @@ class GPBackend(nn.Module):
         with torch.no_grad():
             return self.mean_module(x.double()).to(x.dtype)
 
-    def _is_training(self, xq: Tensor) -> bool:
+    def _cached(self, key: Any, make: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def _rows(self, dt: torch.dtype) -> TrainingRows:
+        """The training side in compute dtype ``dt`` (the centred kernel is float32 only in float32)."""
+
+        def make() -> TrainingRows:
+            k0 = 0.0 if dt == torch.float64 else float(self.gram.mean())
+            centred = self.gram if dt == torch.float64 else (self.gram - k0).to(dt)
+            krow, m = self.gram.sum(1), self.gram @ self.alpha
+            lo, hi = self.x.min(0).values.double(), self.x.max(0).values.double()
+            return TrainingRows(self.x.to(dt), self.alpha, self.gram, centred, k0, krow, m, lo, hi)
+
+        return self._cached(("rows", dt), make)
+
+    def _sqnorms(self, dt: torch.dtype) -> SqNorms:
+        """``c -> ||L^{-1} c||^2``: a float64 triangular solve, or float32 products with an explicit inverse."""
+        if dt == torch.float64:
+            return cholesky_sqnorms(self.chol)
+
+        def make() -> Tensor:
+            eye = torch.eye(self.chol.shape[0], dtype=torch.float64, device=self.chol.device)
+            return torch.linalg.solve_triangular(self.chol, eye, upper=False).to(dt)
+
+        return inverse_factor_sqnorms(self._cached(("linv", dt), make))
+
+    def prepare(self, dtype: torch.dtype | None = None) -> None:
+        """Build the factors the products use (otherwise built on first use): the centred kernel in the
+        compute ``dtype`` (default: ``tx.settings.dtype_policy``'s for the training inputs) and, for float32,
+        the explicit inverse of the Cholesky factor."""
+        dt = dtype if dtype is not None else settings.dtype_policy.compute_dtype(self.x)
+        self._rows(dt)
+        self._sqnorms(dt)
+
+    def training_stats(self, variances: bool = True) -> TrainingStats:
+        """Local scores at the training rows, their means and (``variances=True``) the S4 gap statistics,
+        computed once per compute dtype and cached; ``local`` is in the compute dtype."""
+        dt = settings.dtype_policy.compute_dtype(self.x)
+        stats: TrainingStats | None = self._cache.get(("stats", dt))
+        if stats is not None and (stats.gap_sum is not None or not variances):
+            return stats
+        train = self._rows(dt)
+        new = self.kernel.training_stats(train, self.xi, stats, self._sqnorms(dt) if variances else None)
+        if stats is None and self.mean_module is not None:
+            local = new.local + self._mean_shift_difference(train.x)
+            new = TrainingStats(
+                local,
+                local.mean(0, dtype=torch.float64),
+                local.abs().mean(0, dtype=torch.float64),
+                new.gap_sum,
+                new.gap_sqnorm,
+                new.extra_prior,
+            )
+        self._cache[("stats", dt)] = new
+        return new
+
+    def is_training(self, xq: Tensor) -> bool:
+        """Whether ``xq`` holds exactly the training inputs (in their order)."""
         return xq.shape == self.x.shape and torch.equal(xq, self.x.to(xq.dtype))
 
-    def local_scores(self, xq: Tensor) -> Tensor:
-        """``(Q, J)`` posterior means ``E[f(x_q) - f(x_q + xi_j e_j) | y]`` at ``xq`` ``(Q, J)``."""
-        dt = xq.dtype
-        x, alpha = self.x.to(dt), self.alpha.to(dt)
-        kq = self.gram.to(dt) if self._is_training(xq) else None
-        m0, ms = self.kernel.shifted_means(
-            xq, x, alpha, self.xi, kq=kq, max_memory=self.max_memory, show_progress=self.show_progress
-        )
-        delta = m0[:, None] - ms
+    def local_scores(self, xq: Any) -> Tensor:
+        """``(Q, J)`` posterior means ``E[f(x_q) - f(x_q + xi_j e_j) | y]`` at ``xq`` ``(Q, J)``, in its dtype."""
+        xq = check_rows(xq, self.x)
+        if self.is_training(xq):
+            return self.training_stats(variances=False).local.to(xq.dtype, copy=True)
+        dt = settings.dtype_policy.compute_dtype(xq, self.x)
+        rows = xq.to(dt)
+        delta = self.kernel.scores(rows, self._rows(dt), self.xi)
         if self.mean_module is not None:
-            delta += self._mean_shift_difference(xq)
-        return delta
+            delta += self._mean_shift_difference(rows)
+        return delta.to(xq.dtype)
 
-    def group_scores(self, xq: Tensor, groups: Tensor) -> Tensor:
+    def group_scores(self, xq: Any, groups: Tensor) -> Tensor:
         """``(Q, J)`` scores of joint shifts of groups of features.
 
         Feature j gets ``E[f(x_q) - f(x_q + sum_{l in g(j)} xi_l e_l) | y]`` where ``g(j)`` is its group
         (``groups`` ``(J,)`` integer ids, Captum's ``feature_mask``).
         """
+        xq = check_rows(xq, self.x)
+        if groups.shape != (xq.shape[1],) or groups.is_floating_point() or groups.dtype == torch.bool:
+            raise ValueError(
+                f"groups must be ({xq.shape[1]},) integer group ids, got {groups.dtype} of shape {tuple(groups.shape)}"
+            )
         dt = xq.dtype
         _, inverse = torch.unique(groups, return_inverse=True)
         j = xq.shape[1]
         shifts = torch.zeros(j, int(inverse.max()) + 1, dtype=torch.float64, device=xq.device)
         shifts[torch.arange(j, device=xq.device), inverse] = self.xi
-        shifted = self.kernel.group_shifted_means(
-            xq, self.x.to(dt), self.alpha.to(dt), shifts, max_memory=self.max_memory
-        )
+        shifted = self.kernel.group_shifted_means(xq, self.x.to(dt), self.alpha.to(dt), shifts)
         if self.mean_module is None:
             shifted = shifted + self.mean_constant.to(dt)
         else:
@@ -194,95 +231,74 @@ class GPBackend(nn.Module):
         q, j = xq.shape
         q_idx, cols = feature_pairs(q, j, xq.device)
         out = torch.empty(q * j, dtype=xq.dtype, device=xq.device)
-        for a, b in chunk_bounds(q * j, rows_per_chunk(16 * j, q * j, self.max_memory)):
+        for a, b in chunk_bounds(q * j, rows_per_chunk(16 * j, q * j)):
             out[a:b] = self._mean(shift_rows(xq[q_idx[a:b]], cols[a:b], self.xi[cols[a:b]]))
         return self._mean(xq)[:, None] - out.reshape(q, j)
 
-    def local_variance(self, xq: Tensor) -> Tensor:
+    def local_variance(self, xq: Any) -> Tensor:
         """``(Q, J)`` posterior variances ``V[f(x_q) - f(x_q + xi_j e_j) | y]`` (computed in float64).
 
-        Costs O(N^2 Q J) (one triangular solve per (query, feature) pair), chunked to ``max_memory``.
+        Costs O(N^2 Q J): one triangular solve per (query, feature) pair, as blocks of products.
         """
-        q, j = xq.shape
-        n = self.x.shape[0]
-        x64, xq64 = self.x.double(), xq.double()
-        q_idx, cols = feature_pairs(q, j, xq.device)
-        out = torch.empty(q * j, dtype=torch.float64, device=xq.device)
-        step = rows_per_chunk(8 * 4 * (n + j), q * j, self.max_memory)
-        for a, b in progress(chunk_bounds(q * j, step), self.show_progress, desc="GOALS local variances"):
-            rows, c, xi_p = xq64[q_idx[a:b]], cols[a:b], self.xi[cols[a:b]]
-            w = torch.linalg.solve_triangular(self.chol, self.kernel.delta_cross(x64, rows, c, xi_p), upper=False)
-            out[a:b] = self.kernel.delta_prior_var(rows, c, xi_p) - w.square().sum(0)
-        return out.clamp_min(0.0).reshape(q, j).to(xq.dtype)
+        xq = check_rows(xq, self.x)
+        var = self.kernel.local_variance(xq.double(), self._rows(torch.float64), self.xi, cholesky_sqnorms(self.chol))
+        return var.clamp_min(0.0).to(xq.dtype)
 
-    def global_importance(
-        self,
-        reduction: str = "mean",
-        covariance_features: Sequence[int] | Tensor | None = None,
-        feature_names: Sequence[str] | None = None,
-    ) -> GlobalImportance:
-        """Global scores over the training inputs with the S4 posterior moments of the signed mean.
+    def global_variance(self) -> Tensor:
+        """``(J,)`` S4 posterior variances of the global means (float64), from the cached training pass."""
+        var = self.training_stats(variances=True).variance()
+        assert var is not None
+        return var
+
+    def global_covariance(self, features: Tensor) -> Tensor:
+        """``(S, S)`` posterior covariance of the global means of ``features`` ``(S,)`` (float64, O(N^2 S^2))."""
+        n = self.x.shape[0]
+        x64 = self.x.double()
+        train = self._rows(torch.float64)
+        gaps, extra = self.kernel.gaps(train, self.xi, features)
+        w = torch.linalg.solve_triangular(self.chol, gaps, upper=False)
+        gap_sum, k_tot = gaps.sum(0), train.krow.sum()
+        s = features.numel()
+        prior = torch.empty(s, s, dtype=torch.float64, device=self.x.device)
+        for a in range(s):
+            for b in range(a, s):
+                fa, fb = int(features[a]), int(features[b])
+                if fa == fb:
+                    d_ab = k_tot + extra[a]
+                else:
+                    d_ab = self.kernel.pair_shift_sum(x64, fa, self.xi[fa], fb, self.xi[fb])
+                prior[a, b] = prior[b, a] = gap_sum[a] + gap_sum[b] - k_tot + d_ab
+        return (prior - w.T @ w) / n**2
+
+    def global_importance(self, reduction: Reduction = "mean", covariance_features: Any = None) -> GlobalImportance:
+        """Global scores over the training rows with S4 variances, in the training inputs' dtype.
 
         Args:
-            reduction: ``"mean"`` (signed mean, the paper's Eq. 12), ``"abs_mean"`` (its magnitude) or
-                ``"mean_abs"`` (mean magnitude of the local scores; a plug-in without its own variance).
-            covariance_features: feature indices for which the ``(S, S)`` covariance of the signed means is
-                returned (costs O(N^2 S^2); keep S small).
-            feature_names: optional names of the J features.
-
-        Returns:
-            :class:`GlobalImportance` in the training inputs' dtype; variances computed in float64 as
-            ``V[mean_j] = (1^T P_j 1 - c_j^T A^{-1} c_j) / N^2`` with ``c_j = (K - B^(j)) 1``.
+            reduction: ``"mean"``, ``"abs_mean"`` or ``"mean_abs"`` (see :class:`GlobalImportance`).
+            covariance_features: feature indices whose ``(S, S)`` covariance is returned (O(N^2 S^2)).
         """
-        if reduction not in REDUCTIONS:
-            raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
-        n, j = self.x.shape
+        check_reduction(reduction)
+        features = check_covariance_features(covariance_features, self.x.shape[1])
+        features = None if features is None else features.to(self.x.device)
+        stats = self.training_stats(variances=True)
         dt = self.x.dtype
-        delta = self.local_scores(self.x)
-        mean = delta.mean(0)
-        score = {"mean": mean, "abs_mean": mean.abs(), "mean_abs": delta.abs().mean(0)}[reduction]
-
-        x64 = self.x.double()
-        row_b, self_c = self.kernel.shift_sums(x64, self.xi, k=self.gram, max_memory=self.max_memory)
-        k_row = self.gram.sum(1)
-        k_tot = k_row.sum()
-        sum_b = row_b.sum(0)
-        w = torch.linalg.solve_triangular(self.chol, k_row[:, None] - row_b, upper=False)
-        variance = (k_tot + self_c - 2.0 * sum_b - w.square().sum(0)) / n**2
-
-        cov, feats = None, None
-        if covariance_features is not None:
-            feats = torch.as_tensor(covariance_features, dtype=torch.long, device=self.x.device).reshape(-1)
-            if feats.numel() == 0 or bool((feats < 0).any()) or bool((feats >= j).any()):
-                raise ValueError(f"covariance_features must be indices in [0, {j}), got {feats.tolist()}")
-            s = feats.numel()
-            prior = torch.empty(s, s, dtype=torch.float64, device=self.x.device)
-            for a in range(s):
-                for b in range(a, s):
-                    fa, fb = int(feats[a]), int(feats[b])
-                    d_ab = self_c[fa] if fa == fb else self.kernel.pair_shift_sum(x64, fa, self.xi[fa], fb, self.xi[fb])
-                    prior[a, b] = prior[b, a] = k_tot - sum_b[fa] - sum_b[fb] + d_ab
-            ws = w[:, feats]
-            cov = ((prior - ws.T @ ws) / n**2).to(dt)
+        variance = stats.variance()
+        assert variance is not None
         return GlobalImportance(
-            mean=mean,
-            score=score,
+            mean=stats.mean.to(dt),
+            score=select_score(reduction, stats.mean, stats.mean_abs).to(dt),
             variance=variance.to(dt),
-            covariance=cov,
-            covariance_features=feats,
+            covariance=None if features is None else self.global_covariance(features).to(dt),
+            covariance_features=features,
             reduction=reduction,
-            feature_names=feature_names,
         )
 
-    def posterior_mean(self, xq: Tensor) -> Tensor:
+    def posterior_mean(self, xq: Any) -> Tensor:
         """``(Q,)`` posterior mean ``E[f(x_q) | y]`` at ``xq`` ``(Q, J)``, in its dtype (exact solve)."""
+        xq = check_rows(xq, self.x)
         dt = xq.dtype
-        k = torch.cat(
-            [
-                self.kernel.cross(xq[a:b], self.x.to(dt))
-                for a, b in chunk_bounds(xq.shape[0], rows_per_chunk(8 * self.x.shape[0], xq.shape[0], self.max_memory))
-            ]
-        )
+        step = rows_per_chunk(8 * self.x.shape[0], xq.shape[0])
+        k = torch.cat([self.kernel.cross(xq[a:b], self.x.to(dt)) for a, b in chunk_bounds(xq.shape[0], step)])
         return k @ self.alpha.to(dt) + self._mean(xq)
 
     def latent_posterior(self) -> tuple[Tensor, Tensor]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from torch import Tensor
@@ -16,6 +16,40 @@ if TYPE_CHECKING:
     from torchxplain.viz import ImportanceDisplay, ManhattanDisplay
 
 REDUCTIONS = ("mean", "abs_mean", "mean_abs")
+Reduction = Literal["mean", "abs_mean", "mean_abs"]
+# What each statistic is, for labels and captions.
+STATISTICS = {
+    "mean": "signed mean of the local scores",
+    "abs_mean": "|mean of the local scores|",
+    "mean_abs": "mean |local score| (plug-in; no posterior interval)",
+}
+
+
+def check_reduction(reduction: object) -> Reduction:
+    """``reduction`` if it is one of :data:`REDUCTIONS`, else a ``ValueError`` naming the choices."""
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {list(REDUCTIONS)}, got {str(reduction)[:40]!r}")
+    return reduction  # type: ignore[return-value]
+
+
+def select_score(reduction: Reduction, mean: Tensor, mean_abs: Tensor) -> Tensor:
+    """The ranking statistic of ``reduction`` from the ``(J,)`` signed mean and mean magnitude."""
+    return {"mean": mean, "abs_mean": mean.abs(), "mean_abs": mean_abs}[reduction]
+
+
+def check_covariance_features(features: Any, n_features: int) -> Tensor | None:
+    """``covariance_features`` as a ``(S,)`` long tensor of distinct indices in ``[0, J)`` (``None`` passes)."""
+    if features is None:
+        return None
+    t = torch.as_tensor(features)
+    if t.is_floating_point() or t.dtype == torch.bool or t.ndim > 1:
+        raise TypeError(f"covariance_features must be a sequence of feature indices (ints), got {features!r:.60}")
+    t = t.long().reshape(-1)
+    if t.numel() == 0 or bool((t < 0).any()) or bool((t >= n_features).any()):
+        raise ValueError(f"covariance_features must be indices in [0, {n_features}), got {t.tolist()[:10]}")
+    if t.unique().numel() != t.numel():
+        raise ValueError(f"covariance_features must not repeat a feature, got {t.tolist()[:10]}")
+    return t
 
 
 def _central_quantile(level: float) -> float:
@@ -40,7 +74,10 @@ class GlobalImportance:
         reduction: one of ``"mean"``, ``"abs_mean"``, ``"mean_abs"``.
         feature_names: optional names of the J features.
 
-    The sign convention is GOALS's ``delta = f(x) - f(x + xi e_j)``; rankings use ``|score|``.
+    ``mean_abs`` is a plug-in statistic (the mean magnitude of the posterior-mean local scores) with no
+    closed-form posterior, so it has no interval and no z-score; its frame reports the signed mean's
+    uncertainty under explicit names (``mean_sd``, ``mean_z``). The sign convention is GOALS's
+    ``delta = f(x) - f(x + xi e_j)``; rankings use ``|score|``.
     """
 
     mean: Tensor
@@ -48,12 +85,11 @@ class GlobalImportance:
     variance: Tensor | None = None
     covariance: Tensor | None = None
     covariance_features: Tensor | None = None
-    reduction: str = "mean"
+    reduction: Reduction = "mean"
     feature_names: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
-        if self.reduction not in REDUCTIONS:
-            raise ValueError(f"reduction must be one of {REDUCTIONS}, got {self.reduction!r}")
+        check_reduction(self.reduction)
         if self.mean.ndim != 1 or self.score.shape != self.mean.shape:
             raise ValueError(
                 f"mean and score must be 1-D of equal length, got {tuple(self.mean.shape)} "
@@ -63,7 +99,7 @@ class GlobalImportance:
             raise ValueError(f"variance must have shape {tuple(self.mean.shape)}, got {tuple(self.variance.shape)}")
         if (self.covariance is None) != (self.covariance_features is None):
             raise ValueError("covariance and covariance_features must be given together")
-        if self.covariance is not None:
+        if self.covariance is not None and self.covariance_features is not None:
             s = self.covariance_features.numel()
             if self.covariance.shape != (s, s):
                 raise ValueError(f"covariance must have shape ({s}, {s}), got {tuple(self.covariance.shape)}")
@@ -114,55 +150,77 @@ class GlobalImportance:
         """Feature names (``x0, x1, ...`` when none were given)."""
         return list(self.feature_names) if self.feature_names is not None else [f"x{j}" for j in range(self.n_features)]
 
+    def has_intervals(self) -> bool:
+        """Whether the ranking statistic has posterior intervals (``"mean"``/``"abs_mean"`` with variances)."""
+        return self.variance is not None and self.reduction != "mean_abs"
+
     def to_frame(self, level: float = 0.95) -> pd.DataFrame:
-        """A pandas DataFrame, one row per feature by rank: mean, score, sd, z, interval, rank."""
+        """A pandas DataFrame, one row per feature by rank.
+
+        Columns: ``feature``, ``index``, ``rank``, ``mean`` (signed), ``score`` (the ranking statistic) and,
+        with variances, for ``"mean"``/``"abs_mean"``: ``sd``, ``z = |mean|/sd`` (the statistic's own z),
+        ``lower``, ``upper`` (the ``level`` interval of ``score``); for ``"mean_abs"``: ``mean_sd`` and
+        ``mean_z``, the signed mean's sd and z (the score itself has neither).
+        """
         import pandas as pd
 
         order = self.ranking.cpu()
+
+        def col(t: Tensor) -> Any:
+            return t.detach().cpu()[order].double().numpy()
+
         data: dict[str, Any] = {
             "feature": [self.names()[int(j)] for j in order],
             "index": order.numpy(),
             "rank": range(1, self.n_features + 1),
-            "mean": self.mean.detach().cpu()[order].double().numpy(),
-            "score": self.score.detach().cpu()[order].double().numpy(),
+            "mean": col(self.mean),
+            "score": col(self.score),
         }
-        if self.variance is not None:
-            data["sd"] = self.sd.detach().cpu()[order].double().numpy()
-            data["z"] = self.z.detach().cpu()[order].double().numpy()
-            if self.reduction != "mean_abs":
-                lower, upper = self.interval(level)
-                data["lower"] = lower.detach().cpu()[order].double().numpy()
-                data["upper"] = upper.detach().cpu()[order].double().numpy()
+        sd, z = self.sd, self.z
+        if sd is not None and z is not None:
+            prefix = "" if self.has_intervals() else "mean_"
+            data[prefix + "sd"], data[prefix + "z"] = col(sd), col(z)
+        if self.has_intervals():
+            lower, upper = self.interval(level)
+            data["lower"], data["upper"] = col(lower), col(upper)
         return pd.DataFrame(data)
 
-    def plot(self, top: int = 20, level: float = 0.95, ax: Any = None) -> ImportanceDisplay:
-        """Horizontal bars of the ``top`` features by ``|score|`` with ``level`` intervals when available.
+    def caption(self, level: float = 0.95) -> str:
+        """What :meth:`plot` draws, in words (for figure captions)."""
+        what = f"GOALS global importance: {STATISTICS[self.reduction]}"
+        if self.has_intervals():
+            return f"{what}, with {level:.0%} posterior intervals"
+        if self.reduction == "mean_abs":
+            return what
+        return f"{what} (no posterior variances, so no intervals)"
+
+    def plot(self, top: int = 20, level: float = 0.95, ax: Any = None, title: str | None = None) -> ImportanceDisplay:
+        """Horizontal bars of the ``top`` features by ``|score|``, with ``level`` posterior intervals whenever
+        the statistic has them (:meth:`has_intervals`); the x label names the statistic and the interval.
 
         Returns the :class:`~torchxplain.viz.ImportanceDisplay` (``figure_``, ``ax_``, ``intervals_drawn_``);
-        nothing is shown.
+        nothing is shown. :meth:`caption` says in words what was drawn.
         """
         from torchxplain.viz import ImportanceDisplay
 
-        if top < 1:
-            raise ValueError(f"top must be a positive integer, got {top}")
-        lower, upper = (
-            self.interval(level) if self.variance is not None and self.reduction != "mean_abs" else (None, None)
-        )
+        if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+            raise ValueError(f"top must be a positive int, got {top!r}")
+        lower, upper = self.interval(level) if self.has_intervals() else (None, None)
         display = ImportanceDisplay(
             self.score,
             lower,
             upper,
             self.names(),
-            xlabel=f"GOALS global score ({self.reduction})",
+            xlabel=f"GOALS: {STATISTICS[self.reduction]}",
             interval_label=f"{level:.0%} interval",
         )
-        return display.plot(ax=ax, max_features=top)
+        return display.plot(ax=ax, max_features=top, title=title)
 
     def plot_manhattan(
         self,
         chromosome: Sequence[Any],
         position: Sequence[float] | Tensor | None = None,
-        statistic: str = "z",
+        statistic: Literal["z", "score"] = "z",
         ax: Any = None,
         annotate: int = 5,
     ) -> ManhattanDisplay:

@@ -13,20 +13,37 @@ the centred inputs (use it on screened features, or pass a ``jitter``).
 
 from __future__ import annotations
 
+import math
+from typing import Any, Literal
+
 import torch
 from torch import Tensor
 
+from torchxplain._core.inputs import to_tensor
+
 KL_TERMS = ("full", "mean")
 PROJECTIONS = ("pinv", "cov")
+KLTerm = Literal["full", "mean"]
+Projection = Literal["pinv", "cov"]
 
 
-def rate_kld(mu: Tensor, cov: Tensor, kl: str = "full") -> Tensor:
+def check_rate_options(projection: object, kl: object, jitter: object) -> None:
+    """Check RATE's options: ``projection`` and ``kl`` among their values, ``jitter`` finite and ``>= 0``."""
+    if projection not in PROJECTIONS:
+        raise ValueError(f"projection must be one of {list(PROJECTIONS)}, got {str(projection)[:40]!r}")
+    if kl not in KL_TERMS:
+        raise ValueError(f"kl must be one of {list(KL_TERMS)}, got {str(kl)[:40]!r}")
+    if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or not math.isfinite(jitter) or jitter < 0:
+        raise ValueError(f"jitter must be a finite number >= 0 (e.g. 1e-6), got {jitter!r}")
+
+
+def rate_kld(mu: Tensor, cov: Tensor, kl: KLTerm = "full") -> Tensor:
     """``(J,)`` KLD(j) for ``beta ~ N(mu, cov)``, ``mu`` ``(J,)``, ``cov`` ``(J, J)`` positive definite.
 
     ``kl="full"`` is the exact Gaussian divergence; ``kl="mean"`` keeps only the mean term. Float64 inside.
     """
     if kl not in KL_TERMS:
-        raise ValueError(f"kl must be one of {KL_TERMS}, got {kl!r}")
+        raise ValueError(f"kl must be one of {list(KL_TERMS)}, got {str(kl)[:40]!r}")
     if mu.ndim != 1 or cov.shape != (mu.numel(), mu.numel()):
         raise ValueError(f"mu must be (J,) and cov (J, J), got {tuple(mu.shape)} and {tuple(cov.shape)}")
     mu64, cov64 = mu.double(), cov.double()
@@ -46,12 +63,18 @@ def rate_kld(mu: Tensor, cov: Tensor, kl: str = "full") -> Tensor:
 
 
 def rate(
-    x: Tensor, f_mean: Tensor, f_cov: Tensor, projection: str = "pinv", kl: str = "full", jitter: float = 0.0
+    x: Any,
+    f_mean: Any,
+    f_cov: Any,
+    projection: Projection = "pinv",
+    kl: KLTerm = "full",
+    jitter: float = 0.0,
 ) -> tuple[Tensor, Tensor]:
     """RATE of the J inputs for a Gaussian posterior of ``f`` at the N rows of ``x``.
 
     Args:
-        x: ``(N, J)`` inputs; they are centred by their column means (the projections assume centred data).
+        x: ``(N, J)`` inputs (tensor, array or DataFrame); they are centred by their column means (the
+            projections assume centred data).
         f_mean: ``(N,)`` posterior mean of ``f(x)``.
         f_cov: ``(N, N)`` posterior covariance of ``f(x)``.
         projection: ``"pinv"`` (``beta = X^+ f``, the paper's Eq. 4) or ``"cov"`` (``beta = X^T f / (N - 1)``,
@@ -62,10 +85,12 @@ def rate(
     Returns:
         ``(rate, kld)``, each ``(J,)`` in ``x``'s dtype; ``rate`` sums to one.
     """
-    if projection not in PROJECTIONS:
-        raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
-    if x.ndim != 2:
-        raise ValueError(f"x must be (N, J), got shape {tuple(x.shape)}")
+    check_rate_options(projection, kl, jitter)
+    x = to_tensor(x, "x", ndim=2).tensor
+    f_mean = to_tensor(f_mean, "f_mean", device=x.device).tensor
+    f_cov = to_tensor(f_cov, "f_cov", device=x.device).tensor
+    if not x.is_floating_point():
+        x = x.double()
     n, j = x.shape
     if f_mean.shape != (n,) or f_cov.shape != (n, n):
         raise ValueError(

@@ -7,9 +7,8 @@ nothing here reads, writes or clears Pyro's global parameter store.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+import math
+from typing import Any, Literal, cast
 
 import pyro
 import pyro.distributions as dist
@@ -20,33 +19,16 @@ from pyro.infer.autoguide import AutoMultivariateNormal, AutoNormal, init_to_fea
 from pyro.nn import PyroModule, PyroParam, PyroSample
 from torch import Tensor, nn
 
-from torchxplain._core import as_tensor, check_finite, check_matrix, chunk_bounds, make_generator, progress
-from torchxplain.goals.bnn_posterior import guide_moments, output_block
+from torchxplain._core import check_finite, check_matrix, chunk_bounds, make_generator, progress, settings
+from torchxplain._core.inputs import check_feature_names, to_tensor
+from torchxplain.goals.bnn.fit_checks import check_fit_options, check_model_options
+from torchxplain.goals.bnn.modes import local_params, train_mode
+from torchxplain.goals.bnn.posterior import guide_moments, output_block
 
 LIKELIHOODS = ("gaussian", "bernoulli", "categorical")
 GUIDES = ("normal", "multivariate_normal")
-
-
-@contextmanager
-def _mode(module: object, training: bool) -> Iterator[None]:
-    """Put an ``nn.Module`` (and every submodule) in train/eval mode, restoring each one's mode afterwards."""
-    modes = [(m, m.training) for m in module.modules()] if isinstance(module, nn.Module) else []
-    for m, _ in modes:
-        m.training = training
-    try:
-        yield
-    finally:
-        for m, mode in modes:
-            m.training = mode
-
-
-def _local_params() -> Any:
-    return pyro.settings.context(module_local_params=True)
-
-
-def _native_params(module: object) -> Any:
-    """The ``module_local_params`` setting a (user's) Pyro module was built under; calls must use the same."""
-    return pyro.settings.context(module_local_params=hasattr(getattr(module, "_pyro_context", None), "param_state"))
+Likelihood = Literal["gaussian", "bernoulli", "categorical"]
+GuideKind = Literal["normal", "multivariate_normal"]
 
 
 class _LocalParams:
@@ -54,12 +36,12 @@ class _LocalParams:
     parameter store (Pyro fixes the mode when a module is built, so both need it)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        with _local_params():
+        with local_params():
             super().__init__(*args, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        with _local_params():
-            return super().__call__(*args, **kwargs)
+        with local_params():
+            return super().__call__(*args, **kwargs)  # type: ignore[misc]  # a mixin before an nn.Module
 
 
 class _AutoNormal(_LocalParams, AutoNormal):
@@ -99,47 +81,43 @@ class LastLayerBNN(_LocalParams, PyroModule):
         features: nn.Module,
         feature_dim: int,
         *,
-        likelihood: str = "gaussian",
+        likelihood: Likelihood = "gaussian",
         n_classes: int | None = None,
         prior_scale: float = 1.0,
         bias_prior_scale: float | None = None,
         bias: bool = True,
-        guide: str = "normal",
+        guide: GuideKind = "normal",
         init_scale: float = 0.1,
         init_head: nn.Linear | None = None,
     ) -> None:
         super().__init__()
         if not isinstance(features, nn.Module):
             raise TypeError(f"features must be an nn.Module, got {type(features).__name__}")
-        if likelihood not in LIKELIHOODS:
-            raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
-        if guide not in GUIDES:
-            raise ValueError(f"guide must be one of {GUIDES}, got {guide!r}")
-        if likelihood == "categorical":
-            if not isinstance(n_classes, int) or n_classes < 2:
-                raise ValueError(f"likelihood='categorical' needs n_classes >= 2, got {n_classes!r}")
-        elif n_classes is not None:
-            raise ValueError(f"n_classes is only used with likelihood='categorical', got {n_classes!r}")
-        if not isinstance(feature_dim, int) or feature_dim < 1:
-            raise ValueError(f"feature_dim must be a positive int, got {feature_dim!r}")
-        for name, value in (("prior_scale", prior_scale), ("init_scale", init_scale)):
-            if not value > 0:
-                raise ValueError(f"{name} must be positive, got {value!r}")
-        bias_scale = prior_scale if bias_prior_scale is None else bias_prior_scale
-        if bias and not bias_scale > 0:
-            raise ValueError(f"bias_prior_scale must be positive, got {bias_prior_scale!r}")
+        bias_scale = check_model_options(
+            likelihood,
+            guide,
+            n_classes,
+            feature_dim,
+            prior_scale,
+            bias_prior_scale,
+            bias,
+            init_scale,
+            LIKELIHOODS,
+            GUIDES,
+        )
 
         param = next(features.parameters(), None)
         dtype = param.dtype if param is not None else torch.get_default_dtype()
         self.likelihood = likelihood
-        self.n_outputs = n_classes if likelihood == "categorical" else 1
+        self.n_outputs: int = n_classes if likelihood == "categorical" and n_classes is not None else 1
         self.feature_dim = feature_dim
         self.guide_kind = guide
         self.has_bias = bool(bias)
         self.init_scale = float(init_scale)
         self.features = features
         k, width = self.n_outputs, feature_dim
-        self.head = PyroModule[nn.Linear](width, k, bias=bias).to(dtype)
+        linear: Any = PyroModule[nn.Linear]  # a PyroModule subclass of nn.Linear, built at run time
+        self.head = linear(width, k, bias=bias).to(dtype)
         self.head.register_buffer("prior_scale", torch.tensor(float(prior_scale), dtype=dtype))
         self.head.register_buffer("bias_prior_scale", torch.tensor(float(bias_scale), dtype=dtype))
         self.head.weight = PyroSample(
@@ -165,6 +143,7 @@ class LastLayerBNN(_LocalParams, PyroModule):
         self.posterior = nn.ModuleDict()
         self._data_size: int | None = None
         self.n_inputs: int | None = None
+        self.feature_names: tuple[str, ...] | None = None
         self.losses: list[float] = []
 
     @classmethod
@@ -186,14 +165,15 @@ class LastLayerBNN(_LocalParams, PyroModule):
         """The fitted variational guide (raises before :meth:`fit`)."""
         if "guide" not in self.posterior:
             raise ValueError("this LastLayerBNN has not been fitted; call fit(X, y) first")
-        return self.posterior["guide"]
+        return cast("AutoNormal | AutoMultivariateNormal", self.posterior["guide"])
 
     @property
     def train_inputs(self) -> Tensor:
         """``(N, J)`` the inputs of the last :meth:`fit` (GOALS averages over them)."""
-        if "_train_inputs" not in self._buffers:
+        x = self._buffers.get("_train_inputs")
+        if x is None:
             raise ValueError("this LastLayerBNN has not been fitted; call fit(X, y) first")
-        return self._buffers["_train_inputs"]
+        return x
 
     def forward(self, x: Tensor, y: Tensor | None = None) -> Tensor:
         """The Pyro model: returns the latent ``f`` ``(B,)`` (``(B, K)``: categorical), observing ``y``."""
@@ -209,7 +189,7 @@ class LastLayerBNN(_LocalParams, PyroModule):
         with pyro.plate("data", size=size, subsample=torch.arange(batch, device=x.device)):
             if self.likelihood == "gaussian":
                 f = f[..., 0]
-                pyro.sample("obs", dist.Normal(f, self.sigma), obs=y)
+                pyro.sample("obs", dist.Normal(f, cast(Tensor, self.sigma)), obs=y)
             elif self.likelihood == "bernoulli":
                 f = f[..., 0]
                 pyro.sample("obs", dist.Bernoulli(logits=f), obs=y)
@@ -219,8 +199,8 @@ class LastLayerBNN(_LocalParams, PyroModule):
 
     def fit(
         self,
-        X: Tensor,
-        y: Tensor,
+        X: Any,
+        y: Any,
         *,
         epochs: int = 200,
         lr: float = 1e-2,
@@ -233,23 +213,21 @@ class LastLayerBNN(_LocalParams, PyroModule):
         """Fit the head's posterior (and ``sigma``) by SVI with ``Trace_ELBO`` on shuffled mini-batches.
 
         Args:
-            X: ``(N, J)`` inputs, in the features' dtype and device.
+            X: ``(N, J)`` inputs (tensor, array or DataFrame, whose columns become ``feature_names``), in the
+                features' dtype; arrays and frames are converted to it on the features' device.
             y: ``(N,)`` targets: real (gaussian), 0/1 (bernoulli) or class indices (categorical).
             epochs: passes over the data; ``batch_size=None`` uses full batches.
+            lr: Adam's learning rate (finite, > 0); ``num_particles``: ELBO samples per step (>= 1).
             train_features: also learn the extractor's weights (point estimates); by default they stay fixed.
             seed: seeds the shuffling and the ELBO's draws (the global RNG state is restored afterwards).
+            show_progress: a progress bar over epochs (``None``: ``tx.settings.show_progress``).
 
         Returns ``self``; ``self.losses`` holds the mean negative ELBO (full-data estimate) of every epoch.
         Calling ``fit`` again continues from the current posterior (with a fresh optimiser).
         """
+        check_fit_options(epochs, lr, batch_size, num_particles, seed)
         X, y = self._check_data(X, y)
         n = X.shape[0]
-        if not isinstance(epochs, int) or epochs < 1:
-            raise ValueError(f"epochs must be a positive int, got {epochs!r}")
-        if not lr > 0:
-            raise ValueError(f"lr must be positive, got {lr!r}")
-        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
-            raise ValueError(f"batch_size must be a positive int or None, got {batch_size!r}")
         step = n if batch_size is None else min(batch_size, n)
         self.n_inputs = X.shape[1]
         self._data_size = n
@@ -260,9 +238,14 @@ class LastLayerBNN(_LocalParams, PyroModule):
             for p in frozen:
                 p.requires_grad_(False)
             rng = torch.random.fork_rng(devices=devices)  # the caller's RNG state is restored afterwards
-            with _mode(self.features, train_features), rng, _local_params():
+            with (
+                train_mode(self.features, train_features),
+                rng,
+                local_params(),
+                settings.using(show_progress=show_progress),
+            ):
                 torch.manual_seed(seed)
-                self._svi(X, y, epochs, lr, step, num_particles, train_features, seed, show_progress)
+                self._svi(X, y, epochs, lr, step, num_particles, train_features, seed)
         finally:
             for p in frozen:
                 p.requires_grad_(True)
@@ -278,17 +261,16 @@ class LastLayerBNN(_LocalParams, PyroModule):
         num_particles: int,
         train_features: bool,
         seed: int,
-        show_progress: bool | None,
     ) -> None:
         if "guide" not in self.posterior:
             if self.likelihood == "gaussian":
                 self.sigma = PyroParam(0.5 * y.std().clamp_min(1e-3).detach(), constraint=constraints.positive)
             init = init_to_value(values=self._init_values) if self._init_values else init_to_feasible
             kind = _AutoNormal if self.guide_kind == "normal" else _AutoMultivariateNormal
-            guide = kind(self, init_loc_fn=init, init_scale=self.init_scale)
-            guide(X[:step], y[:step])
-            self.posterior["guide"] = guide
-        guide = self.posterior["guide"]
+            new = kind(self, init_loc_fn=init, init_scale=self.init_scale)
+            new(X[:step], y[:step])
+            self.posterior["guide"] = new
+        guide = self.guide
         params = list(guide.parameters())
         if self.likelihood == "gaussian":
             params.append(self.sigma_unconstrained)
@@ -298,7 +280,7 @@ class LastLayerBNN(_LocalParams, PyroModule):
         elbo = Trace_ELBO(num_particles=num_particles)
         gen = make_generator(seed, X.device)
         n = X.shape[0]
-        for _ in progress(range(epochs), show_progress, desc="SVI epochs"):
+        for _ in progress(range(epochs), desc="SVI epochs"):
             order = torch.randperm(n, generator=gen, device=X.device)
             total = X.new_zeros(())
             for start, stop in chunk_bounds(n, step):
@@ -309,19 +291,37 @@ class LastLayerBNN(_LocalParams, PyroModule):
                 optim.step()
                 total += loss.detach() * (stop - start)
             self.losses.append(float(total) / n)
+            if not math.isfinite(self.losses[-1]):
+                raise ValueError(
+                    f"the ELBO became {self.losses[-1]} in epoch {len(self.losses)}; lower lr (now {lr!r}), "
+                    "standardise X and y, or check the features for NaN"
+                )
 
-    def _check_data(self, X: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
-        X = check_finite(check_matrix(as_tensor(X, "X"), "X", self.n_inputs), "X")
-        y = as_tensor(y, "y")
+    def _dtype(self) -> torch.dtype:
+        return self.head.prior_scale.dtype
+
+    def _inputs(self, x: Any, name: str) -> tuple[Tensor, tuple[str, ...] | None]:
+        """Convert and check ``(Q, J)`` inputs (the features' dtype, finite, the fitted width and names);
+        returns the tensor and a DataFrame's column names."""
+        converted = to_tensor(x, name, device=self.head.prior_scale.device, ndim=2)
+        check_feature_names(self.feature_names, converted.feature_names, name)
+        t = converted.tensor
+        if not isinstance(x, Tensor) or not t.is_floating_point():
+            t = t.to(self._dtype())
+        if t.dtype != self._dtype():
+            raise TypeError(f"{name} must have the model's dtype {self._dtype()}, got {t.dtype}; pass {name}.to(...)")
+        return check_finite(check_matrix(t, name, self.n_inputs), name), converted.feature_names
+
+    def _check_data(self, X: Any, y: Any) -> tuple[Tensor, Tensor]:
+        X, names = self._inputs(X, "X")
+        y = to_tensor(y, "y", device=X.device, ndim=1).tensor
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must have shape ({X.shape[0]},) to match X, got {tuple(y.shape)}")
-        dtype = self.head.prior_scale.dtype
-        if X.dtype != dtype:
-            raise TypeError(f"X must have the model's dtype {dtype}, got {X.dtype}")
-        with torch.no_grad(), _mode(self.features, False):
+        with torch.no_grad(), train_mode(self.features, False):
             h = self.features(X[:2])
         if h.ndim != 2 or h.shape[1] != self.feature_dim:
             raise ValueError(f"features(X) must have shape (batch, {self.feature_dim}), got {tuple(h.shape)}")
+        self.feature_names = names
         if self.likelihood == "categorical":
             if y.is_floating_point() or bool(((y < 0) | (y >= self.n_outputs)).any()):
                 raise ValueError(
@@ -330,7 +330,7 @@ class LastLayerBNN(_LocalParams, PyroModule):
             return X, y.long()
         if self.likelihood == "bernoulli" and bool(((y != 0) & (y != 1)).any()):
             raise ValueError("y must hold 0/1 labels for likelihood='bernoulli'")
-        return X, check_finite(y.to(dtype), "y")
+        return X, check_finite(y.to(self._dtype()), "y")
 
     def head_posterior(self, output: int | None = None) -> tuple[Tensor, Tensor]:
         """Posterior mean ``(L,)`` and covariance (``(L,)`` diagonal or ``(L, L)``) of an output's weights."""
@@ -338,18 +338,16 @@ class LastLayerBNN(_LocalParams, PyroModule):
         return output_block(loc, cov, self.n_outputs, output)
 
     @torch.no_grad()
-    def predict(self, x: Tensor, return_std: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+    def predict(self, x: Any, return_std: bool = False) -> Tensor | tuple[Tensor, Tensor]:
         """Posterior predictive mean (and standard deviation) of the latent ``f`` at ``x`` ``(Q, J)``.
 
         Returns ``(Q,)`` tensors (``(Q, K)`` for categorical), exact for the Gaussian head posterior.
         """
-        x = check_finite(check_matrix(as_tensor(x, "x"), "x", self.n_inputs), "x")
-        if x.dtype != self.head.prior_scale.dtype:
-            raise TypeError(f"x must have the model's dtype {self.head.prior_scale.dtype}, got {x.dtype}")
+        x, _ = self._inputs(x, "x")
         names = ["head.weight"] + (["head.bias"] if self.has_bias else [])
         loc, cov = guide_moments(self.guide, names)
         k, width = self.n_outputs, self.feature_dim
-        with _mode(self.features, False):
+        with train_mode(self.features, False):
             h = self.features(x)
         means, stds = [], []
         for out in range(k):

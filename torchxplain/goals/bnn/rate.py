@@ -12,17 +12,18 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchxplain.goals.bnn import BNNBackend
-from torchxplain.goals.rate import PROJECTIONS, rate_kld
+from torchxplain.goals.bnn.backend import BNNBackend
+from torchxplain.goals.rate import KLTerm, Projection, check_rate_options, rate_kld
 
 
 def bnn_rate(
-    backend: BNNBackend, projection: str = "pinv", kl: str = "full", jitter: float = 0.0
+    backend: BNNBackend, projection: Projection = "pinv", kl: KLTerm = "full", jitter: float = 0.0
 ) -> tuple[Tensor, Tensor]:
     """RATE of the J inputs for a network with a Gaussian last layer.
 
     Args:
-        backend: the :class:`~torchxplain.goals.bnn.BNNBackend` (training inputs, features, ``m``, ``V``).
+        backend: the :class:`~torchxplain.goals.BNNBackend` (training inputs, features, ``m``, ``V``), e.g.
+            ``Goals(bnn).backend``.
         projection: ``"pinv"`` (``beta = X^+ f``, the paper) or ``"cov"`` (``beta = X^T f / (N - 1)``).
         kl: ``"full"`` (exact Gaussian KL) or ``"mean"`` (mean term only).
         jitter: added to the diagonal of the ``(J, J)`` effect-size covariance. It has rank at most ``L``,
@@ -31,13 +32,12 @@ def bnn_rate(
     Returns:
         ``(rate, kld)``, each ``(J,)`` in the inputs' dtype; ``rate`` sums to one. Computed in float64.
     """
-    if projection not in PROJECTIONS:
-        raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
-    if not jitter >= 0:
-        raise ValueError(f"jitter must be >= 0, got {jitter!r}")
+    if not isinstance(backend, BNNBackend):
+        raise TypeError(f"backend must be a BNNBackend (Goals(bnn).backend), got {type(backend).__name__}")
+    check_rate_options(projection, kl, jitter)
     x = backend.train_inputs
     n, j = x.shape
-    h = backend._run(lambda: backend.fmap(x)).double()
+    h = backend.features_at(x).double()
     xc = x.double() - x.double().mean(0)
     proj = torch.linalg.pinv(xc) if projection == "pinv" else xc.T / (n - 1)
     ph = proj @ h  # (J, L)

@@ -117,21 +117,18 @@ def shift_differences(
     fmap: FeatureMap,
     x: Tensor,
     xi: Tensor,
-    *,
-    max_memory: int | str | None = None,
-    show_progress: bool | None = False,
 ) -> Iterator[tuple[slice, slice, Tensor]]:
     """Yield ``(rows, cols, dh)`` over blocks of the rows of ``x`` ``(Q, J)`` and the features.
 
     ``dh`` ``(R, C, L)`` holds ``h(x_r) - h(x_r + xi_c e_c)`` for ``r`` in the slice ``rows`` and ``c`` in
     ``cols``. Blocks are whole rows (all J features) when one row fits ``max_memory``, else single rows
-    split over features; nothing of size ``Q*J*J`` is ever formed.
+    split over features; nothing of size ``Q*J*J`` is ever formed. Blocks follow ``tx.settings.max_memory``.
     """
     q, j = x.shape
     h = fmap(x)
     base = fmap.base(x)
     per_pair = fmap.bytes_per_pair(j, h.shape[1], x.element_size())
-    budget = parse_memory(max_memory)
+    budget = parse_memory()
     if x.device.type == "cpu":
         budget = min(budget, CPU_BLOCK_BYTES)
     cols_per_block = rows_per_chunk(per_pair, j, budget)
@@ -140,7 +137,7 @@ def shift_differences(
         blocks = [(a, b, 0, j) for a, b in row_bounds]
     else:
         blocks = [(r, r + 1, a, b) for r in range(q) for a, b in chunk_bounds(j, cols_per_block)]
-    for r0, r1, c0, c1 in progress(blocks, show_progress, desc="GOALS shifted features", total=len(blocks)):
+    for r0, r1, c0, c1 in progress(blocks, desc="GOALS shifted features", total=len(blocks)):
         yield slice(r0, r1), slice(c0, c1), h[r0:r1, None, :] - fmap.shifted(base[r0:r1], c0, c1, xi)
 
 
@@ -150,17 +147,14 @@ def local_moments(
     xi: Tensor,
     loc: Tensor,
     cov: Tensor | None,
-    *,
-    max_memory: int | str | None = None,
-    show_progress: bool | None = False,
 ) -> tuple[Tensor, Tensor | None]:
     """Local scores ``(Q, J)`` and, when ``cov`` is given, local variances ``(Q, J)`` in one pass."""
     q, j = x.shape
     scores = x.new_empty(q, j)
     variances = x.new_empty(q, j) if cov is not None else None
-    for rows, cols, dh in shift_differences(fmap, x, xi, max_memory=max_memory, show_progress=show_progress):
+    for rows, cols, dh in shift_differences(fmap, x, xi):
         scores[rows, cols] = local_scores(dh, loc)
-        if variances is not None:
+        if variances is not None and cov is not None:
             variances[rows, cols] = local_variances(dh, cov)
     return scores, variances
 
@@ -170,16 +164,13 @@ def training_summary(
     x: Tensor,
     xi: Tensor,
     loc: Tensor,
-    *,
-    max_memory: int | str | None = None,
-    show_progress: bool | None = False,
 ) -> tuple[Tensor, Tensor]:
     """Over the rows of ``x`` ``(N, J)``: ``dbar`` ``(J, L)``, the mean of ``h(x) - h(x + xi_j e_j)``, and
     ``(J,)`` the mean absolute local score ``mean_i |dh_j(x_i)^T m|``, in one pass."""
     n, j = x.shape
     dbar: Tensor | None = None
     abs_sum = x.new_zeros(j)
-    for _, cols, dh in shift_differences(fmap, x, xi, max_memory=max_memory, show_progress=show_progress):
+    for _, cols, dh in shift_differences(fmap, x, xi):
         if dbar is None:
             dbar = dh.new_zeros(j, dh.shape[-1])
         dbar[cols] += dh.sum(0)

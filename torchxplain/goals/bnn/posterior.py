@@ -17,12 +17,13 @@ def guide_sites(guide: Any) -> dict[str, Any]:
     """The latent sites of a fitted autoguide (name -> prototype-trace site); raises if it never ran."""
     if not isinstance(guide, (AutoNormal, AutoContinuous)):
         raise TypeError(f"guide must be one of {SUPPORTED_GUIDES}, got {type(guide).__name__}")
-    if getattr(guide, "prototype_trace", None) is None:
+    trace = getattr(guide, "prototype_trace", None)
+    if trace is None:
         raise ValueError(
             f"the {type(guide).__name__} guide has not been fitted: it has no parameters until it has run "
             "(train it with SVI first)"
         )
-    return dict(guide.prototype_trace.iter_stochastic_nodes())
+    return dict(trace.iter_stochastic_nodes())
 
 
 def guide_moments(guide: Any, names: list[str]) -> tuple[Tensor, Tensor]:
