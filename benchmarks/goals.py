@@ -2,7 +2,7 @@
 forests on the Eq. 17-18 simulation design, and the heterogeneous-stock mice (skipped when absent).
 
     python benchmarks/goals.py                 # everything (speed, accuracy with 10 replicates, mice)
-    python benchmarks/goals.py --quick         # small sizes, 3 replicates, mice on 2,000 SNPs
+    python benchmarks/goals.py --quick         # small sizes, 2 replicates, mice on 2,000 SNPs
     python benchmarks/goals.py --study speed   # one study: speed | accuracy | mice
     python benchmarks/goals.py --mice          # the whole-genome per-stage table (same as --study mice)
     python benchmarks/goals.py --device cuda --quick --study speed   # on a GPU
@@ -284,10 +284,11 @@ def mice_study(out: Path, quick: bool = False, device: str = "cpu") -> None:
             f"noise={float(model.likelihood.noise.detach()):.3f}"
         )
         goals = None
-        for threads in (1, None):
+        for threads in (1, None) if x.device.type == "cpu" else (None,):
             with pin_threads(threads):
                 stages, goals = goals_stages.stage_table(model, x, names)
             label = "1 thread" if threads == 1 else f"default threads ({torch.get_num_threads()})"
+            label = label if x.device.type == "cpu" else str(x.device)
             print(f"-- {label}")
             goals_stages.print_table(stages, goals_stages.machine_load())
         assert goals is not None
@@ -311,11 +312,11 @@ def mice_study(out: Path, quick: bool = False, device: str = "cpu") -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="small sizes and 3 replicates")
+    parser.add_argument("--quick", action="store_true", help="small sizes, 2 replicates, mice on 2,000 SNPs")
     parser.add_argument("--device", default="cpu", help="torch device for the speed and mice studies (default cpu)")
     parser.add_argument("--study", choices=["all", "speed", "accuracy", "mice"], default="all")
     parser.add_argument("--mice", action="store_true", help="only the mice study (same as --study mice)")
-    parser.add_argument("--replicates", type=int, default=None, help="accuracy replicates (default 10; quick 3)")
+    parser.add_argument("--replicates", type=int, default=None, help="accuracy replicates (default 10; quick 2)")
     parser.add_argument("--ard", action="store_true", help="also GOALS on GPyTorch-fitted ARD GPs (slow)")
     parser.add_argument("--designs", choices=["25", "100", "all"], default="all", help="accuracy designs (J)")
     parser.add_argument(
@@ -334,7 +335,7 @@ def main() -> None:
     if args.study in ("all", "speed"):
         speed_study(args.quick, args.device)
     if args.study in ("all", "accuracy"):
-        accuracy_study(args.quick, args.replicates or (3 if args.quick else 10), args.ard, args.designs)
+        accuracy_study(args.quick, args.replicates or (2 if args.quick else 10), args.ard, args.designs)
     if args.study in ("all", "mice"):
         mice_study(args.out, args.quick, args.device)
 
