@@ -37,7 +37,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from torchxplain import settings
-from torchxplain.idx import BayesianClassifier, datasets, explain, explain_batch, relation_tensors
+from torchxplain.idx import BayesianClassifier, datasets, explain, explain_batch, relation_tensors, tables
 from torchxplain.idx.stats import relation_shares
 
 KITS = ("md", "sd", "cf")
@@ -73,10 +73,19 @@ def child_paths(child: BayesianClassifier, repeat: int, device: str) -> None:
     names = child.decode(child.decide(codes))
     records = [{o: row[o] for o in child.observations} for row in names]
     frame = pd.DataFrame(records)
-    cold, warm, _ = timed(lambda: relation_tensors(fresh(child), codes, KITS), 0, device)
+    cold, _, _ = timed(lambda: relation_tensors(fresh(child), codes, KITS), 0, device)
     _, kernel, _ = timed(lambda: relation_tensors(child, codes, KITS), repeat, device)
+    limit = tables.MAX_FAMILY_TABLE
+    tables.MAX_FAMILY_TABLE = 0  # every family evaluated on the rows: the previous design's per-input work
+    try:
+        _, rows, _ = timed(lambda: relation_tensors(child, codes, ("md", "sd")), repeat, device)
+    finally:
+        tables.MAX_FAMILY_TABLE = limit
     print(f"\n== Child: {len(codes):,} inputs x {len(child.influences)} influences x MD+SD+CF, device {device}")
     print(f"  kernel relation_tensors(codes): {kernel * 1e3:8.2f} ms warm, {cold * 1e3:8.1f} ms cold (tables built)")
+    print(
+        f"  (MD+SD evaluated on the rows, without family tables: {rows * 1e3:.2f} ms, {rows / kernel:.0f}x the kernel)"
+    )
     paths: dict[str, Callable[[BayesianClassifier], Any]] = {
         "explain_batch(list of dicts)": lambda bc: explain_batch(bc, records, KITS),
         "explain_batch(DataFrame)": lambda bc: explain_batch(bc, frame, KITS),

@@ -295,6 +295,7 @@ class BayesianClassifier(nn.Module):
         return list(self._families[y])
 
     def extra_repr(self) -> str:
+        """Kind, observations, classifications and the number of influences (shown by ``repr``)."""
         kind = "naive" if self.is_naive else "chain"
         return (
             f"{kind}, observations={list(self.observations)}, classifications={list(self.classifications)}, "

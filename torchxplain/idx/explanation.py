@@ -239,34 +239,41 @@ class Explanation:
         self._batch, self.kit, self.index = batch, kit, index
 
     @property
-    def explanandum(self) -> str | None:  # noqa: D102 - documented on the class
+    def explanandum(self) -> str | None:
+        """The explained classification, or ``None`` for the all-influences view."""
         return self._batch.explanandum
 
     @property
-    def observations(self) -> tuple[str, ...]:  # noqa: D102
+    def observations(self) -> tuple[str, ...]:
+        """The classifier's observation names."""
         return self._batch.classifier.observations
 
     @property
-    def assignment(self) -> dict[str, str]:  # noqa: D102
+    def assignment(self) -> dict[str, str]:
+        """Variable -> value name (the input for observations, the decision for classifications)."""
         return dict(self._batch._assignment_block(self.index // BLOCK)[self.index % BLOCK])
 
     def _row(self) -> _Row:
         return self._batch._row_block(self.kit, self.index // BLOCK)[self.index % BLOCK]
 
     @property
-    def relevant(self) -> frozenset[str]:  # noqa: D102
+    def relevant(self) -> frozenset[str]:
+        """The relevant variables ``X_r``."""
         return self._row().relevant
 
     @property
-    def relations(self) -> dict[str, frozenset[Pair]]:  # noqa: D102
+    def relations(self) -> dict[str, frozenset[Pair]]:
+        """Relation name -> the ``(influencer, influencee)`` pairs in it."""
         return dict(self._row().relations)
 
     @property
-    def scores(self) -> dict[Pair, float]:  # noqa: D102
+    def scores(self) -> dict[Pair, float]:
+        """Attribution value of each related pair (lime/shap kits; empty otherwise)."""
         return dict(self._row().scores)
 
     @property
-    def probabilities(self) -> dict[str, float]:  # noqa: D102
+    def probabilities(self) -> dict[str, float]:
+        """Classification -> posterior probability of its decided value."""
         bc = self._batch.classifier
         row = self._batch.log_prob[self.index].exp().tolist()
         return {c: row[bc.index_of(c)] for c in bc.classifications}

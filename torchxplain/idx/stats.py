@@ -32,7 +32,8 @@ def shares_from_relations(relations: dict[str, dict[str, Tensor]]) -> dict[str, 
     out = {}
     for (kit, name), col in SHARE_COLUMNS.items():
         if kit in relations:
-            out[col] = 100.0 * relations[kit][name].double().mean().item()
+            mask = relations[kit][name]
+            out[col] = 100.0 * mask.sum().item() / max(mask.numel(), 1)  # counts, no float copy of the masks
     return out
 
 

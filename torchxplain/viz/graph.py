@@ -20,7 +20,7 @@ class ExplanationGraphDisplay(Display):
     Observations sit on the bottom layer (grey boxes), each classification one layer above the highest of its
     influencers (white boxes); the explanandum has a thick border. Each box reads ``name`` over the variable's
     state (the input's value for an observation, the decided value for a classification). Nodes within a layer
-    are ordered to reduce crossings; arrows that skip a layer are curved so that they never pass behind a box.
+    are ordered to reduce crossings; an arrow that would pass behind a box of a layer it skips is bent around it.
     Arrows point from influencer to influencee, are coloured by relation and carry the relation's sign (``+``
     support, ``−`` attack, ``!`` critical, ``∗`` potential) or the score when there is one, upright on a white
     patch near the influencee. The legend names the relations and the node encoding; everything is drawn
@@ -83,8 +83,11 @@ class ExplanationGraphDisplay(Display):
         boxes = {v: self._node(ax, v) for v in g.nodes}
         legend = self._legend(ax, g)
         _fit(ax, list(boxes.values()), legend)  # final limits first: arrows and their labels are placed on screen
+        renderer = ax.figure.canvas.get_renderer()  # type: ignore[attr-defined]
+        extents = {v: b.get_bbox_patch().get_window_extent(renderer) for v, b in boxes.items()}
         for u, v in g.edges:
-            self._edge(ax, g.edges[u, v], boxes[u], boxes[v], layer_of[v] - layer_of[u] > 1)
+            between = [extents[w] for w in g.nodes if layer_of[u] < layer_of[w] < layer_of[v]]
+            self._edge(ax, g.edges[u, v], boxes[u], boxes[v], _bend(ax, boxes[u], boxes[v], between))
         return self
 
     def _node(self, ax: Axes, v: Any) -> Any:
@@ -94,9 +97,8 @@ class ExplanationGraphDisplay(Display):
         box = {"boxstyle": "round,pad=0.4", "fc": NODE_FILL[data["kind"]], "ec": "black", "lw": 2.6 if bold else 1.0}
         return ax.text(x, y, f"{v}\n{data['value']}", ha="center", va="center", fontsize=8, bbox=box, zorder=3)
 
-    def _edge(self, ax: Axes, data: dict[str, Any], source: Any, target: Any, skips: bool) -> None:
+    def _edge(self, ax: Axes, data: dict[str, Any], source: Any, target: Any, rad: float) -> None:
         colour = RELATION_COLOURS[data["relation"]]
-        rad = 0.25 if skips else 0.0
         props = {
             "arrowstyle": "-|>",
             "color": colour,
@@ -110,15 +112,8 @@ class ExplanationGraphDisplay(Display):
         }
         start, end = source.get_position(), target.get_position()
         ax.annotate("", xy=end, xytext=start, arrowprops=props, zorder=2)
-        # the label sits 70% of the way along the arrow (matplotlib's arc3 bends it in screen space), upright
-        t = 0.7
-        (x0, y0), (x1, y1) = ax.transData.transform([start, end])
-        cx, cy = (x0 + x1) / 2 + rad * (y1 - y0), (y0 + y1) / 2 - rad * (x1 - x0)
-        point = (
-            (1 - t) ** 2 * x0 + 2 * t * (1 - t) * cx + t**2 * x1,
-            (1 - t) ** 2 * y0 + 2 * t * (1 - t) * cy + t**2 * y1,
-        )
-        lx, ly = ax.transData.inverted().transform(point)
+        # the label sits 60% of the way along the arrow, upright
+        lx, ly = ax.transData.inverted().transform(_arc(ax, start, end, rad, [0.6])[0])
         ax.text(
             lx,
             ly,
@@ -150,8 +145,31 @@ class ExplanationGraphDisplay(Display):
         if any(g.nodes[v].get("explanandum") for v in g.nodes):
             handles.append(Patch(fc="white", ec="black", lw=2.6, label="explanandum"))
         inches = ax.get_window_extent().width / ax.figure.dpi
-        columns = max(1, min(len(handles), int(inches / 2.2)))
+        columns = max(1, min(len(handles), int(inches / 2.0)))
         return ax.legend(handles=handles, loc="lower center", ncol=columns, fontsize=8, frameon=False)
+
+
+def _arc(ax: Axes, start: Any, end: Any, rad: float, ts: list[float]) -> list[tuple[float, float]]:
+    """Screen points at parameters ``ts`` of matplotlib's ``arc3`` curve from ``start`` to ``end`` (data coords)."""
+    (x0, y0), (x1, y1) = ax.transData.transform([start, end])
+    cx, cy = (x0 + x1) / 2 + rad * (y1 - y0), (y0 + y1) / 2 - rad * (x1 - x0)
+    return [
+        ((1 - t) ** 2 * x0 + 2 * t * (1 - t) * cx + t**2 * x1, (1 - t) ** 2 * y0 + 2 * t * (1 - t) * cy + t**2 * y1)
+        for t in ts
+    ]
+
+
+def _bend(ax: Axes, source: Any, target: Any, between: list[Any]) -> float:
+    """The ``arc3`` bend of an arrow: straight unless that passes behind a box of a layer it skips (then the bend,
+    of a few tried, that crosses the fewest boxes)."""
+    ts = [i / 24 for i in range(1, 24)]
+    start, end = source.get_position(), target.get_position()
+
+    def hits(rad: float) -> int:
+        points = _arc(ax, start, end, rad, ts)
+        return sum(box.padded(4).contains(x, y) for box in between for x, y in points)
+
+    return min((0.0, 0.25, -0.25, 0.45, -0.45), key=hits)
 
 
 def _edge_label(edge: dict[str, Any]) -> str:
