@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import torch
 from torch import Tensor
 
 from torchxplain.idx.classifier import BayesianClassifier
@@ -33,7 +34,7 @@ def shares_from_relations(relations: dict[str, dict[str, Tensor]]) -> dict[str, 
     for (kit, name), col in SHARE_COLUMNS.items():
         if kit in relations:
             mask = relations[kit][name]
-            out[col] = 100.0 * mask.sum().item() / max(mask.numel(), 1)  # counts, no float copy of the masks
+            out[col] = 100.0 * torch.count_nonzero(mask).item() / max(mask.numel(), 1)  # a count, no float copy
     return out
 
 
@@ -61,7 +62,7 @@ def agreement(first: dict[str, Tensor], second: dict[str, Tensor], columns: Tens
     hit = (first["attack"] & second["attack"]) | (first["support"] & second["support"])
     if columns is not None:
         hit = hit[:, columns]
-    return 100.0 * hit.double().mean().item()
+    return 100.0 * torch.count_nonzero(hit).item() / max(hit.numel(), 1)
 
 
 def monotonicity_violations(relations: dict[str, Tensor], md: dict[str, Tensor]) -> float:
@@ -72,8 +73,8 @@ def monotonicity_violations(relations: dict[str, Tensor], md: dict[str, Tensor])
     """
     rel = relations["attack"] | relations["support"]
     bad = (relations["attack"] & ~md["attack"]) | (relations["support"] & ~md["support"])
-    total = rel.sum().item()
-    return 100.0 * bad.sum().item() / total if total else 0.0
+    total = torch.count_nonzero(rel).item()
+    return 100.0 * torch.count_nonzero(bad).item() / total if total else 0.0
 
 
 def shares_table(rows: dict[str, dict[str, float]]) -> Any:
