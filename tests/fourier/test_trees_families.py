@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import torchxplain as tx
-from tests.fourier.tree_cases import binary_data, diabetes, fit
+from tests.fourier.tree_cases import binary_data, diabetes, fit, make_model
 from torchxplain.fourier.adapters import TreeEnsemble, parse_model_outputs
 from torchxplain.fourier.adapters.base import concat_trees
 from torchxplain.fourier.trees import extract, spectrum_of_ensemble
@@ -117,10 +117,10 @@ def test_buffer_merges_and_stays_within_its_capacity() -> None:
 def test_extraction_under_the_smallest_public_budget() -> None:
     """max_memory='1MB' (the floor) bounds every intermediate; the spectrum is the same as under the default."""
     x, y = diabetes()
-    model = fit("rf_reg", 7, x, y)
+    model = make_model("rf_reg", 8).set_params(n_estimators=12).fit(x, y)
     exact = tx.tree_spectrum(model)
     small = tx.tree_spectrum(model, max_memory="1MB")
-    assert len(exact) > 10_000 and torch.equal(small.frequencies, exact.frequencies)
+    assert len(exact) > 20_000 and torch.equal(small.frequencies, exact.frequencies)
     torch.testing.assert_close(small.amplitudes, exact.amplitudes, atol=1e-12, rtol=0)
     with pytest.raises(ValueError, match="max_memory must be at least 1 MiB"):
         tx.tree_spectrum(model, max_memory=1000)
@@ -167,3 +167,58 @@ def _path_sets(ensemble: TreeEnsemble, model, encoded: bool) -> set[frozenset[in
         step = path | {feature(splits[node_split[node]])}
         stack += [(int(ensemble.left[node]), step), (int(ensemble.right[node]), step)]
     return out
+
+
+@st.composite
+def continuous_tree(draw, p: int) -> dict:
+    """A random tree on ``p`` continuous features with few thresholds, random NaN sides and zero-as-missing."""
+    tree = draw(random_tree(p))
+    size = len(tree["left"])
+    tree["threshold"] = [draw(st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0])) for _ in range(size)]
+    tree["nan_right"] = [draw(st.booleans()) for _ in range(size)]
+    tree["zero_is_missing"] = [draw(st.booleans()) and draw(st.booleans()) for _ in range(size)]
+    return tree
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(continuous_tree(2), min_size=1, max_size=3))
+def test_interval_form_equals_the_trees_on_every_input(trees: list[dict]) -> None:
+    """Continuous inputs (with NaN and zero-as-missing routing): the interval form is exact on every encoded row."""
+    ensemble = concat_trees(
+        trees, [1.0] * len(trees), offset=0.5, n_features=2, strict=False,
+        input_dtype=np.dtype(np.float64), description="random continuous trees",
+    )  # fmt: skip
+    encoding = tx.fourier.TreeEncoding.from_ensemble(ensemble)
+    grid = np.array([-2.0, -1.0, -0.5, 0.0, 1e-40, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, np.nan])
+    x = np.array(list(itertools.product(grid, grid)))
+    expected = np.full(len(x), 0.5)
+    internal_split = np.cumsum(~ensemble.is_leaf) - 1
+    for root in ensemble.roots:
+        node = np.full(len(x), root)
+        for _ in range(30):
+            inner = ensemble.left[node] >= 0
+            if not inner.any():
+                break
+            split = internal_split[node[inner]]
+            right = ensemble.goes_right(x[inner, ensemble.feature[node[inner]]], split)
+            node[inner] = np.where(right, ensemble.right[node[inner]], ensemble.left[node[inner]])
+        expected += ensemble.value[node]
+    spec = spectrum_of_ensemble(ensemble, encoding)
+    np.testing.assert_allclose(spec.evaluate(encoding.transform(x)).numpy(), expected, atol=1e-12, rtol=0)
+
+
+def test_thresholds_of_one_feature_collapse_to_an_interval() -> None:
+    """Three nested splits on one feature: degree 1 (not 3), four terms plus the constant."""
+    tree = {
+        "left": [1, -1, 3, 5, -1, -1, -1], "right": [2, -1, 4, 6, -1, -1, -1],
+        "feature": [0, -1, 0, 0, -1, -1, -1], "threshold": [1.0, 0, 3.0, 2.0, 0, 0, 0],
+        "nan_right": [False] * 7, "zero_is_missing": [False] * 7, "value": [0, 1.0, 0, 0, 4.0, 2.0, 3.0],
+    }  # fmt: skip
+    ensemble = concat_trees(
+        [tree], [1.0], offset=0.0, n_features=1, strict=False, input_dtype=np.dtype(np.float64), description="t"
+    )
+    encoding = tx.fourier.TreeEncoding.from_ensemble(ensemble)
+    spec = spectrum_of_ensemble(ensemble, encoding)
+    assert encoding.n_binary == 3 and spec.degree == 1 and len(spec) == 4
+    x = np.array([[0.5], [1.5], [2.5], [3.5], [np.nan]])
+    np.testing.assert_allclose(spec.evaluate(encoding.transform(x)).numpy(), [1, 2, 3, 4, 1], atol=1e-15, rtol=0)

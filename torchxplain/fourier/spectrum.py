@@ -7,7 +7,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from torchxplain._core import check_binary, check_finite, check_matrix, chunk_bounds, rows_per_chunk
+from torchxplain._core import check_binary, check_finite, check_matrix, chunk_bounds, parse_memory, rows_per_chunk
 from torchxplain._core.inputs import to_tensor
 
 
@@ -81,7 +81,10 @@ class FourierSpectrum:
     @property
     def degrees(self) -> Tensor:
         """``(k,)`` int64: the number of features in each frequency."""
-        return self.frequencies.sum(dim=1)
+        # sum() of a bool matrix materialises it as int64 (8·k·n bytes): chunk over rows
+        step = rows_per_chunk(8 * max(1, self.n_features), len(self))
+        parts = [self.frequencies[a:b].sum(dim=1) for a, b in chunk_bounds(len(self), step)]
+        return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64, device=self.device)
 
     @property
     def degree(self) -> int:
@@ -106,15 +109,20 @@ class FourierSpectrum:
         check_matrix(x, "x", self.n_features)
         check_binary(x, "x")
         dtype = self.dtype
-        freq = self.frequencies.to(device=x.device, dtype=dtype)
         amp = self.amplitudes.to(x.device)
         xf = x.to(dtype)
-        out = []
-        step = rows_per_chunk(len(self) * xf.element_size() * 2, x.shape[0], max_memory)
-        for start, stop in chunk_bounds(x.shape[0], step):
-            parity = torch.remainder(xf[start:stop] @ freq.T, 2.0)
-            out.append((1.0 - 2.0 * parity) @ amp)
-        return torch.cat(out) if out else xf.new_zeros(0)
+        budget = max_memory if isinstance(max_memory, int) and not isinstance(max_memory, bool) else None
+        budget = budget or parse_memory(max_memory)
+        out = xf.new_zeros(x.shape[0])
+        # blocks of frequencies (their float copy is (block, n)), then rows (the (rows, block) parity matrix)
+        block = max(1, budget // 4 // max(1, self.n_features * xf.element_size()))
+        for f0, f1 in chunk_bounds(len(self), block):
+            freq = self.frequencies[f0:f1].to(device=x.device, dtype=dtype)
+            step = rows_per_chunk((f1 - f0) * xf.element_size() * 2, x.shape[0], budget // 2)
+            for start, stop in chunk_bounds(x.shape[0], step):
+                parity = torch.remainder(xf[start:stop] @ freq.T, 2.0)
+                out[start:stop] += (1.0 - 2.0 * parity) @ amp[f0:f1]
+        return out
 
     def __call__(self, x: Tensor) -> Tensor:
         return self.evaluate(x)

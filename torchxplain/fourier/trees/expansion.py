@@ -27,6 +27,7 @@ from torch import Tensor
 from torchxplain._core import progress
 from torchxplain.fourier.adapters import TreeEnsemble
 from torchxplain.fourier.fwht import fwht
+from torchxplain.fourier.trees.intervals import FeatureGroups, Slots, leaf_slots
 from torchxplain.fourier.trees.terms import KeyLayout, TermBuffer, canonical, unique_keys
 
 SHOW_PROGRESS_TERMS = 2_000_000
@@ -51,6 +52,8 @@ class Expansion:
         split_swap: ``(S,)`` bool, splits where feature value 1 goes left (binary inputs), or ``None``.
         layout: the key layout of the spectrum's supports.
         device: where the expansion runs (float64 throughout).
+        groups: for an encoding of continuous inputs, its features' groups: node tables then expand leaf by
+            leaf in the interval form of :mod:`~torchxplain.fourier.trees.intervals`.
     """
 
     def __init__(
@@ -60,6 +63,7 @@ class Expansion:
         split_swap: np.ndarray | None,
         layout: KeyLayout,
         device: torch.device,
+        groups: FeatureGroups | None = None,
     ) -> None:
         self.layout, self.device = layout, device
         offsets = ensemble.split_offsets()
@@ -78,6 +82,11 @@ class Expansion:
         for level in reversed(self.levels):
             self.mass[level.nodes] = self.mass[self.left[level.nodes]] + self.mass[self.right[level.nodes]]
         self.constant = float(self.mass[torch.from_numpy(ensemble.roots).to(device)].sum()) + ensemble.offset
+        self.slots: Slots | None = None
+        if groups is not None:  # leaf by leaf: the constant comes from the leaves' empty options
+            self.slots = leaf_slots(self.leaf_levels, groups, layout.n)
+            self.leaf_value = value[self.slots.nodes]
+            self.constant = ensemble.offset
         self.blocks = [
             (
                 torch.from_numpy(split_feature[start:stop].reshape(b.n_trees, b.depth)).to(device),
@@ -87,10 +96,10 @@ class Expansion:
             for b, start, stop in zip(ensemble.oblivious, offsets[1:-1], offsets[2:])
         ]
 
-    def _walk(self, roots: Tensor) -> tuple[list[_Level], list[tuple[Tensor, Tensor]], Tensor]:
-        """Walk down one depth at a time: internal nodes per level, ``(leaves, path features)`` per level."""
+    def _walk(self, roots: Tensor) -> tuple[list[_Level], list[tuple[Tensor, Tensor, Tensor]], Tensor]:
+        """Walk down one depth at a time: internal nodes per level, ``(leaves, path features, sides)`` per level."""
         levels: list[_Level] = []
-        leaves: list[tuple[Tensor, Tensor]] = []
+        leaves: list[tuple[Tensor, Tensor, Tensor]] = []
         depth = torch.zeros(len(self.left), dtype=torch.int64, device=self.device)
         nodes = roots
         path_feat = torch.zeros(len(nodes), 0, dtype=torch.int64, device=self.device)
@@ -98,7 +107,7 @@ class Expansion:
         while len(nodes):
             depth[nodes] = len(levels)
             inner = self.left[nodes] >= 0
-            leaves.append((nodes[~inner], path_feat[~inner]))
+            leaves.append((nodes[~inner], path_feat[~inner], path_right[~inner]))
             nodes, path_feat, path_right = nodes[inner], path_feat[inner], path_right[inner]
             if not len(nodes):
                 break
@@ -114,6 +123,8 @@ class Expansion:
     def n_terms(self) -> int:
         """Number of terms before merging duplicates (``Σ_u 2^depth(u)`` plus ``2^d`` per oblivious tree)."""
         blocks = sum(int(v.shape[0]) * int(v.shape[1]) for _, _, v in self.blocks)
+        if self.slots is not None:
+            return 1 + int((2 ** self.slots.count.double()).sum()) + blocks
         return 1 + sum(len(level.nodes) * 2**k for k, level in enumerate(self.levels)) + blocks
 
     # --- families: one per distinct root-to-leaf feature set ---------------------------------------------
@@ -123,7 +134,7 @@ class Expansion:
         internal nodes), and of every oblivious tree."""
         empty = self.layout.n
         parts, owners = [], []
-        for nodes, path in self.leaf_levels:
+        for nodes, path, _ in self.leaf_levels:
             pad = torch.full((len(nodes), self.layout.width - path.shape[1]), empty, device=self.device)
             parts.append(self.layout.pack(canonical(torch.cat([path, pad.long()], 1), empty, parity=False)))
             owners.append(nodes)
@@ -155,7 +166,12 @@ class Expansion:
         family = None if node_family is None else torch.zeros(1, dtype=torch.int64, device=self.device)
         yield empty_row, one * self.constant, one * abs(self.constant), family
         step = max(1, rows_per_chunk)
-        sizes = [("node", k, len(level.nodes), 2**k) for k, level in enumerate(self.levels)]
+        if self.slots is None:
+            sizes = [("node", k, len(level.nodes), 2**k) for k, level in enumerate(self.levels)]
+        else:
+            counts = self.slots.count
+            self.by_count = {int(c): torch.nonzero(counts == c).reshape(-1) for c in torch.unique(counts).tolist()}
+            sizes = [("leaf", c, len(rows), 2**c) for c, rows in self.by_count.items()]
         sizes += [("block", b, len(f), 2 ** f.shape[1]) for b, (f, _, _) in enumerate(self.blocks)]
         work = [(kind, i, s, e, size) for kind, i, count, size in sizes for s, e in _spans(count, size, step)]
         quiet = False if self.n_terms < SHOW_PROGRESS_TERMS else None  # no bar for small models
@@ -164,6 +180,8 @@ class Expansion:
                 masks = torch.arange(m0, min(size, m0 + step), device=self.device)
                 if kind == "node":
                     yield self._node_terms(index, start, stop, masks, node_family)
+                elif kind == "leaf":
+                    yield self._leaf_terms(index, start, stop, masks, node_family)
                 else:
                     yield self._block_terms(index, start, stop, masks, block_family)
 
@@ -179,6 +197,19 @@ class Expansion:
         amp = (delta[:, None] * (1 - 2 * flips).double()).reshape(-1)
         family = None if node_family is None else node_family[nodes].repeat_interleave(len(masks))
         return rows, amp, amp.abs(), family
+
+    def _leaf_terms(self, s: int, start: int, stop: int, masks: Tensor, node_family: Tensor | None) -> Chunk:
+        assert self.slots is not None
+        rows = self.by_count[s][start:stop]  # leaves with s slots
+        slot = self.slots.start[rows, None] + torch.arange(s, device=self.device)  # (c, s)
+        feat, coef = self.slots.feat[slot], self.slots.coef[slot]  # (c, s, 2)
+        bits = _bits(masks, s).long()[None, :, :, None].expand(len(rows), -1, -1, 1)  # (c, M, s, 1)
+        chosen = torch.gather(feat[:, None].expand(-1, len(masks), -1, -1), 3, bits)[..., 0]  # (c, M, s)
+        factor = torch.gather(coef[:, None].expand(-1, len(masks), -1, -1), 3, bits)[..., 0]
+        amp = (self.leaf_value[rows, None] * factor.prod(dim=2)).reshape(-1)
+        terms = canonical(chosen.reshape(-1, s), self.layout.n, parity=True)
+        family = None if node_family is None else node_family[self.slots.nodes[rows]].repeat_interleave(len(masks))
+        return terms, amp, amp.abs(), family
 
     def _block_terms(self, b: int, start: int, stop: int, masks: Tensor, block_family: list[Tensor] | None) -> Chunk:
         features, swap, value = (t[start:stop] for t in self.blocks[b])

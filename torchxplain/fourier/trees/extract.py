@@ -23,6 +23,7 @@ from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.trees.encoding import TreeEncoding
 from torchxplain.fourier.trees.expansion import Expansion, fill
 from torchxplain.fourier.trees.families import SupportFamilies, build_families
+from torchxplain.fourier.trees.intervals import FeatureGroups
 from torchxplain.fourier.trees.splits import binary_split_features, encoded_split_features, splits_binary_inputs
 from torchxplain.fourier.trees.terms import KeyLayout, TermBuffer
 
@@ -199,7 +200,8 @@ def _extract(
     else:
         split_feature, swap, n = encoded_split_features(ensemble, encoding), None, encoding.n_binary
     layout = KeyLayout.create(n, ensemble.max_depth)
-    expansion = Expansion(ensemble, split_feature, swap, layout, dev)
+    groups = None if encoding is None else FeatureGroups.from_encoding(encoding, dev)
+    expansion = Expansion(ensemble, split_feature, swap, layout, dev, groups)
     if expansion.n_terms > max_terms:
         raise ValueError(
             f"{ensemble.description} expands to {expansion.n_terms} Fourier terms (trees of depth "
@@ -217,23 +219,39 @@ def _extract(
     words, amp = words[keep], amp[keep]
     family = None if family is None else family[keep]
     del buffer
-    indices = layout.unpack(words)
-    degree = int((indices >= 0).sum(dim=1).max()) if len(indices) else 0
-    indices = indices[:, :degree].contiguous()
-    spectrum = FourierSpectrum(_dense(indices, n), amp.to(dtype))
+    _check_output_fits(ensemble, len(amp), n, dev)
+    spectrum = FourierSpectrum(_dense(words, layout), amp.to(dtype))
     if not families or keys is None or family is None:
         return spectrum, None
+    indices = layout.unpack(words)[:, : spectrum.degree].contiguous()
     return spectrum, build_families(keys, family, indices, layout)
 
 
-def _dense(indices: Tensor, n: int) -> Tensor:
-    """``(k, d)`` sorted feature indices (``-1`` padded) -> ``(k, n)`` bool frequencies, chunked."""
-    out = torch.zeros(indices.shape[0], n, dtype=torch.bool, device=indices.device)
+def _check_output_fits(ensemble: TreeEnsemble, k: int, n: int, device: torch.device) -> None:
+    """Refuse clearly, instead of being killed, when the dense ``(k, n)`` frequencies exceed free CPU memory."""
+    try:
+        import psutil  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - psutil is optional
+        return
+    need = k * (n + 8)
+    free = psutil.virtual_memory().available
+    if device.type == "cpu" and need > free:
+        raise MemoryError(
+            f"{ensemble.description} has {k} distinct Fourier terms on {n} binary split features: its (k, n) "
+            f"frequency matrix needs {need / 2**30:.1f} GiB, more than the {free / 2**30:.1f} GiB free. Use "
+            "shallower trees or fewer leaves (spectra grow as 2^depth per leaf), or fewer trees"
+        )
+
+
+def _dense(words: Tensor, layout: KeyLayout) -> Tensor:
+    """``(k, n_words)`` packed supports -> ``(k, n)`` bool frequencies, decoded in chunks."""
+    n = layout.n
+    out = torch.zeros(words.shape[0], n, dtype=torch.bool, device=words.device)
     flat = out.view(-1)
-    step = rows_per_chunk(max(1, indices.shape[1]) * 24, indices.shape[0])
-    for start, stop in chunk_bounds(indices.shape[0], step):
-        part = indices[start:stop]
-        rows = torch.arange(start, stop, device=indices.device)[:, None].expand_as(part)
+    step = rows_per_chunk(layout.width * 32, words.shape[0])
+    for start, stop in chunk_bounds(words.shape[0], step):
+        part = layout.unpack(words[start:stop])
+        rows = torch.arange(start, stop, device=words.device)[:, None].expand_as(part)
         valid = part >= 0
         flat[(rows * n + part)[valid]] = True
     return out
