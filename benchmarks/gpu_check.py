@@ -11,7 +11,7 @@ process, with a time limit), then measures four headline numbers on the device i
 
 Without CUDA it says so and runs the same on the CPU (``--device cpu``), which is what the test suite does.
 
-    python benchmarks/gpu_check.py [--device cuda|cpu] [--timeout 120] [--skip-benchmarks]
+    python benchmarks/gpu_check.py [--device cuda|cpu] [--timeout 120] [--skip-benchmarks] [--only trees,idx]
 """
 
 from __future__ import annotations
@@ -143,6 +143,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per test or benchmark process")
     parser.add_argument("--skip-benchmarks", action="store_true", help="only the headline table")
+    parser.add_argument("--only", default=",".join(BENCHMARKS), help="comma-separated benchmarks to run")
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda, but torch sees no CUDA device")
@@ -155,7 +156,11 @@ def main() -> None:
     steps: list[tuple[str, str, float]] = []
     if not args.skip_benchmarks:
         steps.append(("pytest -m gpu", *run([sys.executable, "-m", "pytest", "-q", "-m", "gpu"], args.timeout)))
-        for name in BENCHMARKS:
+        chosen = [name for name in args.only.split(",") if name]
+        unknown = sorted(set(chosen) - set(BENCHMARKS))
+        if unknown:
+            parser.error(f"--only: unknown benchmarks {unknown}; known: {list(BENCHMARKS)}")
+        for name in chosen:
             flags = ["--quick"] + ([] if name in NO_DEVICE_FLAG else ["--device", args.device])
             steps.append(
                 (f"{name} {' '.join(flags)}", *run([sys.executable, f"benchmarks/{name}.py", *flags], args.timeout))
