@@ -222,3 +222,12 @@ def test_thresholds_of_one_feature_collapse_to_an_interval() -> None:
     assert encoding.n_binary == 3 and spec.degree == 1 and len(spec) == 4
     x = np.array([[0.5], [1.5], [2.5], [3.5], [np.nan]])
     np.testing.assert_allclose(spec.evaluate(encoding.transform(x)).numpy(), [1, 2, 3, 4, 1], atol=1e-15, rtol=0)
+
+
+@pytest.mark.parametrize("encoding", ["auto", "binary"])
+def test_single_leaf_trees_give_the_constant(encoding: str) -> None:
+    x = np.random.default_rng(0).normal(size=(50, 3))
+    model = make_model("gbm_reg", 3).fit(x, np.full(50, 2.5))  # every tree is one leaf
+    spec, families = tx.tree_spectrum(model, encoding=encoding, return_families=True)
+    assert len(spec) == 1 and spec.degree == 0 and float(spec.amplitudes[0]) == pytest.approx(2.5, abs=1e-12)
+    assert families.n_families == 1 and families.sizes.tolist() == [0] and families.family.tolist() == [0]

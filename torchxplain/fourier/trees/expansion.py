@@ -141,7 +141,8 @@ class Expansion:
         for features, _, _ in self.blocks:
             pad = torch.full((features.shape[0], self.layout.width - features.shape[1]), empty, device=self.device)
             parts.append(self.layout.pack(canonical(torch.cat([features, pad.long()], 1), empty, parity=False)))
-        words = torch.cat(parts) if parts else torch.zeros(0, self.layout.n_words, dtype=torch.int64)
+        no_words = torch.zeros(0, self.layout.n_words, dtype=torch.int64, device=self.device)
+        words = torch.cat(parts) if parts else no_words
         inverse, count = unique_keys(words)
         keys = words.new_zeros(count, words.shape[1]).index_copy_(0, inverse, words)
         node_family = torch.zeros(len(self.left), dtype=torch.int64, device=self.device)
@@ -207,7 +208,7 @@ class Expansion:
         chosen = torch.gather(feat[:, None].expand(-1, len(masks), -1, -1), 3, bits)[..., 0]  # (c, M, s)
         factor = torch.gather(coef[:, None].expand(-1, len(masks), -1, -1), 3, bits)[..., 0]
         amp = (self.leaf_value[rows, None] * factor.prod(dim=2)).reshape(-1)
-        terms = canonical(chosen.reshape(-1, s), self.layout.n, parity=True)
+        terms = canonical(chosen.reshape(len(rows) * len(masks), s), self.layout.n, parity=True)
         family = None if node_family is None else node_family[self.slots.nodes[rows]].repeat_interleave(len(masks))
         return terms, amp, amp.abs(), family
 
@@ -218,7 +219,7 @@ class Expansion:
         bits = _bits(masks, d)
         flips = (bits[None] & swap[:, None, :]).sum(dim=2) % 2
         amp = (spectrum * (1 - 2 * flips).double()).reshape(-1)
-        rows = torch.where(bits[None], features[:, None, :], self.layout.n).reshape(-1, d)
+        rows = torch.where(bits[None], features[:, None, :], self.layout.n).reshape(len(features) * len(masks), d)
         scale = (value.abs().mean(dim=1, keepdim=True) * d).expand(-1, len(masks)).reshape(-1)
         family = None if block_family is None else block_family[b][start:stop].repeat_interleave(len(masks))
         return canonical(rows, self.layout.n, parity=True), amp, scale, family

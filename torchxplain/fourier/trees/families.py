@@ -75,6 +75,8 @@ def maximal_parents(keys: Tensor, layout: KeyLayout) -> Tensor:
         stop = max(start + 1, int(torch.searchsorted(cost, done + rows_budget, right=True)))
         chunk = order[start:stop]
         for size in torch.unique(sizes[chunk]).tolist():
+            if size == 0:  # the empty family's one subset is itself; it is found inside every larger family
+                continue
             owners = chunk[sizes[chunk] == size]
             masks = torch.arange(2**size, device=keys.device)
             bits = (masks[:, None] >> torch.arange(size, device=keys.device)) & 1 > 0  # (M, size)
