@@ -306,7 +306,7 @@ def main() -> None:
         torch.set_num_threads(1)
         child = datasets.child().to(args.device)
         child_paths(child, args.repeat, args.device)
-        alarm_bulk(args.alarm or (10**5 if args.quick else 10**6), max(1, args.repeat // 2), args.device)
+        alarm_bulk(args.alarm or (10**5 if args.quick else 10**6), max(3, args.repeat // 2), args.device)
         print("\n== Cross-check against a per-input loop (relations must be identical)")
         rows = 30 if args.quick else 200
         cross_check("child", child, datasets.all_inputs(child), KITS, rows, args.device)

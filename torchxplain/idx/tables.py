@@ -41,6 +41,7 @@ class Family:
         strides: ``(m,)`` long row-major strides of the joint-value code.
         size: ``M_y``, the number of joint values.
         chained: some influencer is a classification.
+        stride_values: the strides as Python ints (no device round trip per batch).
     """
 
     y: int
@@ -50,6 +51,7 @@ class Family:
     strides: Tensor
     size: int
     chained: bool
+    stride_values: tuple[int, ...]
 
     @property
     def influences(self) -> slice:
@@ -58,7 +60,7 @@ class Family:
 
     def codes(self, sig: Tensor) -> Tensor:
         """Joint-value codes ``(B,)`` of the influencers' values in variable-major decisions ``sig (n, B)``."""
-        strides = self.strides.tolist()
+        strides = self.stride_values
         code = sig[self.children[0]] * strides[0]
         for child, stride in zip(self.children[1:], strides[1:]):
             code = code + sig[child] * stride
@@ -89,6 +91,7 @@ def families(bc: BayesianClassifier) -> tuple[Family, ...]:
                     torch.tensor(strides, device=bc.device),
                     math.prod(cards),
                     any(x in bc.structure for x in bc.structure[c]),
+                    tuple(strides),
                 )
             )
         return tuple(out)
