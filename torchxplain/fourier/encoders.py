@@ -140,7 +140,7 @@ class ThresholdEncoder(InputEncoder):
             raise TypeError(f"{name} must be real-valued, got dtype {x.dtype}")
 
     def encode(self, x: Tensor, dtype: torch.dtype) -> Tensor:
-        return self.encoding.transform(x).to(dtype)
+        return self.encoding._transform(x).to(dtype)  # x was validated at the explainer's boundary
 
     def config(self) -> dict[str, Any]:
         return {
