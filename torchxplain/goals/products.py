@@ -89,9 +89,10 @@ class ShiftFactors:
 
 
 def centred_product(kc: Tensor, k0: float, rhs: Tensor) -> Tensor:
-    """``K rhs`` in float64 from the centred kernel ``kc = K - k0``: the product ``kc rhs`` runs in ``kc``'s
-    dtype (``rhs`` is cast to it), ``k0 1^T rhs`` is added in float64."""
-    out = (kc @ rhs.to(kc.dtype)).double()
+    """``K rhs`` in float64 from the centred kernel ``kc = K - k0``: ``rhs`` is cast to ``kc``'s dtype, the
+    product ``kc rhs`` runs in it, and ``k0 1^T rhs`` (of the cast values) is added in float64."""
+    rhs = rhs.to(kc.dtype)
+    out = (kc @ rhs).double()
     if k0 != 0.0:
         out += k0 * rhs.sum(0, dtype=torch.float64)
     return out
@@ -213,7 +214,8 @@ def query_scores(
     dt, dev = xq.dtype, xq.device
     n, j = x.shape
     q_rows = xq.shape[0]
-    w = exponents(x, theta, xi, centre).expm1_().mul_(alpha[:, None])
+    # The right-hand side only enters products: kept in the compute dtype.
+    w = exponents(x, theta, xi, centre).expm1_().mul_(alpha[:, None]).to(dt)
     out = torch.empty(q_rows, j, dtype=dt, device=dev)
     itemsize = torch.finfo(dt).bits // 8
     row_step = rows_per_chunk(itemsize * 3 * (n + j), q_rows)
