@@ -8,7 +8,7 @@ under the memory budget (:mod:`~torchxplain.fourier.trees.terms`). ``return_fami
 """
 
 from torchxplain.fourier.trees.encoding import TreeEncoding
-from torchxplain.fourier.trees.extract import (
+from torchxplain.fourier.trees.extraction import (
     DEFAULT_MAX_TERMS,
     ENCODINGS,
     extract,
