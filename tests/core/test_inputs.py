@@ -73,3 +73,14 @@ def test_feature_names_checked_against_fit_time():
         check_feature_names(("a", "b"), ("a", "c"), "inputs")
     with pytest.raises(ValueError, match="another order"):
         check_feature_names(("a", "b"), ("b", "a"), "inputs")
+
+
+def test_read_only_arrays_convert_without_a_warning():
+    import warnings
+
+    a = np.arange(4.0).reshape(2, 2)
+    a.setflags(write=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = to_tensor(a, "x").tensor
+    assert t.tolist() == [[0.0, 1.0], [2.0, 3.0]]

@@ -106,7 +106,10 @@ def to_tensor(
                 f"{name} must hold numbers, got a numpy array of dtype {array.dtype}; encode strings or categories "
                 "as numbers first"
             )
-        tensor = torch.from_numpy(np.ascontiguousarray(array)).to(device or "cpu")
+        array = np.ascontiguousarray(array)
+        if not array.flags.writeable:  # torch shares memory with numpy and warns on read-only buffers: copy those
+            array = array.copy()
+        tensor = torch.from_numpy(array).to(device or "cpu")
     if tensor.is_complex():
         raise TypeError(f"{name} must be real-valued, got dtype {tensor.dtype}")
     if ndim is not None:
