@@ -101,3 +101,26 @@ def gb1() -> Dataset:
     return Dataset(
         "GB1", x, _standardise(frame["fitness"].to_numpy()), groups, "160,000 variants (measured + imputed), fitness"
     )
+
+
+def avgfp() -> Dataset:
+    """avGFP (Sarkisyan et al. 2016): presence of a substitution at each of sites 1..236 (the paper's n = 236).
+
+    Genotypes with a stop codon are dropped; genotypes with the same mutated sites are merged (mean brightness).
+    """
+    frame = pd.read_csv(_path("avgfp_sarkisyan2016", "avgfp_sarkisyan2016_aa.csv.gz"))
+    frame = frame[~frame["aa_genotype_native"].str.contains("*", regex=False)]
+    muts = frame["aa_genotype_native"].where(frame["aa_genotype_native"] != "wt", "").str.split(":")
+    x = np.zeros((len(frame), 236), dtype=np.float32)
+    for row, tokens in enumerate(muts):
+        sites = [int(t[1:-1]) - 1 for t in tokens if t]
+        x[row, sites] = 1.0
+    codes, inverse = np.unique(x, axis=0, return_inverse=True)
+    y = np.bincount(inverse.ravel(), weights=frame["log_brightness"].to_numpy()) / np.bincount(inverse.ravel())
+    return Dataset(
+        "avGFP",
+        torch.tensor(codes),
+        _standardise(y),
+        torch.arange(236),
+        f"{len(codes):,} distinct mutated-site patterns (stop codons dropped), log brightness",
+    )

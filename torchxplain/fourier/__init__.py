@@ -4,7 +4,7 @@ from torchxplain.fourier.encoders import BinaryEncoder, InputEncoder, ThresholdE
 from torchxplain.fourier.explainers import FourierShap
 from torchxplain.fourier.interactions import interaction_values
 from torchxplain.fourier.pruning import PruningReport
-from torchxplain.fourier.recovery import FitReport, fit_sparse_fourier
+from torchxplain.fourier.recovery import FitQualityWarning, FitReport, fit_sparse_fourier
 from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.surrogate import SparseFourierSurrogate
 from torchxplain.fourier.trees import TreeEncoding, tree_spectrum
@@ -19,6 +19,7 @@ from torchxplain.fourier.values import (
 __all__ = [
     "BackgroundTerm",
     "BinaryEncoder",
+    "FitQualityWarning",
     "FitReport",
     "FourierShap",
     "FourierSpectrum",

@@ -55,7 +55,6 @@ def exact_amplitudes(
     n_features: int,
     device: torch.device,
     batch_size: int,
-    show_progress: bool | None = None,
 ) -> Tensor:
     """All ``2**n`` amplitudes of ``h`` from all ``2**n`` queries.
 
@@ -64,7 +63,6 @@ def exact_amplitudes(
         n_features: ``n`` (at most :data:`EXACT_MAX_FEATURES`).
         device: where the queries are built.
         batch_size: rows per query batch.
-        show_progress: progress bar over the query batches (``None``: on unless ``TORCHXPLAIN_PROGRESS=0``).
 
     Returns:
         ``(2**n,)`` float64 amplitudes; entry ``s`` is the frequency with bit ``i`` = bit ``i`` of ``s``.
@@ -72,7 +70,7 @@ def exact_amplitudes(
     total = 1 << n_features
     parts = []
     starts = range(0, total, batch_size)
-    for start in progress(starts, show_progress, desc="exact WHT: querying 2^n inputs", total=len(starts)):
+    for start in progress(starts, desc="exact WHT: querying 2^n inputs", total=len(starts)):
         idx = torch.arange(start, min(start + batch_size, total), device=device)
         parts.append(query(index_bits(idx, n_features)))
     values = torch.cat(parts)

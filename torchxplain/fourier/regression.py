@@ -32,7 +32,7 @@ def solve_normal(gram: Tensor, rhs: Tensor) -> Tensor:
     return torch.linalg.lstsq(gram, rhs[:, None], driver="gelsd" if gram.device.type == "cpu" else None).solution[:, 0]
 
 
-def least_squares(x: Tensor, y: Tensor, frequencies: Tensor, max_memory: int | str | None = None) -> Tensor:
+def least_squares(x: Tensor, y: Tensor, frequencies: Tensor) -> Tensor:
     """Amplitudes minimising ``Σ_rows (y - Σ_f a_f (-1)^{<f,x>})²`` on a fixed support.
 
     Small problems (``m K² <=`` :data:`GRAM_MAX_FLOPS`) solve the normal equations, accumulated in row chunks;
@@ -43,17 +43,16 @@ def least_squares(x: Tensor, y: Tensor, frequencies: Tensor, max_memory: int | s
         x: ``(m, n)`` bool inputs.
         y: ``(m,)`` float64 outputs.
         frequencies: ``(K, n)`` bool support.
-        max_memory: budget for the ``(rows, K)`` sign matrix (built in row chunks when it does not fit).
 
     Returns:
         ``(K,)`` float64 amplitudes.
     """
     k = frequencies.shape[0]
     if x.shape[0] * k * k > GRAM_MAX_FLOPS:
-        return _cgls(x, y, frequencies, max_memory)
+        return _cgls(x, y, frequencies)
     gram = torch.zeros(k, k, dtype=torch.float64, device=x.device)
     rhs = torch.zeros(k, dtype=torch.float64, device=x.device)
-    step = rows_per_chunk(8 * max(k, 1), x.shape[0], max_memory)
+    step = rows_per_chunk(8 * max(k, 1), x.shape[0])
     for start, stop in chunk_bounds(x.shape[0], step):
         phi = signs(x[start:stop], frequencies)
         gram += phi.T @ phi
@@ -61,11 +60,9 @@ def least_squares(x: Tensor, y: Tensor, frequencies: Tensor, max_memory: int | s
     return solve_normal(gram, rhs)
 
 
-def _cgls(
-    x: Tensor, y: Tensor, frequencies: Tensor, max_memory: int | str | None, tol: float = 1e-13, max_iter: int = 1000
-) -> Tensor:
+def _cgls(x: Tensor, y: Tensor, frequencies: Tensor, tol: float = 1e-13, max_iter: int = 1000) -> Tensor:
     """CGLS (Hestenes–Stiefel on ``ΦᵀΦ a = Φᵀ y``) with the sign matrix ``Φ`` kept, or rebuilt per chunk."""
-    step = rows_per_chunk(8 * frequencies.shape[0], x.shape[0], max_memory)
+    step = rows_per_chunk(8 * frequencies.shape[0], x.shape[0])
     bounds = chunk_bounds(x.shape[0], step)
     blocks = [signs(x[a:b], frequencies) for a, b in bounds] if len(bounds) == 1 else None
 
@@ -132,15 +129,15 @@ def _design(signs_ext: Tensor, index: Tensor) -> Tensor:
     return out
 
 
-def _correlations(signs_ext: Tensor, index: Tensor, residual: Tensor, max_memory: int | str | None) -> Tensor:
+def _correlations(signs_ext: Tensor, index: Tensor, residual: Tensor) -> Tensor:
     """``Φᵀ r`` over all candidates, building ``Φ`` in column chunks."""
-    step = rows_per_chunk(8 * signs_ext.shape[0], index.shape[0], max_memory)
+    step = rows_per_chunk(8 * signs_ext.shape[0], index.shape[0])
     bounds = chunk_bounds(index.shape[0], step)
     return torch.cat([_design(signs_ext, index[a:b]).T @ residual for a, b in bounds])
 
 
 def regression(
-    x: Tensor, y: Tensor, index: Tensor, k: int, max_iter: int = 30, max_memory: int | str | None = None
+    x: Tensor, y: Tensor, index: Tensor, k: int, max_iter: int = 30
 ) -> tuple[Tensor, Tensor, dict[str, object]]:
     """Sparse regression of ``y`` on the candidate frequencies given as index tuples.
 
@@ -174,7 +171,7 @@ def regression(
     iterations = 0
     for _ in range(max_iter):
         iterations += 1
-        corr = _correlations(signs_ext, index, residual, max_memory).abs()
+        corr = _correlations(signs_ext, index, residual).abs()
         corr[support] = -1.0
         merged = torch.cat((support, torch.topk(corr, min(2 * k, n_cand - support.numel())).indices))
         phi = _design(signs_ext, index[merged])

@@ -92,7 +92,7 @@ class _Buckets:
         return touched
 
 
-def _query_buckets(query: Query, hashes: Tensor, delays: Tensor, batch_size: int, show_progress: bool | None) -> Tensor:
+def _query_buckets(query: Query, hashes: Tensor, delays: Tensor, batch_size: int) -> Tensor:
     """Query ``h(H_c t ⊕ p)`` for every hash ``c``, delay ``p`` and ``t ∈ {0,1}^b`` and WHT over ``t``."""
     n_hash, n_delay = delays.shape[0], delays.shape[1]
     n_bits = hashes.shape[2]
@@ -102,7 +102,7 @@ def _query_buckets(query: Query, hashes: Tensor, delays: Tensor, batch_size: int
     total = n_hash * n_delay * size
     starts = range(0, total, batch_size)
     out = []
-    for start in progress(starts, show_progress, desc="sparse WHT: hashing queries", total=len(starts)):
+    for start in progress(starts, desc="sparse WHT: hashing queries", total=len(starts)):
         g = torch.arange(start, min(start + batch_size, total), device=hashes.device)
         c, p, j = g // (n_delay * size), (g // size) % n_delay, g % size
         out.append(query(points[c, j] ^ delays[c, p]))
@@ -132,14 +132,12 @@ class _LowDegreeTable:
             table[sorted_bucket, pos] = order
             self.tables.append(table)
 
-    def decode(self, c: int, buckets: Tensor, values: Tensor, delays: Tensor, max_memory: int | str | None) -> Tensor:
+    def decode(self, c: int, buckets: Tensor, values: Tensor, delays: Tensor) -> Tensor:
         """Best-matching candidate per bucket: ``argmax_f |Σ_p U_p(j) (-1)^{<f,p>}|`` -> ``(A, n)`` bool."""
         table = self.tables[c][buckets]  # (A, L)
         delays_ext = torch.cat((delays.long(), delays.new_zeros(delays.shape[0], 1, dtype=torch.long)), dim=1)
         best = torch.empty(buckets.numel(), dtype=torch.long, device=buckets.device)
-        step = rows_per_chunk(
-            8 * table.shape[1] * delays.shape[0] * (self.index.shape[1] + 1), buckets.numel(), max_memory
-        )
+        step = rows_per_chunk(8 * table.shape[1] * delays.shape[0] * (self.index.shape[1] + 1), buckets.numel())
         for a, b in chunk_bounds(buckets.numel(), step):
             cand = self.index[table[a:b].clamp(min=0)]  # (a', L, w)
             bits = delays_ext[:, cand].sum(-1) % 2  # (P, a', L)
@@ -179,8 +177,6 @@ def sparse_wht(
     singleton_tol: float = 0.3,
     zero_tol: float = 1e-9,
     max_rounds: int = 50,
-    show_progress: bool | None = None,
-    max_memory: int | str | None = None,
 ) -> tuple[Tensor, Tensor, dict[str, object]]:
     """Recover the large Fourier coefficients of ``h`` by hashing and peeling (no refit).
 
@@ -215,7 +211,7 @@ def sparse_wht(
             raise ValueError("the low-degree decoder needs max_degree")
         delays = torch.randint(0, 2, (c_count, plan.n_delays, n), generator=generator, device=device).bool()
         table = _LowDegreeTable(n, max_degree, hashes)
-    buckets = _Buckets(hashes, delays, _query_buckets(query, hashes, delays, batch_size, show_progress))
+    buckets = _Buckets(hashes, delays, _query_buckets(query, hashes, delays, batch_size))
 
     energy = float(buckets.values.pow(2).sum(-1).mean())
     floor = zero_tol**2 * energy
@@ -235,7 +231,7 @@ def sparse_wht(
             if table is None:
                 freqs = _decode_bitwise(v, n, plan.n_delays)
             else:
-                freqs = table.decode(c, cand, v, delays[c], max_memory)
+                freqs = table.decode(c, cand, v, delays[c])
             s = buckets.patterns(c, freqs)
             amp = (v * s).mean(0)
             resid = (v - s * amp).pow(2).sum(0) / v.pow(2).sum(0)

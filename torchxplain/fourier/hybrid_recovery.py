@@ -1,0 +1,168 @@
+"""Fitting where SHAP looks: an escalation ladder over hybrid samples, held to a target held-out R².
+
+``method="hybrid"`` samples hybrid points (:mod:`~torchxplain.fourier.hybrid`), codes them in the identifiable
+player basis (:mod:`~torchxplain.fourier.player_basis`) and fits terms by sparse regression
+(:mod:`~torchxplain.fourier.hybrid_fit`). Stage ``s`` of the ladder allows ``256 · 2^s`` terms at degree
+``min(2 + s, cap)`` on ``SAMPLES_PER_COLUMN`` samples per term (earlier samples are kept, so the queries are
+only the last stage's); it stops at the first stage whose held-out hybrid R² reaches the target, when the
+query or time budget would be exceeded by the next stage, or when two stages in a row gained nothing. The
+best stage is returned. For ``method="exact"`` the same held-out check picks the smallest ``k`` that reaches
+the target.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from torchxplain.fourier.fit_report import r2_score
+from torchxplain.fourier.hybrid import HybridSampler
+from torchxplain.fourier.hybrid_fit import TermFit, fit_terms
+from torchxplain.fourier.oracle import Oracle
+from torchxplain.fourier.player_basis import PlayerBasis
+from torchxplain.fourier.spectrum import FourierSpectrum
+
+SAMPLES_PER_COLUMN = 16
+"""Hybrid samples per allowed term (fewer overfit: the held-out R² drops)."""
+FIRST_COLUMNS = 256
+"""Terms allowed at the first stage; each stage doubles it."""
+MAX_COLUMNS = 8192
+"""Most terms of any stage (a stage costs about ``SAMPLES_PER_COLUMN × columns³`` flops)."""
+DEFAULT_MAX_DEGREE = 4
+"""Degree cap of the ladder when ``max_degree`` is not given (players per term)."""
+MIN_GAIN = 1e-4
+"""A stage that raises the held-out R² by less than this gained nothing."""
+STAGE_GROWTH = 8.0
+"""Cost factor of the next stage (twice the terms, twice the samples) used to respect the time budget."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Query and time limits of one fit (``None``: unlimited)."""
+
+    max_queries: int | None
+    deadline: float | None  # time.perf_counter() value
+
+    def queries_left(self, used: int) -> int | None:
+        return None if self.max_queries is None else self.max_queries - used
+
+    def time_left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.perf_counter()
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Held-out points ``z`` ``(V, n)`` bool and the model's outputs ``y`` ``(V,)`` float64."""
+
+    z: Tensor
+    y: Tensor
+
+    def r2(self, spectrum: FourierSpectrum) -> float:
+        return r2_score(self.y, spectrum.evaluate(self.z.to(spectrum.dtype)).to(torch.float64))
+
+
+def _stop_reason(stages: list[dict[str, Any]], target: float | None) -> str | None:
+    if target is not None and stages[-1]["r2"] >= target:
+        return "target met"
+    if len(stages) >= 3 and max(s["r2"] for s in stages[-2:]) < stages[-3]["r2"] + MIN_GAIN:
+        return "two stages without gain"
+    return None
+
+
+def fit_hybrid(
+    oracle: Oracle,
+    sampler: HybridSampler,
+    basis: PlayerBasis,
+    validation: Validation,
+    *,
+    k: int | None,
+    max_degree: int | None,
+    budget: Budget,
+    target_r2: float | None,
+    generator: torch.Generator,
+) -> tuple[FourierSpectrum, list[dict[str, Any]], str]:
+    """Run the ladder (module docstring).
+
+    Returns:
+        ``(spectrum of the best stage, stages, why the ladder stopped)``; each stage is a dict with
+        ``columns``, ``degree``, ``samples``, ``terms``, ``r2`` (held-out hybrid) and ``seconds``.
+    """
+    n_slots = int(torch.unique(basis.unit_slot).numel()) if basis.n_units else 0
+    cap = max(1, min(max_degree if max_degree is not None else DEFAULT_MAX_DEGREE, max(n_slots, 1)))
+    last_columns = MAX_COLUMNS if k is None else min(MAX_COLUMNS, max(4 * k, FIRST_COLUMNS))
+    z = torch.zeros(0, basis.n_features, dtype=torch.bool, device=validation.z.device)
+    y = torch.zeros(0, dtype=torch.float64, device=validation.z.device)
+    stages: list[dict[str, Any]] = []
+    best: tuple[float, FourierSpectrum] | None = None
+    columns, why = FIRST_COLUMNS, "largest stage done"
+    oracle.phase = "hybrid"
+    while True:
+        degree = cap if max_degree is not None else min(cap, 2 + len(stages))
+        want = SAMPLES_PER_COLUMN * columns - z.shape[0]
+        left = budget.queries_left(oracle.rows)
+        if left is not None and want > left:
+            if stages:
+                why = "query budget"
+                break
+            want = left  # the first stage uses what there is
+        start = time.perf_counter()
+        if want > 0:
+            new = sampler.sample(want, generator)
+            z, y = torch.cat((z, new)), torch.cat((y, oracle(new)))
+        fit: TermFit = fit_terms(basis.unit_rows(z), y, basis, degree, columns, k if k is not None else 2**62)
+        spectrum = fit.spectrum(basis).prune(threshold=0.0)
+        r2 = validation.r2(spectrum)
+        seconds = time.perf_counter() - start
+        stages.append(
+            {
+                "method": "hybrid",
+                "columns": columns,
+                "degree": degree,
+                "samples": int(z.shape[0]),
+                "terms": len(spectrum),
+                "r2": r2,
+                "seconds": round(seconds, 3),
+            }
+        )
+        if best is None or r2 > best[0]:
+            best = (r2, spectrum)
+        stop = _stop_reason(stages, target_r2)
+        if stop is not None:
+            why = stop
+            break
+        if columns >= last_columns:
+            break
+        time_left = budget.time_left()
+        if time_left is not None and STAGE_GROWTH * seconds > time_left:
+            why = "time budget"
+            break
+        columns *= 2
+    assert best is not None
+    return best[1], stages, why
+
+
+def pick_k_exact(
+    frequencies: Tensor, amplitudes: Tensor, validation: Validation, k: int | None, target_r2: float | None
+) -> tuple[FourierSpectrum, list[dict[str, Any]]]:
+    """The exact spectrum cut to ``k`` terms, or (``k=None``) to the smallest power-of-two ``k >= 64`` whose
+    held-out hybrid R² reaches the target (every term if none does).
+
+    Args:
+        frequencies: ``(K, n)`` bool, ordered by decreasing ``|amplitude|``; amplitudes: ``(K,)`` float64.
+    """
+    total = frequencies.shape[0]
+    if k is not None:
+        spectrum = FourierSpectrum(frequencies[:k], amplitudes[:k])
+        return spectrum, [{"method": "exact", "k": min(k, total), "r2": validation.r2(spectrum)}]
+    stages = []
+    size = min(64, total)
+    while True:
+        spectrum = FourierSpectrum(frequencies[:size], amplitudes[:size])
+        stages.append({"method": "exact", "k": size, "r2": validation.r2(spectrum)})
+        if size >= total or (target_r2 is not None and stages[-1]["r2"] >= target_r2):
+            return spectrum, stages
+        size = min(2 * size, total)
