@@ -12,12 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import _data
 import numpy as np
 import torch
 from sklearn.metrics import r2_score
 from torch import Tensor, nn
-
-import _data
 
 Model = Callable[[Tensor], Tensor]
 
@@ -31,6 +30,7 @@ class Setting:
     f: Model
     model_note: str
     players: dict[str, Tensor]  # label -> (n,) player id per binary feature
+    tree_model: object | None = None  # the fitted tree ensemble (for the TreeExplainer reference)
 
 
 def mlp(n: int, hidden: int = 300) -> nn.Module:
@@ -136,6 +136,7 @@ def settings(cache: Path, names: list[str], quick: bool) -> list[Setting]:
             print(f"=== skipping {name}: {err}")
             continue
         epochs = {"entacmaea": 60, "sgemm": 20, "gb1_mlp": 3}.get(name, 0) // (4 if quick else 1)
+        model = None
         tag = f"{name}{'_quick' if quick else ''}.pkl"
         if name in ("entacmaea", "sgemm", "gb1_mlp"):
             net, score, how = _cached(cache / tag, lambda ds=ds, e=epochs: train_mlp(ds, max(e, 1)))
@@ -146,10 +147,10 @@ def settings(cache: Path, names: list[str], quick: bool) -> list[Setting]:
         else:
             model, score, how = _cached(cache / tag, lambda ds=ds: _catboost(ds))
             kind = type(model).__name__
-            note = "CatBoost, 10 trees, depth 5" if kind.startswith("CatBoost") else "random forest depth 5 (no catboost)"
+            note = "CatBoost, 10 trees, depth 5" if kind.startswith("CatBoost") else "random forest (no catboost)"
             f = numpy_model(model.predict)  # type: ignore[attr-defined]
         players = {"singletons": torch.arange(ds.x.shape[1])}
         if int(ds.groups.max()) + 1 < ds.x.shape[1]:
             players["per variable"] = ds.groups
-        out.append(Setting(name, ds, f, f"{note} (test R² {score:.3f}, {how})", players))
+        out.append(Setting(name, ds, f, f"{note} (test R² {score:.3f}, {how})", players, model))
     return out

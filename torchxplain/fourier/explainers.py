@@ -32,7 +32,7 @@ from torchxplain.fourier.encoders import BinaryEncoder
 from torchxplain.fourier.explainer_core import FourierExplainerCore
 from torchxplain.fourier.outputs import single_output
 from torchxplain.fourier.persist import explainer_config, explainer_from_config
-from torchxplain.fourier.recovery import fit_sparse_fourier
+from torchxplain.fourier.recovery import Method, fit_sparse_fourier
 from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.tree_source import tree_source
 from torchxplain.fourier.values.plan import Kernel
@@ -50,13 +50,14 @@ class FourierShap(FourierExplainerCore):
             (pick ``C`` with ``target``). Never registered as a submodule.
         background: ``(B, n)`` binary background rows (tensor, numpy array or DataFrame): the interventional
             reference.
-        k: number of Fourier coefficients to keep.
+        k: most Fourier coefficients to keep (``None``: as many as ``target_r2`` needs).
         max_degree: optional cap on the frequency degree.
         n_queries: query budget for the fit (``None``: the method's default).
-        method: ``"auto"``, ``"exact"``, ``"hashing"`` or ``"regression"`` (see ``fit_sparse_fourier``).
+        method: ``"auto"``, ``"hybrid"``, ``"exact"``, ``"hashing"`` or ``"regression"`` (see ``fit_sparse_fourier``).
         target: output column for multi-output models.
         groups: default players, an ``(n,)`` integer id per input feature (e.g. one-hot blocks); a
-            ``feature_mask`` passed to :meth:`attribute` overrides it.
+            ``feature_mask`` passed to :meth:`attribute` overrides it. The fit is held to hybrid points of these
+            players, so explain with the same players (the fit report's ``n_players``).
         seed: seed of the fit's random queries.
         relaxed: accept non-binary queries and explain the multilinear extension (needed by ``NoiseTunnel`` and
             ``sensitivity_max``, which add continuous noise).
@@ -65,7 +66,10 @@ class FourierShap(FourierExplainerCore):
         differentiable: keep the autograd graph from the surrogate's amplitudes to the values (to train through
             the values); off by default, since the graph would hold every chunk's intermediates.
         kernel: closed-form kernel, ``"auto"`` (chosen by a cost model) or a kernel name (see ``ValuePlan``).
-        **fit_options: passed to ``fit_sparse_fourier``.
+        data: ``(R, n)`` binary rows like the ones to be explained (e.g. the training set): the fit is held to
+            hybrids of these rows with the background (default: the background's own hybrids).
+        **fit_options: passed to ``fit_sparse_fourier`` (``target_r2=0.99`` by default: a fit whose held-out
+            hybrid R² misses it raises a ``FitQualityWarning``; ``time_budget``, ``one_hot``, ``n_validation``, ...).
 
     Attributes:
         spectrum: the explained spectrum; ``encoder``: the input encoding; ``fit_report``: the black-box fit's
@@ -77,10 +81,10 @@ class FourierShap(FourierExplainerCore):
         self,
         forward_func: Callable[..., Tensor] | None,
         background: Any,
-        k: int = 256,
+        k: int | None = None,
         max_degree: int | None = None,
         n_queries: int | None = None,
-        method: str = "auto",
+        method: Method = "auto",
         target: int | None = None,
         groups: Any = None,
         seed: int = 0,
@@ -89,6 +93,7 @@ class FourierShap(FourierExplainerCore):
         show_progress: bool | None = None,
         differentiable: bool = False,
         kernel: Kernel = "auto",
+        data: Any = None,
         **fit_options: Any,
     ) -> None:
         super().__init__(forward_func)
@@ -101,6 +106,9 @@ class FourierShap(FourierExplainerCore):
             raw, names = validated_background(background, None)
             encoder = BinaryEncoder(raw.shape[1])
             encoder.check(raw, "background")
+            rows = None if data is None else validated_background(data, raw.shape[1], "data")[0]
+            if rows is not None:
+                encoder.check(rows, "data")
             spectrum, report = cast(
                 tuple[FourierSpectrum, Any],
                 fit_sparse_fourier(
@@ -114,7 +122,10 @@ class FourierShap(FourierExplainerCore):
                     seed=seed,
                     device=raw.device,
                     return_report=True,
-                    **{"eval_data": raw, **fit_options},
+                    background=raw,
+                    data=rows,
+                    groups=groups,
+                    **fit_options,
                 ),
             )
         self._setup(

@@ -1,40 +1,56 @@
 """Hybrid points: where interventional SHAP evaluates a model, so where a surrogate must be right.
 
 The interventional value of a coalition ``S`` of players for a row ``x`` is ``mean_b f(x_S, b_{~S})`` over the
-background ``b``; every evaluation is at a *hybrid* ``z = where(S, x, b)``. The sampler draws ``x`` from rows
-like the ones to be explained (the user's data, else the background), ``b`` from the background and ``S`` at
-the player level, its size from a mixture of the Shapley kernel's size weights (many small and large
-coalitions: KernelSHAP's design) and the uniform size law of the permutation form (each size carries the same
-weight in the Shapley value).
+background ``b``; every evaluation is at a *hybrid* ``z = where(S, x, b)``. Only the players on which ``x`` and
+``b`` differ change ``z``, so the sampler draws ``x`` from rows like the ones to be explained (the user's data,
+else the background), ``b`` from the background, and a coalition of the ``d`` differing players whose size
+follows a mixture of the Shapley kernel's size weights ``∝ 1/(t(d-t))`` (KernelSHAP's design: many small and
+large coalitions) and the uniform size law of the permutation form (each size weighs the same in the Shapley
+value; it also reaches the endpoints ``f(b)`` and ``f(x)``). :meth:`HybridSampler.paths` gives permutation
+paths from ``b`` to ``x`` instead, the points the permutation estimator of the Shapley value visits.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 KERNEL_SHARE = 0.5
-"""Share of coalition sizes drawn from the Shapley kernel's size weights ``∝ 1/(s(m-s))``; the rest uniform."""
+"""Share of coalition sizes drawn from the Shapley kernel's size weights; the rest uniform over ``0..d``."""
 
 
-def coalition_size_weights(n_players: int) -> Tensor:
-    """``(m + 1,)`` probabilities of the coalition sizes ``0..m`` (float64, sums to one).
+def size_table(n_players: int, device: torch.device) -> Tensor:
+    """``(m + 1, m + 1)`` float64 cumulative size probabilities: row ``d`` is the mixture law of ``t in 0..d``."""
+    d = torch.arange(n_players + 1, dtype=torch.float64, device=device)[:, None]
+    t = torch.arange(n_players + 1, dtype=torch.float64, device=device)[None, :]
+    inside = (t >= 1) & (t <= d - 1)
+    kernel = torch.where(inside, 1.0 / (t * (d - t)).clamp_min(1.0), 0.0)
+    kernel_sum = kernel.sum(1, keepdim=True)
+    uniform = (t <= d).to(torch.float64) / (d + 1)
+    law = torch.where(
+        kernel_sum > 0, KERNEL_SHARE * kernel / kernel_sum.clamp_min(1e-300) + (1 - KERNEL_SHARE) * uniform, uniform
+    )
+    return law.cumsum(1)
 
-    ``KERNEL_SHARE`` of the mass follows the Shapley kernel over the proper sizes ``1..m-1``; the rest is
-    uniform over ``0..m`` (which also puts mass on the empty and the full coalition, ``f(b)`` and ``f(x)``).
-    """
-    m = n_players
-    sizes = torch.arange(m + 1, dtype=torch.float64)
-    uniform = torch.full((m + 1,), 1.0 / (m + 1), dtype=torch.float64)
-    if m < 2:
-        return uniform
-    kernel = torch.zeros(m + 1, dtype=torch.float64)
-    kernel[1:m] = 1.0 / (sizes[1:m] * (m - sizes[1:m]))
-    return KERNEL_SHARE * kernel / kernel.sum() + (1 - KERNEL_SHARE) * uniform
+
+@dataclass(frozen=True)
+class Paths:
+    """Permutation paths from a background row to a row: ``points`` ``(P, L + 1, n)`` bool (step ``t`` has the
+    first ``t`` differing players of the path's order from ``x``), ``valid`` ``(P, L + 1)`` (steps up to the
+    path's number of differing players), ``added`` ``(P, L)`` int64 player added at each step, and ``row``
+    ``(P,)`` int64 the row index of each path among the drawn validation rows ``x`` ``(R, n)``."""
+
+    points: Tensor
+    valid: Tensor
+    added: Tensor
+    row: Tensor
+    x: Tensor
 
 
 class HybridSampler:
-    """Draws hybrid points ``where(S, x, b)`` (bool ``(count, n)``) for a fit or a held-out check.
+    """Draws hybrid points ``where(S, x, b)`` for a fit, or permutation paths for a held-out check.
 
     Args:
         rows: ``(R, n)`` bool rows like the ones to be explained (``x``).
@@ -45,20 +61,46 @@ class HybridSampler:
 
     def __init__(self, rows: Tensor, background: Tensor, groups: Tensor, n_players: int) -> None:
         self.rows, self.background, self.groups, self.n_players = rows, background, groups, n_players
-        self.size_weights = coalition_size_weights(n_players).to(rows.device)
+        self.sizes = size_table(n_players, rows.device)
+        self._owner = torch.nn.functional.one_hot(groups, n_players).to(torch.float32)
 
-    def coalitions(self, count: int, generator: torch.Generator) -> Tensor:
-        """``(count, m)`` bool coalitions: a size from :func:`coalition_size_weights`, then uniform members."""
+    def _pairs(self, count: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
+        """``count`` random ``(x, b)`` pairs and ``(count, m)`` bool: the players on which they differ."""
         device = self.rows.device
-        sizes = torch.multinomial(self.size_weights, count, replacement=True, generator=generator)
-        keys = torch.rand(count, self.n_players, generator=generator, device=device)
-        ranks = keys.argsort(dim=1).argsort(dim=1)
-        return ranks < sizes[:, None]
+        x = self.rows[torch.randint(0, self.rows.shape[0], (count,), generator=generator, device=device)]
+        b = self.background[torch.randint(0, self.background.shape[0], (count,), generator=generator, device=device)]
+        return x, b, ((x != b).to(torch.float32) @ self._owner) > 0
+
+    def _order(self, differ: Tensor, generator: torch.Generator) -> Tensor:
+        """``(count, m)`` int64 random permutations with the differing players first."""
+        keys = torch.rand(differ.shape, generator=generator, device=differ.device) + (~differ).to(torch.float32)
+        return keys.argsort(dim=1)
 
     def sample(self, count: int, generator: torch.Generator) -> Tensor:
         """``(count, n)`` bool hybrid points (seeded by ``generator``)."""
+        x, b, differ = self._pairs(count, generator)
+        d = differ.sum(1)
+        u = torch.rand(count, 1, generator=generator, device=x.device, dtype=torch.float64)
+        t = torch.searchsorted(self.sizes[d], u, right=True)[:, 0].clamp(max=self.n_players)
+        ranks = self._order(differ, generator).argsort(dim=1)
+        take = (ranks < t[:, None])[:, self.groups]
+        return torch.where(take, x, b)
+
+    def paths(self, n_rows: int, per_row: int, generator: torch.Generator) -> Paths:
+        """``per_row`` permutation paths for each of ``n_rows`` random rows (random background rows)."""
         device = self.rows.device
-        xi = torch.randint(0, self.rows.shape[0], (count,), generator=generator, device=device)
-        bi = torch.randint(0, self.background.shape[0], (count,), generator=generator, device=device)
-        take = self.coalitions(count, generator)[:, self.groups]
-        return torch.where(take, self.rows[xi], self.background[bi])
+        x = self.rows[torch.randint(0, self.rows.shape[0], (n_rows,), generator=generator, device=device)]
+        row = torch.arange(n_rows, device=device).repeat_interleave(per_row)
+        xr = x[row]
+        b = self.background[
+            torch.randint(0, self.background.shape[0], (row.numel(),), generator=generator, device=device)
+        ]
+        differ = ((xr != b).to(torch.float32) @ self._owner) > 0
+        order = self._order(differ, generator)
+        length = int(differ.sum(1).max()) if row.numel() else 0
+        ranks = order.argsort(dim=1)
+        steps = torch.arange(length + 1, device=device)
+        take = (ranks[:, None, :] < steps[None, :, None])[:, :, self.groups]  # (P, L + 1, n)
+        points = torch.where(take, xr[:, None, :], b[:, None, :])
+        valid = steps[None, :] <= differ.sum(1)[:, None]
+        return Paths(points, valid, order[:, :length], row, x)

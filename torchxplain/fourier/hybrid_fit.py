@@ -25,8 +25,10 @@ MIN_ACTIVE = 3
 """A term must be non-zero on at least this many fit samples to be a candidate."""
 Z_MIN = 3.5
 """A candidate term joins the pool when its standardised correlation with the residual reaches this."""
+MAX_PASSES = 3
+"""Passes over the degrees when growing the support."""
 RIDGE = 1e-9
-"""Ridge weight relative to the mean diagonal of the Gram matrix (numerical stability only)."""
+"""Ridge weight relative to the mean diagonal of a singular Gram matrix (numerical stability only)."""
 
 
 @dataclass(frozen=True)
@@ -85,12 +87,14 @@ class GramPool:
         self.gram, self.rhs, self.terms = gram, torch.cat((self.rhs, rhs)), both
 
     def solve(self, index: Tensor) -> Tensor:
-        """Least-squares coefficients of the pool terms ``index`` (tiny ridge for stability)."""
+        """Least-squares coefficients of the pool terms ``index`` (a tiny ridge only if ``G`` is singular)."""
         gram = self.gram[index][:, index]
-        scale = float(gram.diagonal().mean()) if index.numel() else 1.0
-        gram = gram + RIDGE * scale * torch.eye(index.numel(), dtype=gram.dtype, device=gram.device)
-        chol, info = torch.linalg.cholesky_ex(gram)
         rhs = self.rhs[index][:, None]
+        chol, info = torch.linalg.cholesky_ex(gram)
+        if int(info) != 0:
+            scale = float(gram.diagonal().mean()) if index.numel() else 1.0
+            gram = gram + RIDGE * scale * torch.eye(index.numel(), dtype=gram.dtype, device=gram.device)
+            chol, info = torch.linalg.cholesky_ex(gram)
         if int(info) == 0:
             return torch.cholesky_solve(rhs, chol)[:, 0]
         return torch.linalg.lstsq(gram, rhs).solution[:, 0]
@@ -116,13 +120,19 @@ def _pad(terms: Tensor, width: int, fill: int) -> Tensor:
     return torch.cat((terms, pad), dim=1)
 
 
-def grow(unit_rows: Tensor, basis: PlayerBasis, parents: Tensor, resid: Tensor, sigma: float, room: int) -> Tensor:
-    """The ``room`` best new terms: a parent ``(P, r)`` times a unit of another slot.
+def grow(
+    unit_rows: Tensor, basis: PlayerBasis, parents: Tensor, resid: Tensor, sigma: float, room: int, pool: Tensor
+) -> Tensor:
+    """New terms: a parent ``(P, r)`` times a unit of another slot, active on :data:`MIN_ACTIVE` samples.
 
-    A candidate must be active on :data:`MIN_ACTIVE` samples and reach the standardised correlation
-    ``|φᵀr| / (‖φ‖ σ_r) >= Z_MIN`` with the residual ``r``; under the null (a column unrelated to ``r``) the
-    score is about standard normal, so few spurious terms pass while any real one grows with the samples.
-    Both the counts ``‖φ‖²`` and the products ``φᵀr`` of all parent-unit pairs come from two matrix products.
+    When more candidates are active than there is ``room``, the best ``room`` of those whose standardised
+    correlation ``|φᵀr| / (‖φ‖ σ_r)`` with the residual ``r`` reaches :data:`Z_MIN` are kept: under the null (a
+    column unrelated to ``r``) the score is about standard normal, so few spurious terms pass while a real one
+    grows with the samples. The counts ``‖φ‖²`` and products ``φᵀr`` of every parent-unit pair come from two
+    matrix products.
+
+    Args:
+        pool: ``(T, w)`` terms already held (padded with ``M``); they are not proposed again.
 
     Returns:
         ``(C, r + 1)`` int64 unit index tuples, sorted within rows, distinct, best first.
@@ -139,17 +149,25 @@ def grow(unit_rows: Tensor, basis: PlayerBasis, parents: Tensor, resid: Tensor, 
     score = dot.abs() / (count.sqrt() * sigma).clamp_min(1e-300)
     slots_ext = torch.cat((basis.unit_slot, basis.unit_slot.new_full((1,), -1)))
     clash = (slots_ext[parents][:, :, None] == basis.unit_slot[None, None, :]).any(1)
-    ok = (count >= MIN_ACTIVE) & ~clash & (score >= Z_MIN)
-    p_idx, u_idx = ok.nonzero(as_tuple=True)
+    p_idx, u_idx = ((count >= MIN_ACTIVE) & ~clash).nonzero(as_tuple=True)
     order = torch.argsort(score[p_idx, u_idx], descending=True)
-    cand = torch.sort(torch.cat((parents[p_idx[order]], u_idx[order, None]), dim=1), dim=1).values
-    return _distinct_in_order(cand, m_units + 1)[:room]
+    p_idx, u_idx, best = p_idx[order], u_idx[order], score[p_idx[order], u_idx[order]]
+    cand = torch.sort(torch.cat((parents[p_idx], u_idx[:, None]), dim=1), dim=1).values
+    width = pool.shape[1]
+    padded = torch.cat((cand, cand.new_full((cand.shape[0], width - cand.shape[1]), m_units)), dim=1)
+    merged, first = _distinct_in_order(torch.cat((pool, padded)), m_units + 1)
+    new = first >= pool.shape[0]
+    cand, best = merged[new], best[first[new] - pool.shape[0]]
+    if cand.shape[0] > room:
+        cand = cand[best >= Z_MIN][:room]
+    return cand
 
 
-def _distinct_in_order(cand: Tensor, base: int) -> Tensor:
-    """Rows of ``cand`` ``(C, d)`` (entries ``< base``) without repeats, first occurrences in order."""
+def _distinct_in_order(cand: Tensor, base: int) -> tuple[Tensor, Tensor]:
+    """Rows of ``cand`` ``(C, d)`` (entries ``< base``) without repeats: ``(rows, their first positions)``, in
+    order of first occurrence."""
     if cand.shape[0] == 0:
-        return cand
+        return cand, torch.zeros(0, dtype=torch.long, device=cand.device)
     if cand.shape[1] * base.bit_length() > 62:
         _, inverse = torch.unique(cand, dim=0, return_inverse=True)
     else:
@@ -158,7 +176,8 @@ def _distinct_in_order(cand: Tensor, base: int) -> Tensor:
         )
     first = torch.full((int(inverse.max()) + 1,), cand.shape[0], dtype=torch.long, device=cand.device)
     first.scatter_reduce_(0, inverse, torch.arange(cand.shape[0], device=cand.device), reduce="amin")
-    return cand[torch.sort(first).values]
+    first = torch.sort(first).values
+    return cand[first], first
 
 
 def fit_terms(unit_rows: Tensor, y: Tensor, basis: PlayerBasis, max_degree: int, max_columns: int, k: int) -> TermFit:
@@ -178,21 +197,26 @@ def fit_terms(unit_rows: Tensor, y: Tensor, basis: PlayerBasis, max_degree: int,
     pool.add(_pad(torch.arange(m_units + 1, device=y.device)[:, None], width, m_units))  # units + constant
     index = torch.arange(pool.terms.shape[0], device=y.device)
     coef = pool.solve(index)
-    for degree in range(2, max_degree + 1):
-        level = (pool.terms < m_units).sum(1) == degree - 1
-        room = max_columns - pool.terms.shape[0]
-        if not bool(level.any()) or room <= 0:
+    for _ in range(MAX_PASSES):  # later passes find terms the unfitted higher degrees masked
+        grown = False
+        for degree in range(2, max_degree + 1):
+            level = (pool.terms < m_units).sum(1) == degree - 1
+            room = max_columns - pool.terms.shape[0]
+            if not bool(level.any()) or room <= 0:
+                break
+            imp = pool.importance(index[level], coef[level])
+            top = torch.argsort(imp, descending=True)[: max(32, 4 * max_columns // max(m_units, 1))]
+            resid, sigma = pool.residual(index, coef)
+            parents = pool.terms[level][top][:, : degree - 1]
+            cand = grow(unit_rows, basis, parents, resid, sigma, room, pool.terms)
+            if cand.shape[0] == 0:
+                continue
+            pool.add(cand)
+            index = torch.arange(pool.terms.shape[0], device=y.device)
+            coef = pool.solve(index)
+            grown = True
+        if not grown:
             break
-        imp = pool.importance(index[level], coef[level])
-        top = torch.argsort(imp, descending=True)[: max(32, 4 * max_columns // max(m_units, 1))]
-        resid, sigma = pool.residual(index, coef)
-        parents = pool.terms[level][top][:, : degree - 1]
-        cand = _pad(grow(unit_rows, basis, parents, resid, sigma, room), width, m_units)
-        if cand.shape[0] == 0:
-            break
-        pool.add(cand)
-        index = torch.arange(pool.terms.shape[0], device=y.device)
-        coef = pool.solve(index)
     order = torch.argsort(pool.importance(index, coef), descending=True)
     used = _first_use(term_bits(basis, pool.terms[order]))
     keep = order[: max(int((used <= k).sum()), 1)]

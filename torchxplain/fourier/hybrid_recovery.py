@@ -4,7 +4,8 @@
 player basis (:mod:`~torchxplain.fourier.player_basis`) and fits terms by sparse regression
 (:mod:`~torchxplain.fourier.hybrid_fit`). Stage ``s`` of the ladder allows ``256 · 2^s`` terms at degree
 ``min(2 + s, cap)`` on ``SAMPLES_PER_COLUMN`` samples per term (earlier samples are kept, so the queries are
-only the last stage's); it stops at the first stage whose held-out hybrid R² reaches the target, when the
+only the last stage's); it stops at the first stage whose held-out hybrid R² and estimated SHAP R²
+(:mod:`~torchxplain.fourier.hybrid_check`) both reach the target, when the
 query or time budget would be exceeded by the next stage, or when two stages in a row gained nothing. The
 best stage is returned. For ``method="exact"`` the same held-out check picks the smallest ``k`` that reaches
 the target.
@@ -13,18 +14,20 @@ the target.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from torchxplain.fourier.fit_report import r2_score
 from torchxplain.fourier.hybrid import HybridSampler
+from torchxplain.fourier.hybrid_check import PathValidation
 from torchxplain.fourier.hybrid_fit import TermFit, fit_terms
 from torchxplain.fourier.oracle import Oracle
 from torchxplain.fourier.player_basis import PlayerBasis
 from torchxplain.fourier.spectrum import FourierSpectrum
+from torchxplain.fourier.values import shapley_values
 
 SAMPLES_PER_COLUMN = 16
 """Hybrid samples per allowed term (fewer overfit: the held-out R² drops)."""
@@ -54,19 +57,27 @@ class Budget:
         return None if self.deadline is None else self.deadline - time.perf_counter()
 
 
-@dataclass(frozen=True)
-class Validation:
-    """Held-out points ``z`` ``(V, n)`` bool and the model's outputs ``y`` ``(V,)`` float64."""
+class Scorer:
+    """Scores a spectrum on the held-out paths: ``(R² on hybrids, estimated R² of the SHAP values)``."""
 
-    z: Tensor
-    y: Tensor
+    def __init__(self, validation: PathValidation) -> None:
+        self.validation = validation
 
-    def r2(self, spectrum: FourierSpectrum) -> float:
-        return r2_score(self.y, spectrum.evaluate(self.z.to(spectrum.dtype)).to(torch.float64))
+    def __call__(self, spectrum: FourierSpectrum) -> tuple[float, float]:
+        return self.validation.r2(spectrum), self.validation.shap_r2(spectrum, _closed_form)
+
+
+def _closed_form(spectrum: FourierSpectrum, x: Tensor, background: Tensor, groups: Tensor) -> Tensor:
+    singletons = groups.numel() == int(groups.max()) + 1 if groups.numel() else True
+    return shapley_values(spectrum, x, background, groups=None if singletons else groups)
+
+
+def _met(stage: dict[str, Any], target: float | None) -> bool:
+    return target is not None and stage["r2"] >= target and stage["r2_shap"] >= target
 
 
 def _stop_reason(stages: list[dict[str, Any]], target: float | None) -> str | None:
-    if target is not None and stages[-1]["r2"] >= target:
+    if _met(stages[-1], target):
         return "target met"
     if len(stages) >= 3 and max(s["r2"] for s in stages[-2:]) < stages[-3]["r2"] + MIN_GAIN:
         return "two stages without gain"
@@ -77,7 +88,7 @@ def fit_hybrid(
     oracle: Oracle,
     sampler: HybridSampler,
     basis: PlayerBasis,
-    validation: Validation,
+    score: Scorer,
     *,
     k: int | None,
     max_degree: int | None,
@@ -89,13 +100,15 @@ def fit_hybrid(
 
     Returns:
         ``(spectrum of the best stage, stages, why the ladder stopped)``; each stage is a dict with
-        ``columns``, ``degree``, ``samples``, ``terms``, ``r2`` (held-out hybrid) and ``seconds``.
+        ``columns``, ``degree``, ``samples``, ``terms``, ``r2`` (held-out hybrids), ``r2_shap`` (estimated
+        R² of the SHAP values) and ``seconds``.
     """
     n_slots = int(torch.unique(basis.unit_slot).numel()) if basis.n_units else 0
     cap = max(1, min(max_degree if max_degree is not None else DEFAULT_MAX_DEGREE, max(n_slots, 1)))
     last_columns = MAX_COLUMNS if k is None else min(MAX_COLUMNS, max(4 * k, FIRST_COLUMNS))
-    z = torch.zeros(0, basis.n_features, dtype=torch.bool, device=validation.z.device)
-    y = torch.zeros(0, dtype=torch.float64, device=validation.z.device)
+    device = score.validation.z.device
+    z = torch.zeros(0, basis.n_features, dtype=torch.bool, device=device)
+    y = torch.zeros(0, dtype=torch.float64, device=device)
     stages: list[dict[str, Any]] = []
     best: tuple[float, FourierSpectrum] | None = None
     columns, why = FIRST_COLUMNS, "largest stage done"
@@ -114,9 +127,9 @@ def fit_hybrid(
             new = sampler.sample(want, generator)
             z, y = torch.cat((z, new)), torch.cat((y, oracle(new)))
         fit: TermFit = fit_terms(basis.unit_rows(z), y, basis, degree, columns, k if k is not None else 2**62)
-        spectrum = fit.spectrum(basis).prune(threshold=0.0)
-        r2 = validation.r2(spectrum)
-        seconds = time.perf_counter() - start
+        spectrum = _clean(fit.spectrum(basis))
+        seconds = time.perf_counter() - start  # the fit's own cost: it grows with the stages, the check's does not
+        r2, r2_shap = score(spectrum)
         stages.append(
             {
                 "method": "hybrid",
@@ -125,6 +138,7 @@ def fit_hybrid(
                 "samples": int(z.shape[0]),
                 "terms": len(spectrum),
                 "r2": r2,
+                "r2_shap": r2_shap,
                 "seconds": round(seconds, 3),
             }
         )
@@ -145,8 +159,14 @@ def fit_hybrid(
     return best[1], stages, why
 
 
+def _clean(spectrum: FourierSpectrum) -> FourierSpectrum:
+    """Drop the rounding-level amplitudes of an expansion (exact cancellations leave ~1e-17)."""
+    top = float(spectrum.amplitudes.abs().max()) if len(spectrum) else 0.0
+    return spectrum.prune(threshold=1e-12 * top)
+
+
 def pick_k_exact(
-    frequencies: Tensor, amplitudes: Tensor, validation: Validation, k: int | None, target_r2: float | None
+    frequencies: Tensor, amplitudes: Tensor, score: Scorer, k: int | None, target_r2: float | None
 ) -> tuple[FourierSpectrum, list[dict[str, Any]]]:
     """The exact spectrum cut to ``k`` terms, or (``k=None``) to the smallest power-of-two ``k >= 64`` whose
     held-out hybrid R² reaches the target (every term if none does).
@@ -157,12 +177,71 @@ def pick_k_exact(
     total = frequencies.shape[0]
     if k is not None:
         spectrum = FourierSpectrum(frequencies[:k], amplitudes[:k])
-        return spectrum, [{"method": "exact", "k": min(k, total), "r2": validation.r2(spectrum)}]
+        r2, r2_shap = score(spectrum)
+        return spectrum, [{"method": "exact", "k": min(k, total), "r2": r2, "r2_shap": r2_shap}]
     stages = []
     size = min(64, total)
     while True:
         spectrum = FourierSpectrum(frequencies[:size], amplitudes[:size])
-        stages.append({"method": "exact", "k": size, "r2": validation.r2(spectrum)})
-        if size >= total or (target_r2 is not None and stages[-1]["r2"] >= target_r2):
+        r2, r2_shap = score(spectrum)
+        stages.append({"method": "exact", "k": size, "r2": r2, "r2_shap": r2_shap})
+        if size >= total or _met(stages[-1], target_r2):
             return spectrum, stages
         size = min(2 * size, total)
+
+
+def hashing_fallback(
+    run: Callable[[int, int | None], FourierSpectrum],
+    plan_queries: Callable[[int, int | None], int | None],
+    oracle: Oracle,
+    sizes: tuple[int, ...],
+    score: Scorer,
+    best: FourierSpectrum,
+    stages: list[dict[str, Any]],
+    target_r2: float,
+    budget: Budget,
+) -> tuple[FourierSpectrum, str]:
+    """After a missed ladder: the sparse WHT by hashing (exact for exactly sparse models such as trees).
+
+    Args:
+        run: ``run(k, query budget)`` fits by hashing on the cube.
+        plan_queries: ``plan_queries(k, query budget)``: the queries that fit needs (``None``: it does not fit).
+        sizes: the ``k`` to try in order; each must fit the query budget and the time budget at the measured
+            seconds per query.
+
+    Returns:
+        ``(the best spectrum by held-out hybrid R², its method)``; the attempts are appended to ``stages``.
+    """
+    best_r2, method = max(s["r2"] for s in stages), "hybrid"
+    for size in sizes:
+        left = budget.queries_left(oracle.rows)
+        needed = plan_queries(size, left)
+        time_left = budget.time_left()
+        if needed is None or (time_left is not None and needed * oracle.seconds_per_row() > time_left):
+            break
+        start = time.perf_counter()
+        spectrum = _clean(run(size, left))
+        r2, r2_shap = score(spectrum)
+        seconds = round(time.perf_counter() - start, 3)
+        stages.append(
+            {"method": "hashing", "k": size, "queries": needed, "r2": r2, "r2_shap": r2_shap, "seconds": seconds}
+        )
+        if r2 > best_r2:
+            best, best_r2, method = spectrum, r2, "hashing"
+        if _met(stages[-1], target_r2):
+            break
+    return best, method
+
+
+def advice(why: str, k: int | None, n_queries: int | None, time_budget: float | None) -> str:
+    """What to change when the ladder stopped for ``why`` below the target."""
+    if why == "query budget":
+        return f"The query budget ran out: raise n_queries (now {n_queries:,})."
+    if why == "time budget":
+        return f"The time budget ran out: raise time_budget (now {time_budget} s), or fit on a GPU (device=)."
+    if k is not None:
+        return f"Raise k (now {k}), or pass k=None to let the fit size itself."
+    return (
+        "More terms and samples stopped helping: the model is not sparse on these hybrids. Pass data= with fewer "
+        "rows closer to the ones you explain, raise max_degree, or explain few players exactly."
+    )

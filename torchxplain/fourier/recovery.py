@@ -25,11 +25,12 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
-from torchxplain._core import check_binary, check_matrix, make_generator, settings
-from torchxplain._core.inputs import to_tensor
+from torchxplain._core import make_generator, settings
+from torchxplain.fourier.fit_inputs import as_int, as_opt_int, binary_rows, player_ids, validation_seed
 from torchxplain.fourier.fit_report import FitQualityWarning, FitReport, r2_score, warn_if_below_target
 from torchxplain.fourier.hybrid import HybridSampler
-from torchxplain.fourier.hybrid_recovery import Budget, Validation, fit_hybrid, pick_k_exact
+from torchxplain.fourier.hybrid_check import path_validation
+from torchxplain.fourier.hybrid_recovery import Budget, Scorer, advice, fit_hybrid, hashing_fallback, pick_k_exact
 from torchxplain.fourier.oracle import Oracle, model_placement
 from torchxplain.fourier.player_basis import build_basis, check_one_hot
 from torchxplain.fourier.regression import uniform_inputs
@@ -46,38 +47,6 @@ HASHING_FALLBACK_K = (1024, 4096)
 """``method="auto"`` with a background tries the sparse WHT at these ``k`` when the hybrid ladder missed."""
 
 __all__ = ["METHODS", "FitQualityWarning", "FitReport", "fit_sparse_fourier"]
-
-
-def _check_int(value: object, name: str, minimum: int, allow_none: bool = False) -> int | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def _rows(x: object, name: str, n: int, device: torch.device) -> tuple[Tensor, Tensor]:
-    """``(as given (a tensor), bool copy on device)`` of a binary ``(rows, n)`` input."""
-    t = to_tensor(x, name, device=device, ndim=2).tensor
-    check_matrix(t, name, n)
-    check_binary(t, name)
-    return t, t.to(device=device).bool()
-
-
-def _players(groups: object, n: int, device: torch.device) -> tuple[Tensor, int]:
-    """``(player id 0..m-1 per feature, m)`` from any integer ids (renumbered in sorted order)."""
-    if groups is None:
-        return torch.arange(n, device=device), n
-    t = to_tensor(groups, "groups", device=device, ndim=1).tensor
-    if t.is_floating_point() or t.dtype == torch.bool or t.shape != (n,):
-        raise ValueError(
-            f"groups must be an integer player id per feature, shape ({n},); got dtype {t.dtype}, shape "
-            f"{tuple(t.shape)}. Pass e.g. torch.arange({n}) for singletons or the one-hot block of each column"
-        )
-    ids, inverse = torch.unique(t.to(device), return_inverse=True)
-    return inverse.long(), int(ids.numel())
 
 
 def fit_sparse_fourier(
@@ -154,232 +123,243 @@ def fit_sparse_fourier(
         A :class:`FourierSpectrum` on ``device`` with amplitudes in ``f``'s output dtype, sorted by decreasing
         ``|a_f|``; with ``return_report=True``, ``(spectrum, FitReport)``.
     """
+    if not callable(f):
+        raise TypeError(f"f must be callable on a (B, n) tensor, got {type(f).__name__}")
+    n = as_int(n_features, "n_features", 1)
+    k = as_opt_int(k, "k", 1)
+    max_degree = as_opt_int(max_degree, "max_degree", 0)
+    n_queries = as_opt_int(n_queries, "n_queries", 1)
+    batch_size = as_int(batch_size, "batch_size", 1)
+    n_validation = as_int(n_validation, "n_validation", 0)
+    if isinstance(target, Tensor) and target.numel() == 1 and not target.is_floating_point():
+        target = int(target)
+    target = as_opt_int(target, "target", 0)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if not 0 < singleton_tol < 1:
+        raise ValueError(f"singleton_tol must be in (0, 1), got {singleton_tol}")
+    if target_r2 is not None and (
+        isinstance(target_r2, bool) or not isinstance(target_r2, (int, float)) or target_r2 > 1
+    ):
+        raise ValueError(f"target_r2 must be a number <= 1 or None, got {target_r2!r}")
+    if time_budget is not None and (
+        isinstance(time_budget, bool) or not isinstance(time_budget, (int, float)) or not time_budget > 0
+    ):
+        raise ValueError(f"time_budget must be a positive number of seconds or None, got {time_budget!r}")
+    if background is None and (data is not None or groups is not None or one_hot or method == "hybrid"):
+        raise ValueError(
+            "data=, groups=, one_hot= and method='hybrid' fit on hybrid points of rows with a background: "
+            "pass background= (the rows SHAP values will be computed against)"
+        )
+    first = next((t for t in (background, data) if isinstance(t, Tensor)), None)
+    device, dtype = model_placement(f, device, dtype, first)
+    method_used: str = method
+    stages: list[dict[str, Any]] = []
+    cube_energy: tuple[float, float] | None
     with settings.using(max_memory=max_memory, show_progress=show_progress):
-        spectrum, report, advice = _fit(**locals())
-    warn_if_below_target(report, advice)
+        oracle = Oracle(f, n, device, dtype, batch_size, target)
+        gen = make_generator(seed, device)
+        uniform: dict[str, Any] = {
+            "generator": gen,
+            "device": device,
+            "batch_size": batch_size,
+            "support": None if support is None else binary_rows(support, "support", n, device),
+            "hashing_sizes": {"n_bits": n_bits, "n_hashes": n_hashes, "n_delays": n_delays, "n_refit": n_refit},
+            "singleton_tol": singleton_tol,
+        }
+        start = time.perf_counter()
+        hybrid: _Hybrid | None = None
+        if background is None:
+            method_used, reason = (
+                (method, "requested")
+                if method != "auto"
+                else choose_uniform(n, k or UNIFORM_DEFAULT_K, max_degree, n_queries, uniform["support"])
+            )
+            fit = fit_uniform(oracle, n, k or UNIFORM_DEFAULT_K, max_degree, n_queries, method_used, **uniform)
+            spectrum, params = _spectrum(fit.frequencies, fit.amplitudes, k, threshold), fit.params
+            hint = "Raise k" + (" (or drop max_degree)" if max_degree is not None else "") + ", or pass background= "
+            hint += "(and data=, rows like those you explain) to fit where SHAP evaluates the model."
+            cube_energy = fit.cube_energy
+        else:
+            hybrid = _Hybrid(background, data, groups, one_hot, n, device, n_validation, seed, oracle)
+            deadline = None if time_budget is None else start + float(time_budget)
+            budget = Budget(n_queries, deadline)
+            spectrum, method_used, reason, stages, params, hint, cube_energy = _fit_hybrid(
+                hybrid, oracle, method, n, k, max_degree, n_queries, time_budget, target_r2, budget, uniform, gen
+            )
+            spectrum = _spectrum(spectrum.frequencies, spectrum.amplitudes.to(torch.float64), k, threshold)
+        wall = time.perf_counter() - start
+        fit_queries = oracle.rows
+        report = _report(
+            spectrum,
+            oracle,
+            hybrid,
+            eval_data,
+            n_validation,
+            seed,
+            cube_energy,
+            method=method_used,
+            reason=reason,
+            n_features=n,
+            k=k if k is not None or hybrid is not None else UNIFORM_DEFAULT_K,
+            max_degree=max_degree,
+            n_queries=fit_queries,
+            wall_time_s=wall,
+            target_r2=target_r2,
+            stages=tuple(stages),
+            params=params,
+            device=device,
+        )
+    warn_if_below_target(report, hint + " Or lower target_r2 (None turns the check off).")
+    spectrum = spectrum.to(oracle.out_dtype or torch.get_default_dtype())
     return (spectrum, report) if return_report else spectrum
 
 
-def _fit(**a: Any) -> tuple[FourierSpectrum, FitReport, str]:
-    f, method = a["f"], a["method"]
-    if not callable(f):
-        raise TypeError(f"f must be callable on a (B, n) tensor, got {type(f).__name__}")
-    n = _check_int(a["n_features"], "n_features", 1)
-    assert n is not None
-    k = _check_int(a["k"], "k", 1, allow_none=True)
-    max_degree = _check_int(a["max_degree"], "max_degree", 0, allow_none=True)
-    n_queries = _check_int(a["n_queries"], "n_queries", 1, allow_none=True)
-    batch_size = _check_int(a["batch_size"], "batch_size", 1)
-    n_validation = _check_int(a["n_validation"], "n_validation", 0)
-    assert batch_size is not None and n_validation is not None
-    target = a["target"]
-    if isinstance(target, Tensor) and target.numel() == 1 and not target.is_floating_point():
-        target = int(target)
-    target = _check_int(target, "target", 0, allow_none=True)
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if not 0 < a["singleton_tol"] < 1:
-        raise ValueError(f"singleton_tol must be in (0, 1), got {a['singleton_tol']}")
-    target_r2, time_budget = a["target_r2"], a["time_budget"]
-    if target_r2 is not None and not (isinstance(target_r2, (int, float)) and target_r2 <= 1):
-        raise ValueError(f"target_r2 must be a number <= 1 or None, got {target_r2!r}")
-    if time_budget is not None and not (isinstance(time_budget, (int, float)) and time_budget > 0):
-        raise ValueError(f"time_budget must be a positive number of seconds or None, got {time_budget!r}")
-    hybrid = a["background"] is not None
-    if not hybrid and (a["data"] is not None or a["groups"] is not None or method == "hybrid"):
-        raise ValueError(
-            "data=, groups= and method='hybrid' fit on hybrid points of rows with a background: pass background="
-        )
-    given = [a["background"], a["data"]]
-    first = next((t for t in given if isinstance(t, Tensor)), None)
-    device, dtype = model_placement(f, a["device"], a["dtype"], first)
-    support = eval_data = None
-    if a["support"] is not None:
-        support = _rows(a["support"], "support", n, device)[1]
-    if a["eval_data"] is not None:
-        eval_data = _rows(a["eval_data"], "eval_data", n, device)[1]
-    gen = make_generator(a["seed"], device)
-    oracle = Oracle(f, n, device, dtype, batch_size, target)
-    hashing_sizes = {key: a[key] for key in ("n_bits", "n_hashes", "n_delays", "n_refit")}
-    uniform = {
-        "generator": gen,
-        "device": device,
-        "batch_size": batch_size,
-        "support": support,
-        "hashing_sizes": hashing_sizes,
-        "singleton_tol": a["singleton_tol"],
-    }
-    start = time.perf_counter()
-    stages: list[dict[str, Any]] = []
-    params: dict[str, Any] = {}
-    cube_energy = None
-    validation = background = None
-    m: int | None = None
-    advice = "Pass background= (and data=, rows like those you explain) to fit where SHAP evaluates the model."
-    if hybrid:
-        background = _rows(a["background"], "background", n, device)[1]
-        rows = background if a["data"] is None else _rows(a["data"], "data", n, device)[1]
-        players, m = _players(a["groups"], n, device)
-        if a["one_hot"]:
-            check_one_hot(background, players, m, "background")
-            if a["data"] is not None:
-                check_one_hot(rows, players, m, "data")
-        sampler = HybridSampler(rows, background, players, m)
-        oracle.phase = "validation"
-        z_val = sampler.sample(max(n_validation, 256), make_generator(_validation_seed(a["seed"]), device))
-        validation = Validation(z_val, oracle(z_val))
-        oracle.rows = 0  # validation queries are counted apart (below)
-        n_val_hybrid = z_val.shape[0]
-    if method == "auto":
-        if hybrid:
-            exact_ok = n <= AUTO_EXACT_MAX_FEATURES and (n_queries is None or n_queries >= 2**n)
-            method = "exact" if exact_ok else "hybrid"
-            reason = (
-                f"auto: all 2^{n} inputs fit the budget, so the exact WHT cut to the smallest k meeting the target"
-                if exact_ok
-                else f"auto: n={n} is too large for the whole cube, so a fit on hybrid samples"
-            )
-        else:
-            method, reason = choose_uniform(n, k or UNIFORM_DEFAULT_K, max_degree, n_queries, support)
-    else:
-        reason = "requested"
-    deadline = None if time_budget is None else start + float(time_budget)
-    if method == "hybrid":
-        assert validation is not None and background is not None and m is not None
-        basis = build_basis(torch.cat((rows, background)), players, m)
-        budget = Budget(n_queries, deadline)
-        spectrum, stages, why = fit_hybrid(
-            oracle,
-            sampler,
-            basis,
-            validation,
-            k=k,
-            max_degree=max_degree,
-            budget=budget,
-            target_r2=target_r2,
-            generator=gen,
-        )
-        params.update(units=basis.n_units, one_hot_players=sum(basis.one_hot), stopped=why)
-        advice = _hybrid_advice(why, k, n_queries, time_budget)
-        if a["method"] == "auto" and target_r2 is not None and why not in ("target met", "time budget"):
-            fit_args = {"n": n, "max_degree": max_degree, "hashing_sizes": hashing_sizes, "uniform": uniform}
-            spectrum, method = _hashing_fallback(fit_args, oracle, k, validation, spectrum, stages, target_r2, budget)
-            if method == "hashing":
-                reason += "; the ladder missed the target and the sparse WHT by hashing did better"
-        freqs, amp = spectrum.frequencies, spectrum.amplitudes.to(torch.float64)
-    else:
-        size = k or (2**n if method == "exact" and hybrid else UNIFORM_DEFAULT_K)
-        fit = fit_uniform(oracle, n, size, max_degree, n_queries, method, **uniform)
-        freqs, amp, params, cube_energy = fit.frequencies, fit.amplitudes, fit.params, fit.cube_energy
-        if hybrid and method == "exact":
-            assert validation is not None
-            spectrum, stages = pick_k_exact(freqs, amp, validation, k, target_r2)
-            freqs, amp = spectrum.frequencies, spectrum.amplitudes
-        advice = "Raise k" + (" (or drop max_degree)" if max_degree is not None else "") + ". " + advice * (not hybrid)
-    fit_queries = oracle.rows
-    out_dtype = oracle.out_dtype or torch.get_default_dtype()
+def _spectrum(freqs: Tensor, amp: Tensor, k: int | None, threshold: float | None) -> FourierSpectrum:
+    """The fitted terms without rounding-level amplitudes, cut to ``k`` and ``threshold``."""
     zero = NUMERICAL_ZERO * float(amp.abs().max()) if amp.numel() else 0.0
-    spectrum = FourierSpectrum(freqs, amp).prune(k=k, threshold=max(a["threshold"] or 0.0, zero))
-    wall = time.perf_counter() - start
+    return FourierSpectrum(freqs, amp).prune(k=k, threshold=max(threshold or 0.0, zero))
 
+
+class _Hybrid:
+    """The hybrid regime's validated rows, players, sampler and held-out paths (queried once)."""
+
+    def __init__(
+        self,
+        background: object,
+        data: object,
+        groups: object,
+        one_hot: bool | None,
+        n: int,
+        device: torch.device,
+        n_validation: int,
+        seed: int | torch.Generator,
+        oracle: Oracle,
+    ) -> None:
+        self.background = binary_rows(background, "background", n, device)
+        self.rows = self.background if data is None else binary_rows(data, "data", n, device)
+        self.players, self.m = player_ids(groups, n, device)
+        if one_hot:
+            check_one_hot(self.background, self.players, self.m, "background")
+            if data is not None:
+                check_one_hot(self.rows, self.players, self.m, "data")
+        self.sampler = HybridSampler(self.rows, self.background, self.players, self.m)
+        oracle.phase = "validation"
+        gen = make_generator(validation_seed(seed), device)
+        self.validation = path_validation(self.sampler, max(n_validation, 256), oracle, gen)
+        self.score = Scorer(self.validation)
+        oracle.rows = 0  # the held-out queries are counted as validation queries in the report
+
+
+def _fit_hybrid(
+    h: _Hybrid,
+    oracle: Oracle,
+    method: str,
+    n: int,
+    k: int | None,
+    max_degree: int | None,
+    n_queries: int | None,
+    time_budget: float | None,
+    target_r2: float | None,
+    budget: Budget,
+    uniform: dict[str, Any],
+    gen: torch.Generator,
+) -> tuple[FourierSpectrum, str, str, list[dict[str, Any]], dict[str, Any], str, tuple[float, float] | None]:
+    """Fit in the hybrid regime: ``(spectrum, method, reason, stages, params, advice, cube energy)``."""
+    reason = "requested"
+    if method == "auto":
+        exact_ok = n <= AUTO_EXACT_MAX_FEATURES and (n_queries is None or n_queries >= 2**n)
+        method = "exact" if exact_ok else "hybrid"
+        reason = (
+            f"auto: all 2^{n} inputs fit the budget, so the exact WHT cut to the smallest k meeting the target"
+            if exact_ok
+            else f"auto: n={n} is too large to query the whole cube, so a fit on hybrid samples"
+        )
+    if method != "hybrid":
+        fit = fit_uniform(
+            oracle, n, k or (2**n if method == "exact" else UNIFORM_DEFAULT_K), max_degree, n_queries, method, **uniform
+        )
+        spectrum = FourierSpectrum(fit.frequencies, fit.amplitudes)
+        if method == "exact":
+            spectrum, stages = pick_k_exact(fit.frequencies, fit.amplitudes, h.score, k, target_r2)
+        else:
+            r2, r2_shap = h.score(spectrum)
+            stages = [{"method": method, "k": len(spectrum), "r2": r2, "r2_shap": r2_shap}]
+        hint = "Raise k, or use method='hybrid' to fit where SHAP evaluates the model."
+        return spectrum, method, reason, stages, fit.params, hint, fit.cube_energy
+    basis = build_basis(torch.cat((h.rows, h.background)), h.players, h.m)
+    spectrum, stages, why = fit_hybrid(
+        oracle,
+        h.sampler,
+        basis,
+        h.score,
+        k=k,
+        max_degree=max_degree,
+        budget=budget,
+        target_r2=target_r2,
+        generator=gen,
+    )
+    params: dict[str, Any] = {"units": basis.n_units, "one_hot_players": sum(basis.one_hot), "stopped": why}
+    if reason.startswith("auto") and target_r2 is not None and why not in ("target met", "time budget"):
+
+        def run(size: int, left: int | None) -> FourierSpectrum:
+            fit = fit_uniform(oracle, n, size, max_degree, left, "hashing", **uniform)
+            return FourierSpectrum(fit.frequencies, fit.amplitudes)
+
+        def plan_queries(size: int, left: int | None) -> int | None:
+            try:
+                return plan_hashing(n, size, max_degree, left, **uniform["hashing_sizes"]).total_queries(n)
+            except ValueError:
+                return None
+
+        sizes = HASHING_FALLBACK_K if k is None else (k,)
+        spectrum, method = hashing_fallback(
+            run, plan_queries, oracle, sizes, h.score, spectrum, stages, target_r2, budget
+        )
+        if method == "hashing":
+            reason += "; the ladder missed the target and the sparse WHT by hashing did better"
+    return spectrum, method, reason, stages, params, advice(why, k, n_queries, time_budget), None
+
+
+def _report(
+    spectrum: FourierSpectrum,
+    oracle: Oracle,
+    hybrid: _Hybrid | None,
+    eval_data: object,
+    n_validation: int,
+    seed: int | torch.Generator,
+    cube_energy: tuple[float, float] | None,
+    device: torch.device,
+    **fields: Any,
+) -> FitReport:
+    """The report's R² checks (queries counted as validation) and fields."""
     start = time.perf_counter()
     oracle.phase = "validation"
-    r2_uniform = r2_eval = r2_hybrid = r2_background = None
+    r2_uniform = r2_eval = r2_hybrid = r2_shap = r2_background = None
     if cube_energy is not None:  # Parseval on the whole cube: the residual energy is what was dropped
         total, variance = cube_energy
         dropped = total - float((spectrum.amplitudes**2).sum())
         r2_uniform = 1.0 - max(dropped, 0.0) / variance if variance > 0 else 1.0
     elif n_validation:
-        x = uniform_inputs(n_validation, n, make_generator(_validation_seed(a["seed"]) + 1, device), device)
+        x = uniform_inputs(n_validation, spectrum.n_features, make_generator(validation_seed(seed) + 1, device), device)
         r2_uniform = r2_score(oracle(x), spectrum.evaluate(x))
     if eval_data is not None:
-        r2_eval = r2_score(oracle(eval_data), spectrum.evaluate(eval_data))
-    n_val = oracle.rows - fit_queries
-    if validation is not None and background is not None:
-        r2_hybrid = validation.r2(spectrum)
-        r2_background = r2_score(oracle(background), spectrum.evaluate(background))
-        n_val = oracle.rows - fit_queries + n_val_hybrid
-    report = FitReport(
-        method=method,
-        reason=reason,
-        n_features=n,
-        k=k if k is not None or hybrid else UNIFORM_DEFAULT_K,
+        rows = binary_rows(eval_data, "eval_data", spectrum.n_features, device)
+        r2_eval = r2_score(oracle(rows), spectrum.evaluate(rows))
+    n_val = oracle.rows - fields["n_queries"]
+    if hybrid is not None:
+        r2_hybrid, r2_shap = hybrid.score(spectrum)
+        r2_background = r2_score(oracle(hybrid.background), spectrum.evaluate(hybrid.background))
+        n_val = oracle.rows - fields["n_queries"] + hybrid.validation.n_queries
+    return FitReport(
         n_terms=len(spectrum),
-        max_degree=max_degree,
-        n_queries=fit_queries,
         n_validation_queries=n_val,
-        wall_time_s=wall,
         validation_time_s=time.perf_counter() - start,
         r2_uniform=r2_uniform,
         r2_eval=r2_eval,
         r2_hybrid=r2_hybrid,
+        r2_shap=r2_shap,
         r2_background=r2_background,
-        target_r2=target_r2,
-        n_players=m,
-        stages=tuple(stages),
-        params=params,
+        n_players=None if hybrid is None else hybrid.m,
+        **fields,
     )
-    advice += " Or lower target_r2 (None turns the check off)."
-    return spectrum.to(out_dtype), report, advice
-
-
-def _hybrid_advice(why: str, k: int | None, n_queries: int | None, time_budget: float | None) -> str:
-    if why == "query budget":
-        return f"The query budget ran out: raise n_queries (now {n_queries:,})."
-    if why == "time budget":
-        return f"The time budget ran out: raise time_budget (now {time_budget} s), or fit on a GPU (device=)."
-    if k is not None:
-        return f"Raise k (now {k}), or pass k=None to let the fit size itself."
-    return (
-        "More terms and samples stopped helping: the model is not sparse on these hybrids. Pass data= with "
-        "fewer rows closer to the ones you explain, raise max_degree, or use an exact method for few players."
-    )
-
-
-def _hashing_fallback(
-    fit_args: dict[str, Any],
-    oracle: Oracle,
-    k: int | None,
-    validation: Validation,
-    best: FourierSpectrum,
-    stages: list[dict[str, Any]],
-    target_r2: float,
-    budget: Budget,
-) -> tuple[FourierSpectrum, str]:
-    """After a missed hybrid ladder: the sparse WHT by hashing (exact for exactly sparse models such as trees)
-    at the :data:`HASHING_FALLBACK_K` sizes that fit the query and (measured per-query) time budgets."""
-    best_r2, method = max(s["r2"] for s in stages), "hybrid"
-    n, max_degree, sizes = fit_args["n"], fit_args["max_degree"], fit_args["hashing_sizes"]
-    for size in HASHING_FALLBACK_K if k is None else (k,):
-        left = budget.queries_left(oracle.rows)
-        try:
-            plan = plan_hashing(n, size, max_degree, left, **sizes)
-        except ValueError:
-            break
-        time_left = budget.time_left()
-        if time_left is not None and plan.total_queries(n) * oracle.seconds_per_row() > time_left:
-            break
-        start = time.perf_counter()
-        fit = fit_uniform(oracle, n, size, max_degree, left, "hashing", **fit_args["uniform"])
-        spectrum = FourierSpectrum(fit.frequencies, fit.amplitudes)
-        r2 = validation.r2(spectrum)
-        stages.append(
-            {
-                "method": "hashing",
-                "k": size,
-                "queries": plan.total_queries(n),
-                "r2": r2,
-                "seconds": round(time.perf_counter() - start, 3),
-            }
-        )
-        if r2 > best_r2:
-            best, best_r2, method = spectrum, r2, "hashing"
-        if r2 >= target_r2:
-            break
-    return best, method
-
-
-def _validation_seed(seed: int | torch.Generator) -> int:
-    """A seed for the validation inputs, independent of the fit's draws (and reproducible)."""
-    base = seed.initial_seed() if isinstance(seed, torch.Generator) else int(seed)
-    return (base * 1_000_003 + 12_345) % 2**62

@@ -73,7 +73,7 @@ def _cgls(x: Tensor, y: Tensor, frequencies: Tensor, tol: float = 1e-13, max_ite
         return torch.cat([block(i) @ v for i in range(len(bounds))])
 
     def rmatvec(r: Tensor) -> Tensor:
-        return sum(block(i).T @ r[a:b] for i, (a, b) in enumerate(bounds))
+        return torch.stack([block(i).T @ r[a:b] for i, (a, b) in enumerate(bounds)]).sum(0)
 
     amp = torch.zeros(frequencies.shape[0], dtype=torch.float64, device=x.device)
     resid = y.clone()

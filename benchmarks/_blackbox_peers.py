@@ -1,0 +1,156 @@
+"""Black-box SHAP peers for the benchmark: shap's KernelExplainer and PermutationExplainer, shapiq's approximators.
+
+All explain the same interventional game as FourierSHAP: players are the given groups of binary features (one
+per feature for singletons), absent players take the background row's values, averaged over the background.
+
+* shap works on feature matrices, so grouped players are *coded*: each player's observed patterns become level
+  codes, the background and the rows are coded, and the model is wrapped to decode codes back to bits. shap then
+  explains ``m`` coded features interventionally, which is the grouped game exactly.
+* shapiq's approximators take a game on coalitions: ``v(S) = mean_b f(where(S, x, b))``; ``budget`` counts
+  coalitions (each costs one model row per background row). shapiq has no default budget: KernelExplainer's
+  default ``2m + 2048`` coalitions is used, capped at ``2^m`` (then the approximators are exact).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import Tensor
+
+Model = Callable[[Tensor], Tensor]
+
+
+class Counter:
+    """Wraps a black box: float tensors in, ``(B,)`` float64 out, counting the rows it is asked about."""
+
+    def __init__(self, f: Model) -> None:
+        self.f, self.rows = f, 0
+
+    def __call__(self, x: Tensor) -> Tensor:
+        self.rows += x.shape[0]
+        with torch.no_grad():
+            return self.f(x).double()
+
+
+class Codec:
+    """Level codes of each player's bit patterns, so that shap can explain grouped players as features."""
+
+    def __init__(self, rows: Tensor, groups: Tensor) -> None:
+        self.groups, self.m, self.n = groups, int(groups.max()) + 1, rows.shape[1]
+        self.bits = [(groups == g).nonzero()[:, 0] for g in range(self.m)]
+        self.levels = [torch.unique(rows[:, b], dim=0) for b in self.bits]
+
+    def encode(self, x: Tensor) -> np.ndarray:
+        codes = [((x[:, b][:, None, :] == lv[None]).all(-1).float().argmax(1)) for b, lv in zip(self.bits, self.levels)]
+        return torch.stack(codes, 1).numpy().astype(np.float64)
+
+    def decode(self, codes: np.ndarray) -> Tensor:
+        c = torch.as_tensor(np.rint(codes), dtype=torch.long)
+        out = torch.zeros(c.shape[0], self.n)
+        for g, (b, lv) in enumerate(zip(self.bits, self.levels)):
+            out[:, b] = lv[c[:, g]].float()
+        return out
+
+
+def _numpy_model(f: Counter, codec: Codec | None) -> Callable[[np.ndarray], np.ndarray]:
+    def fn(a: np.ndarray) -> np.ndarray:
+        x = codec.decode(a) if codec is not None else torch.as_tensor(a, dtype=torch.float32)
+        return f(x).numpy()
+
+    return fn
+
+
+def shap_kernel(f: Counter, rows: Tensor, background: Tensor, groups: Tensor, **kwargs: object) -> np.ndarray:
+    """shap.KernelExplainer values ``(R, m)``; ``kwargs`` go to ``shap_values`` (``nsamples``, ``l1_reg``)."""
+    import shap
+
+    codec = None if int(groups.max()) + 1 == groups.numel() else Codec(torch.cat((rows, background)), groups)
+    data = background.numpy() if codec is None else codec.encode(background)
+    explained = rows.numpy() if codec is None else codec.encode(rows)
+    explainer = shap.KernelExplainer(_numpy_model(f, codec), data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(explainer.shap_values(explained, silent=True, **kwargs))
+
+
+def shap_permutation(f: Counter, rows: Tensor, background: Tensor, groups: Tensor) -> np.ndarray:
+    """shap.PermutationExplainer values ``(R, m)`` with the whole background as an Independent masker."""
+    import shap
+
+    codec = None if int(groups.max()) + 1 == groups.numel() else Codec(torch.cat((rows, background)), groups)
+    data = background.numpy() if codec is None else codec.encode(background)
+    explained = rows.numpy() if codec is None else codec.encode(rows)
+    masker = shap.maskers.Independent(data, max_samples=data.shape[0])
+    m = data.shape[1]
+    max_evals = max(500, 2 * m + 2)  # shap's default 500, raised to its minimum for many features
+    explainer = shap.PermutationExplainer(_numpy_model(f, codec), masker)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(explainer(explained, max_evals=max_evals, silent=True).values)
+
+
+def default_budget(m: int) -> int:
+    """KernelExplainer's default number of coalitions, ``2m + 2048``, capped at ``2^m``."""
+    return int(min(2 * m + 2048, 2**m)) if m < 62 else 2 * m + 2048
+
+
+def shapiq_values(name: str, f: Counter, rows: Tensor, background: Tensor, groups: Tensor) -> np.ndarray:
+    """``(R, m)`` Shapley values from a shapiq approximator (``KernelSHAP``, ``kADD-SHAP``, ``PermutationSV``,
+    ``SPEX``) on the interventional game of each row, at :func:`default_budget`."""
+    from shapiq.approximator import SPEX, KernelSHAP, PermutationSamplingSV, kADDSHAP
+
+    m = int(groups.max()) + 1
+    make = {
+        "KernelSHAP": lambda: KernelSHAP(m, random_state=0),
+        "kADD-SHAP": lambda: kADDSHAP(m, max_order=2, random_state=0),
+        "PermutationSV": lambda: PermutationSamplingSV(m, random_state=0),
+        "SPEX": lambda: SPEX(n=m, index="SV", max_order=1, random_state=0),
+    }[name]
+    out = np.zeros((rows.shape[0], m))
+    for r in range(rows.shape[0]):
+        x = rows[r]
+
+        def game(coalitions: np.ndarray, x: Tensor = x) -> np.ndarray:
+            c = torch.as_tensor(np.atleast_2d(coalitions), dtype=torch.bool)[:, groups]  # (B, n)
+            z = torch.where(c[:, None, :], x, background[None])  # (B, D, n)
+            return f(z.reshape(-1, x.numel())).reshape(c.shape[0], -1).mean(1).numpy()
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            values = make().approximate(default_budget(m), game)
+        out[r] = [values.dict_values.get((i,), 0.0) for i in range(m)]
+    return out
+
+
+PEERS: dict[str, Callable[[Counter, Tensor, Tensor, Tensor], np.ndarray]] = {
+    "shap Kernel (defaults)": lambda f, r, b, g: shap_kernel(f, r, b, g),
+    "shap Kernel (l1_reg=False)": lambda f, r, b, g: shap_kernel(f, r, b, g, l1_reg=False),
+    "shap Permutation": shap_permutation,
+    "shapiq KernelSHAP": lambda f, r, b, g: shapiq_values("KernelSHAP", f, r, b, g),
+    "shapiq kADD-SHAP": lambda f, r, b, g: shapiq_values("kADD-SHAP", f, r, b, g),
+    "shapiq PermutationSV": lambda f, r, b, g: shapiq_values("PermutationSV", f, r, b, g),
+    "shapiq SPEX": lambda f, r, b, g: shapiq_values("SPEX", f, r, b, g),
+}
+
+
+def run_peer(
+    name: str, f: Model, rows: Tensor, background: Tensor, groups: Tensor, cap_s: float
+) -> tuple[np.ndarray | None, float, float, int, str]:
+    """``(values (R', m), seconds per row, queries per row, rows explained, note)``; a peer whose first row takes
+    longer than ``cap_s`` explains that row only; an exception becomes the note."""
+    counter = Counter(f)
+    start = time.perf_counter()
+    try:
+        first = PEERS[name](counter, rows[:1], background, groups)
+        taken = time.perf_counter() - start
+        done = rows[:1] if taken > cap_s else rows
+        values = first if taken > cap_s else np.concatenate((first, PEERS[name](counter, rows[1:], background, groups)))
+    except Exception as err:  # a peer's own failure (budget too small, ...) is a result, reported as such
+        return None, float("nan"), float("nan"), 0, f"failed: {type(err).__name__}: {str(err)[:80]}"
+    seconds = time.perf_counter() - start
+    note = "" if done.shape[0] == rows.shape[0] else f"1 row only (>{cap_s:.0f} s/row)"
+    return values, seconds / done.shape[0], counter.rows / done.shape[0], done.shape[0], note
