@@ -205,3 +205,18 @@ def test_relaxed_explainers_refuse_banzhaf_and_interactions_on_real_inputs():
         with pytest.raises(ValueError, match="need binary inputs"):
             call(xq * 0.5)
     torch.testing.assert_close(ex.banzhaf(xq), FourierShap.from_spectrum(spec, bg).banzhaf(xq))
+
+
+def test_half_precision_inputs_are_computed_in_float32_not_bfloat16():
+    spec, freq, amp, xq, bg = random_case(16, 6, 20, 4, 3)
+    ex = FourierShap.from_spectrum(spec.to(torch.float32), bg.to(torch.bfloat16))
+    assert ex.dtype == torch.float32
+    phi = ex.attribute(xq.to(torch.bfloat16))
+    assert phi.dtype == torch.float32  # low-precision inputs get the computation's dtype back
+    want = torch.tensor(brute_force.shapley(freq, amp, xq.numpy(), bg.numpy()), dtype=torch.float32)
+    torch.testing.assert_close(phi, want, atol=1e-5, rtol=1e-5)
+    import torchxplain as tx
+
+    with tx.settings.dtype_policy("float64"):
+        ex64 = FourierShap.from_spectrum(spec.to(torch.float32), bg.to(torch.float32))
+    assert ex64.dtype == torch.float64

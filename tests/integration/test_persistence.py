@@ -126,3 +126,27 @@ def test_tree_explainers_round_trip_with_their_encoding(tmp_path, kind):
     # an explainer cast to float32 still routes rows by the float64 thresholds of the model
     cast = FourierShap.load(path).to(torch.float32)
     torch.testing.assert_close(cast.attribute(x[20:30].float()), explainer.attribute(x[20:30]).float())
+
+
+def test_broken_files_get_clear_errors(tmp_path):
+    explainer = FourierShap.from_spectrum(_spectrum(n=4, k=4), torch.zeros(2, 4, dtype=torch.float64))
+    path = explainer.save(tmp_path / "ok.pt")
+    (tmp_path / "empty.pt").write_bytes(b"")
+    (tmp_path / "cut.pt").write_bytes(open(path, "rb").read()[:200])
+    with pytest.raises(FileNotFoundError, match="no saved explainer at"):
+        load_explainer(tmp_path / "missing.pt")
+    for broken in ("empty.pt", "cut.pt"):
+        with pytest.raises(ValueError, match="not a readable torchxplain explainer file"):
+            load_explainer(tmp_path / broken)
+    data = torch.load(path, weights_only=True)
+    torch.save({**data, "metadata": "{not json"}, tmp_path / "json.pt")
+    with pytest.raises(ValueError, match="no valid JSON metadata"):
+        load_explainer(tmp_path / "json.pt")
+    state = dict(data["state"])
+    del state["background_bits"]
+    torch.save({**data, "state": state}, tmp_path / "keys.pt")
+    with pytest.raises(ValueError, match="lacks the saved entry 'background_bits'"):
+        load_explainer(tmp_path / "keys.pt")
+    torch.save({**data, "version": 1}, tmp_path / "old.pt")
+    with pytest.raises(ValueError, match="format version 1; this torchxplain reads 2"):
+        load_explainer(tmp_path / "old.pt")

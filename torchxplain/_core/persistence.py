@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 FORMAT = "torchxplain-explainer"
-VERSION = 1
+VERSION = 2  # 2: explainer configs of the unified FourierShap (encoders, several outputs) and GOALS
 
 
 _REGISTRY: dict[str, Any] = {}  # name -> explainer class (typed Any: ExplainerBase imports this module)
@@ -84,18 +84,38 @@ def save_explainer(explainer: Any, path: str | os.PathLike[str]) -> str:
 
 def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The JSON metadata of a saved explainer (``{"class", "config"}``), loaded with ``weights_only=True``."""
-    return json.loads(_read(path)["metadata"])
+    metadata: dict[str, Any] = _read(path)["metadata"]
+    return metadata
 
 
 def _read(path: str | os.PathLike[str]) -> dict[str, Any]:
-    data = torch.load(os.fspath(path), map_location="cpu", weights_only=True)
+    """The file's dict, checked: a readable torch file of our format and version, with JSON metadata and tensors."""
+    name = os.fspath(path)
+    if not os.path.isfile(name):
+        raise FileNotFoundError(f"no saved explainer at {name!r}")
+    try:
+        data = torch.load(name, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, OSError, ValueError) as err:
+        raise ValueError(
+            f"{name!r} is not a readable torchxplain explainer file (empty, truncated or not written by save()): "
+            f"{str(err)[:120]}"
+        ) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"{os.fspath(path)!r} is not a saved torchxplain explainer")
+        raise ValueError(f"{name!r} is not a saved torchxplain explainer")
     if data.get("version") != VERSION:
         raise ValueError(
-            f"{os.fspath(path)!r} has format version {data.get('version')}; this torchxplain reads {VERSION}"
+            f"{name!r} has format version {str(data.get('version'))[:20]}; this torchxplain reads {VERSION}"
         )
-    return data
+    try:
+        meta = json.loads(data["metadata"])
+    except (KeyError, TypeError, json.JSONDecodeError):
+        raise ValueError(f"{name!r} holds no valid JSON metadata; re-save the explainer with save()") from None
+    state = data.get("state")
+    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict) or not isinstance(state, dict):
+        raise ValueError(f"{name!r} lacks the metadata 'config' or the 'state' tensors; re-save the explainer")
+    if not all(isinstance(v, Tensor) for v in state.values()):
+        raise ValueError(f"{name!r} has state entries that are not tensors; re-save the explainer")
+    return {"metadata": meta, "state": state}
 
 
 def load_explainer(
@@ -113,13 +133,27 @@ def load_explainer(
 
     Returns:
         An explainer of the saved class whose ``state_dict`` equals the saved one.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: an empty, truncated or foreign file, invalid metadata, a class that is not loadable, or a state
+            that lacks entries the class needs (each message names the file and the fix).
     """
     data = _read(path)
-    meta = json.loads(data["metadata"])
+    meta = data["metadata"]
     registry = loadable_classes()
     if meta.get("class") not in registry:
-        raise ValueError(f"saved class {meta.get('class')!r} is not loadable; loadable are {sorted(registry)}")
+        raise ValueError(
+            f"saved class {str(meta.get('class'))[:60]!r} is not loadable; loadable are {sorted(registry)}"
+        )
     state = {k: v.to(map_location) if map_location is not None else v for k, v in data["state"].items()}
-    explainer = registry[meta["class"]]._from_config(meta["config"], state, forward_func)
-    explainer.load_state_dict(state, strict=True)
+    try:
+        explainer = registry[meta["class"]]._from_config(meta["config"], state, forward_func)
+        explainer.load_state_dict(state, strict=True)
+    except KeyError as err:
+        raise ValueError(
+            f"{os.fspath(path)!r} lacks the saved entry {err}; the file is incomplete or was edited: re-save it"
+        ) from None
+    except RuntimeError as err:
+        raise ValueError(f"{os.fspath(path)!r} does not match its class's state: {str(err)[:200]}") from None
     return explainer
