@@ -11,7 +11,8 @@ from torchxplain._core import check_binary, check_finite, check_matrix, check_sa
 from torchxplain._core.inputs import to_tensor
 from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.values.background import BackgroundTerm, validate_groups
-from torchxplain.fourier.values.plan import Kernel, ValuePlan, check_kernel
+from torchxplain.fourier.values.cost import Kernel, check_kernel
+from torchxplain.fourier.values.plan import ValuePlan
 
 
 def precompute_background(spectrum: FourierSpectrum, background: Any) -> BackgroundTerm:
