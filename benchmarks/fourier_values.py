@@ -1,9 +1,13 @@
-"""Achieved GFLOP/s of the Eq. 5 kernel (``tx.fourier.shapley_values``) against ``torch.matmul`` in the same run.
+"""The value kernels on random sparse spectra: speed of both kernels, GEMM efficiency, and the memory budget.
 
-The kernel does two GEMMs per chunk of (query, background) pairs, ``C = D Fᵀ`` and ``Φ = (S ∘ w(C)) F``, so its
-useful work is ``4 · Q · |D| · k · n`` flops; the rest (``w(C)``, ``S ∘``, the reduction over the background) is
-elementwise. The reference rate is ``torch.matmul`` on the same GEMM shapes and dtype. Peak memory is the growth of
-the process's peak resident set (CPU) or ``torch.cuda.max_memory_allocated`` (CUDA).
+1. **Speed.** ``tx.fourier.shapley_values`` with ``kernel="gemm"`` (two GEMMs per chunk of (query, background)
+   pairs, ``4·Q·|D|·k·n`` useful flops, whose rate is compared with ``torch.matmul`` on the same shapes) and with
+   ``kernel="small_support"`` (tables over the patterns of support families), and which one ``"auto"`` picks.
+2. **Memory** (issue 15): Q = 20,000, |D| = 100, k = 20,000, n = 200 (about three features per frequency) with
+   ``max_memory="1GB"``, each kernel in a fresh process, peak resident set from ``getrusage`` (the whole process:
+   Python, torch and the inputs included) and, for the dense kernel, which would run for hours on a CPU, the peak
+   of a psutil sampler over its first ``--gemm-seconds`` seconds (its chunks all have the same size, so the peak is
+   reached in the first one). Target: below 1.5 GB.
 
     python benchmarks/fourier_values.py [--device cuda] [--dtype float64] [--quick]
 """
@@ -11,18 +15,23 @@ the process's peak resident set (CPU) or ``torch.cuda.max_memory_allocated`` (CU
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 
+import psutil
 import torch
 from threadpoolctl import threadpool_limits
 
-from torchxplain.fourier import FourierSpectrum, shapley_values
+from torchxplain.fourier import FourierSpectrum, precompute_background, shapley_values
+from torchxplain.fourier.values.plan import ValuePlan
 
 CASES = [(100, 100, 1_000, 40), (100, 100, 20_000, 80), (1_000, 100, 5_000, 236)]
-BUDGET_CASE = (1_000, 100, 20_000, 80)
+BUDGET_CASE = (20_000, 100, 20_000, 200)
+BUDGET = "1GB"
 
 
 def random_problem(q: int, b: int, k: int, n: int, dtype: torch.dtype, device: str, seed: int = 0):
@@ -57,76 +66,112 @@ def matmul_rate(rows: int, n: int, k: int, dtype: torch.dtype, device: str, repe
     return 4.0 * rows * n * k / seconds / 1e9
 
 
-def peak_memory_mb(device: str) -> float:
-    if device == "cuda":
-        return torch.cuda.max_memory_allocated() / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def run_case(q, b, k, n, dtype, device, max_memory, repeat):
+def speed_case(q, b, k, n, dtype, device, max_memory, repeat) -> dict:
     spec, x, bg = random_problem(q, b, k, n, dtype, device)
-    if device == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-    before = peak_memory_mb(device)
-    seconds = timed(lambda: shapley_values(spec, x, bg, max_memory=max_memory), device, repeat)
-    grown = peak_memory_mb(device) - (0.0 if device == "cuda" else before)
-    gflops = 4.0 * q * b * k * n / seconds / 1e9
-    # the reference: the best torch.matmul rate over GEMMs of this k and n with a range of row counts
-    ref = max(matmul_rate(rows, n, k, dtype, device, repeat) for rows in (b, 4 * b, 16 * b))
-    return seconds, gflops, ref, grown
+    out = {"gemm": timed(lambda: shapley_values(spec, x, bg, max_memory=max_memory, kernel="gemm"), device, repeat)}
+    out["small_support"] = timed(
+        lambda: shapley_values(spec, x, bg, max_memory=max_memory, kernel="small_support"), device, repeat
+    )
+    plan = ValuePlan(spec, bg, None, n)
+    plan.shapley(x)
+    out["auto_picks"] = plan.describe()["choices"]["shapley"]["kernel"]
+    out["gflops"] = 4.0 * q * b * k * n / out["gemm"] / 1e9
+    out["matmul"] = max(matmul_rate(rows, n, k, dtype, device, repeat) for rows in (b, 4 * b, 16 * b))
+    return out
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     parser.add_argument("--max-memory", default="512MB")
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--quick", action="store_true", help="only the smallest case")
-    parser.add_argument("--budget-case", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="only the smallest case, no memory case")
+    parser.add_argument("--gemm-seconds", type=float, default=60.0, help="how long the dense memory run is sampled")
+    parser.add_argument("--budget-case", choices=["auto", "gemm", "small_support"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     dtype = getattr(torch, args.dtype)
     if args.budget_case:
-        return budget_case(args.device, dtype)
+        return budget_case(args.device, dtype, args.budget_case, args.gemm_seconds)
     cases = CASES[:1] if args.quick else CASES
     default_threads = torch.get_num_threads()
     for threads in (1, default_threads) if args.device == "cpu" else (None,):
         label = f"{threads} thread(s)" if threads else "cuda"
-        print(f"\n== Eq. 5 kernel vs torch.matmul, {args.dtype}, {args.device}, {label}, budget {args.max_memory}")
+        print(f"\n== value kernels, {args.dtype}, {args.device}, {label}, budget {args.max_memory}")
         print(
-            f"{'Q':>6} {'|D|':>5} {'k':>7} {'n':>4} {'seconds':>9} {'GFLOP/s':>9} {'matmul':>9} {'ratio':>7}"
-            f" {'peak MB':>9}"
+            f"{'Q':>6} {'|D|':>5} {'k':>7} {'n':>4} {'gemm s':>9} {'GFLOP/s':>8} {'of matmul':>9} "
+            f"{'tables s':>9} {'gemm/tables':>11} {'auto picks':>13}"
         )
         with threadpool_limits(threads):
             if threads:
                 torch.set_num_threads(threads)
             for q, b, k, n in cases:
-                seconds, gflops, ref, grown = run_case(q, b, k, n, dtype, args.device, args.max_memory, args.repeat)
+                r = speed_case(q, b, k, n, dtype, args.device, args.max_memory, args.repeat)
                 print(
-                    f"{q:>6} {b:>5} {k:>7} {n:>4} {seconds:>9.3f} {gflops:>9.1f} {ref:>9.1f} {gflops / ref:>7.1%}"
-                    f" {grown:>9.0f}"
+                    f"{q:>6} {b:>5} {k:>7} {n:>4} {r['gemm']:>9.3f} {r['gflops']:>8.1f} "
+                    f"{r['gflops'] / r['matmul']:>9.1%} {r['small_support']:>9.3f} "
+                    f"{r['gemm'] / r['small_support']:>11.1f} {r['auto_picks']:>13}"
                 )
         torch.set_num_threads(default_threads)
     if not args.quick:
         q, b, k, n = BUDGET_CASE
         print(
-            f"\n== memory budget: Q={q}, |D|={b}, k={k}, n={n} with max_memory='2GB' ({args.dtype}, 1 thread, "
-            "fresh process so the peak resident set is this case's)"
+            f"\n== memory: Q={q}, |D|={b}, k={k}, n={n}, max_memory={BUDGET!r}, {args.dtype}, 1 thread; "
+            "each kernel in a fresh process (peak resident set of the whole process)"
         )
-        subprocess.run(
-            [sys.executable, __file__, "--budget-case", "--device", args.device, "--dtype", args.dtype], check=True
-        )
+        for kernel in ("auto", "gemm"):
+            command = [
+                sys.executable,
+                __file__,
+                "--budget-case",
+                kernel,
+                "--device",
+                args.device,
+                "--dtype",
+                args.dtype,
+            ]
+            if kernel == "gemm":
+                command += ["--gemm-seconds", str(args.gemm_seconds)]
+            subprocess.run(command, check=True)
 
 
-def budget_case(device: str, dtype: torch.dtype) -> None:
+def budget_case(device: str, dtype: torch.dtype, kernel: str, gemm_seconds: float) -> None:
+    """One run of the memory case in this (fresh) process; prints the peak resident set."""
     q, b, k, n = BUDGET_CASE
     torch.set_num_threads(1)
-    with threadpool_limits(1):
-        seconds, gflops, ref, grown = run_case(q, b, k, n, dtype, device, "2GB", 1)
-    print(
-        f"{seconds:.2f} s, {gflops:.1f} GFLOP/s ({gflops / ref:.1%} of matmul), "
-        f"peak memory growth {grown:.0f} MB (budget 2048 MB)"
+    spec, x, bg = random_problem(q, b, k, n, dtype, device)
+    process, peak, done = psutil.Process(), [0], threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], process.memory_info().rss)
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    start = time.perf_counter()
+    term = precompute_background(spec, bg)
+    worker = threading.Thread(
+        target=lambda: shapley_values(spec, x, term, max_memory=BUDGET, kernel=kernel), daemon=True
     )
+    with threadpool_limits(1):
+        worker.start()
+        worker.join(timeout=gemm_seconds if kernel == "gemm" else None)  # the dense run takes hours on a CPU
+    finished = not worker.is_alive()
+    seconds = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    rusage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    (plan,) = term.plans.values()
+    chosen = plan.describe()["choices"].get("shapley", {}).get("kernel", kernel)
+    status = f"{seconds:.1f} s" if finished else f"stopped after {seconds:.0f} s (chunks of equal size)"
+    print(
+        f"kernel={kernel} (ran {chosen}): {status}; peak resident {max(rusage, peak[0]) / 2**30:.2f} GiB "
+        f"(getrusage {rusage / 2**30:.2f}, sampler {peak[0] / 2**30:.2f}); target < 1.5 GiB",
+        flush=True,
+    )
+    if not finished:
+        os._exit(0)  # the dense run is still going: end the process without waiting for it
 
 
 if __name__ == "__main__":
