@@ -102,11 +102,13 @@ class SupportLayout:
         rows = torch.argsort(family, stable=True)[int((family < 0).sum()) :]  # by family: local scatters
         fam = family[rows]
         width = members.shape[1]
-        on = freq[rows[:, None], members[fam].clamp(min=0)] & (members[fam] >= 0)
+        rows_members = members.index_select(0, fam)
+        linear = rows[:, None] * freq.shape[1] + rows_members.clamp(min=0)
+        on = freq.reshape(-1).take(linear) & (rows_members >= 0)  # a flat take: 2-D advanced indexing is slow
         bit = torch.bitwise_left_shift(on.long(), torch.arange(width, device=device))
         self.rows, self.fam = rows, fam
         self.local = bit.sum(1)  # each frequency's support as a bit mask over its family's features
-        self.blocks = torch.zeros_like(bit).scatter_add_(1, self.slot[fam], bit)  # per-slot masks
+        self.blocks = torch.zeros_like(bit).scatter_add_(1, self.slot.index_select(0, fam), bit)  # per-slot masks
         self.n_blocks = (self.blocks > 0).sum(1, dtype=torch.int64)
         local_bits = torch.bitwise_left_shift(torch.ones_like(members), torch.arange(width, device=device))
         self.slot_mask = torch.zeros_like(members).scatter_add_(1, self.slot, torch.where(members >= 0, local_bits, 0))
@@ -141,12 +143,13 @@ def _moments(background: Tensor, members: Tensor, classes: list[tuple[int, int, 
     total = int(offset[-1] + 2 ** int(classes[-1][0])) if classes else 0
     hist = background.new_zeros(total)
     rows_per = max(1, parse_memory() // max(8 * 4 * members.numel(), 1))
+    columns = background.T.contiguous()  # feature-major: a family's features are row gathers
     for u, start, stop in classes:
-        feats = members[start:stop, :u]
-        weights = _powers(u, members.device)
+        feats = members[start:stop, :u].flatten()
+        weights = _powers(u, members.device).to(background.dtype)[None, :, None]
         for b0, b1 in chunk_bounds(background.shape[0], rows_per):
-            bits = background[b0:b1][:, feats.flatten()].view(b1 - b0, stop - start, u).long()
-            index = (bits * weights).sum(-1) + offset[start:stop]
+            bits = columns[:, b0:b1].index_select(0, feats).view(stop - start, u, b1 - b0)
+            index = (bits * weights).sum(1).long() + offset[start:stop, None]
             hist.index_add_(0, index.flatten(), background.new_ones(index.numel()))
     parts = [
         walsh(hist[int(offset[start]) : int(offset[start]) + (stop - start) * 2**u].view(stop - start, 2**u), 1)
