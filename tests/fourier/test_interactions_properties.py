@@ -21,7 +21,7 @@ from torchxplain.fourier import (
     shapley_interactions,
     shapley_values,
 )
-from torchxplain.fourier.interactions import to_players
+from torchxplain.fourier.players import player_map
 
 ATOL = 1e-10
 
@@ -129,9 +129,10 @@ def test_dummy_player_gets_zero_and_permuting_players_permutes_the_result(case, 
         assert torch.all(result[t].select(1, dummy) == 0), f"{index}: dummy has order-{t} entries"
     # leaving the dummy out of the kernel and spreading back (what the explainer does) changes nothing
     without = interaction_values(spec, xq, bg, index=index, max_order=min(order, n))
-    spread = to_players(without, torch.arange(n), n + 1)
+    players = player_map(torch.arange(n), n + 1, None)  # the explainer's map: input n owns no binary feature
+    assert players.m == n + 1 and players.m_active == n
     for t in without:
-        torch.testing.assert_close(spread[t], result[t], rtol=0, atol=ATOL)
+        torch.testing.assert_close(players.expand(without[t], t), result[t], rtol=0, atol=ATOL)
     perm = torch.randperm(n + 1, generator=torch.Generator().manual_seed(n))
     permuted = FourierSpectrum(wide.frequencies[:, perm], wide.amplitudes)
     moved = interaction_values(permuted, xw[:, perm], bw[:, perm], index=index, max_order=order)

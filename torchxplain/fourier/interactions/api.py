@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor
 
 from torchxplain._core import settings
@@ -74,27 +73,3 @@ def interaction_values(
         plan, xq = _plan(spectrum, x, background, groups, "auto", relaxed=False)  # the value functions' checks
         order = check_index(index, max_order, plan.m)
         return _interaction_values(xq, plan.term, plan.groups, plan.m, index, order)
-
-
-def to_players(result: dict[int, Tensor], active: Tensor, m: int) -> dict[int, Tensor]:
-    """Spread a result over ``m_active`` kernel players onto all ``m`` players (zeros for the dummies).
-
-    A player that owns no binary feature is a dummy: every index gives it 0 at every order ``≥ 1``, and order 0
-    does not depend on it, so the kernel can leave it out (as the explainer's player maps do).
-
-    Args:
-        result: ``{t: (Q,) + (m_active,) * t}``.
-        active: ``(m_active,)`` int64 index in ``0..m-1`` of each kernel player.
-        m: the number of players.
-
-    Returns:
-        ``{t: (Q,) + (m,) * t}``.
-    """
-    out = {0: result[0]}
-    for t in range(1, max(result) + 1):
-        values = result[t]
-        spread = values.new_zeros((values.shape[0],) + (m,) * t)
-        grid = torch.meshgrid(*([active.to(values.device)] * t), indexing="ij")
-        spread[(slice(None), *grid)] = values
-        out[t] = spread
-    return out
