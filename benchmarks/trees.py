@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import DatasetMissing, entacmaea, gb1, sgemm  # noqa: E402
 from _tree_continuous import run_continuous  # noqa: E402
-from _tree_peers import PEERS, available_peers, avgfp, ours_explainer, ours_kernel, timed  # noqa: E402
+from _tree_peers import PEERS, available_peers, avgfp, ours_explainer, ours_kernel, timed, use_clock  # noqa: E402
 
 import torchxplain as tx  # noqa: E402
 
@@ -152,16 +153,26 @@ def main() -> None:
     parser.add_argument("--skip-peers", nargs="*", default=[], help="peers not to run (shap, woodelf, fasttreeshap)")
     parser.add_argument("--continuous", action="store_true", help="the continuous grid instead of the binary one")
     parser.add_argument("--json", type=Path, help="also write every row to this JSON file")
+    parser.add_argument(
+        "--clock",
+        default="wall",
+        choices=["wall", "cpu"],
+        help="wall-clock time, or process CPU time (for one-thread runs on a machine shared with other jobs)",
+    )
     args = parser.parse_args()
     cells = CELLS
     if args.quick:
         args.datasets, args.depths, args.threads, args.repeat = ["entacmaea", "sgemm"], [3, 5], [1], 1
         cells = [(100, 100)]
     device, dtype = torch.device(args.device), getattr(torch, args.dtype)
+    use_clock(args.clock)
     peers = available_peers()
     default_threads = torch.get_num_threads()
     print(f"peers: {peers}")
-    print(f"device {device}, {args.dtype}; default threads {default_threads}; {args.trees}-tree random forests")
+    print(
+        f"device {device}, {args.dtype}; default threads {default_threads}; {args.trees}-tree random forests; "
+        f"{args.clock} clock; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     rows: list[dict[str, Any]] = []
     if args.continuous:
         rows = run_continuous(args, peers, quick=args.quick)

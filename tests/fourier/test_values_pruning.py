@@ -34,8 +34,8 @@ def test_r2_target_is_reached_on_the_selection_sample_and_reported_on_a_fresh_on
     kept = _prune_to_r2(rest, selection, target)
     assert len(kept) + int(constant.sum()) == report.kept_terms
     assert _r2(rest.evaluate(selection), kept.evaluate(selection)) >= target
-    fresh = sample_hybrids(queries, background, None, 1024, 6)  # the report's independent sample
-    assert report.hybrid_points == 1024
+    fresh = sample_hybrids(queries, background, None, 512, 6)  # the report's independent sample
+    assert report.hybrid_points == 512
     assert report.r2_hybrid == pytest.approx(_r2(spectrum.evaluate(fresh), pruned.evaluate(fresh)), abs=1e-9)
     assert report.r2_hybrid > target - 0.01  # an honest estimate: close to, not always above, the target
 
@@ -93,5 +93,5 @@ def test_energy_rule_reports_its_hybrid_accuracy():
     spectrum, background, queries = _forest()
     pruned, report = prune_tree_spectrum(spectrum, background, energy=0.99, queries=queries)
     assert report.r2_target is None and report.kept_energy >= 0.99
-    fresh = sample_hybrids(queries, background, None, 1024, 1)
+    fresh = sample_hybrids(queries, background, None, 512, 1)
     assert report.r2_hybrid == pytest.approx(_r2(spectrum.evaluate(fresh), pruned.evaluate(fresh)), abs=1e-9)

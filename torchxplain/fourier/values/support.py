@@ -273,7 +273,7 @@ def explain(layout: SupportLayout, tables: list[Tensor], xq: Tensor, kind: Table
     into the slot's player; queries run along the last axis so every step is a contiguous row operation.
     """
     r, m, q = order(kind), layout.m, xq.shape[0]
-    out = xq.new_zeros(q, (m + 1) ** r)
+    out = xq.new_empty(q, (m + 1) ** r)  # every row is written once, chunk by chunk
     per_query = max(1, layout.gathers_per_query(kind) + xq.shape[1])
     block = min(parse_memory() // (4 * xq.element_size()), _CUDA_BLOCK if xq.is_cuda else _CPU_BLOCK)
     step = max(1, block // per_query)
@@ -288,12 +288,13 @@ def explain(layout: SupportLayout, tables: list[Tensor], xq: Tensor, kind: Table
             classes.append((u, weights, target.flatten(), table))
         else:  # many features: gather each family's own
             classes.append((u, feats.flatten(), target.flatten(), table))
+    gather = any(not weights.is_floating_point() for _, weights, _, _ in classes)
     for q0, q1 in chunk_bounds(q, step):
-        xt = xq[q0:q1].T.contiguous()
+        xt = xq[q0:q1].T.contiguous() if gather else None  # feature-major rows for gathering features
         acc = xq.new_zeros((m + 1) ** r, q1 - q0)
         for u, weights, target, table in classes:
-            if weights.is_floating_point():
-                pattern = (weights @ xt).long()  # exact: sums of distinct powers of two below 2^16
+            if xt is None or weights.is_floating_point():
+                pattern = (weights @ xq[q0:q1].T).long()  # exact: sums of distinct powers of two below 2^16
             else:
                 pattern = (xt[weights].view(-1, u, q1 - q0) * _powers(u, xq.device).to(xq.dtype)[:, None]).sum(1)
                 pattern = pattern.long()
