@@ -130,7 +130,7 @@ def workload(frequencies: Tensor, feats: Tensor, groups: Tensor | None, players:
     return Workload(
         k=k,
         n=n,
-        n_active=int(frequencies.any(0).sum()),
+        n_active=int((torch.bincount(feats.flatten(), minlength=n + 1)[:n] > 0).sum()),
         background=background,
         players=players,
         grouped=groups is not None,
