@@ -3,7 +3,8 @@
 Random forests (50 trees, depth 5) and XGBoost (100 trees, depth 6) on scikit-learn's breast cancer (30
 features, the positive class: probability for the forest, margin for XGBoost) and diabetes (10 features) data.
 shap's kernel keeps thresholds in float32, so on rows near a split it follows another path than the model;
-exactness is therefore also measured against brute force over all 2^10 coalitions on diabetes.
+exactness is therefore also measured against brute force over all 2^10 coalitions on diabetes. woodelf explains
+class 0 of a scikit-learn forest classifier (its values are minus class 1's there: err_vs_woodelf ≈ 2).
 """
 
 from __future__ import annotations
@@ -44,6 +45,13 @@ def models(seed: int) -> list[tuple[str, str, Any, np.ndarray, np.ndarray, Any]]
         boost_out = (lambda m: lambda z: m.predict(z, output_margin=True).astype(np.float64))(boost)
         out += [(data, "rf50-d5", forest, x, y, forest_out), (data, "xgb100-d6", boost, x, y, boost_out)]
     return out
+
+
+def positive_class(values: np.ndarray, q: int) -> np.ndarray:
+    """A classifier's values for class 1 from shap's ``(Q, p, 2)`` or the older list format ``(2, Q, p)``."""
+    if values.ndim < 3:
+        return values
+    return values[1] if values.shape[0] == 2 and values.shape[1] == q else values[..., 1]
 
 
 def brute_force(predict, queries: np.ndarray, background: np.ndarray) -> np.ndarray:
@@ -116,7 +124,7 @@ def run_continuous(args, peers: dict[str, str], quick: bool) -> list[dict[str, A
                     row[peer], values = timed(
                         lambda fn=fn, m=model, bg=background[:b], qs=queries: fn(m, bg, qs), args.repeat
                     )
-                    values = values[..., 1] if values.ndim == 3 else values
+                    values = positive_class(values, len(queries))
                     row[f"err_vs_{peer}"] = float(np.abs(ours - values).max() / np.abs(values).max())
                 if data == "diabetes":
                     exact = brute_force(predict, queries[:5], background[:b])
