@@ -220,3 +220,15 @@ def test_half_precision_inputs_are_computed_in_float32_not_bfloat16():
     with tx.settings.dtype_policy("float64"):
         ex64 = FourierShap.from_spectrum(spec.to(torch.float32), bg.to(torch.float32))
     assert ex64.dtype == torch.float64
+
+
+def test_auto_kernel_values_do_not_depend_on_batching_beyond_rounding():
+    """The auto kernel may switch from the dense to the small-support kernel as batches stream in (its ski-rental
+    rule); both are exact, so the values of a row agree to rounding however the rows are batched."""
+    spec, freq, amp, xq, bg = random_case(17, 10, 40, 16, 300, max_degree=4)
+    whole = FourierShap.from_spectrum(spec, bg).attribute(xq)
+    batched = FourierShap.from_spectrum(spec, bg)
+    parts = torch.cat([batched.attribute(xq[i : i + 16]) for i in range(0, 300, 16)])
+    torch.testing.assert_close(parts, whole, atol=1e-13, rtol=0)
+    expected = torch.tensor(brute_force.shapley(freq, amp, xq[:5].numpy(), bg.numpy()))
+    torch.testing.assert_close(whole[:5], expected, atol=1e-12, rtol=0)
