@@ -21,9 +21,10 @@ from torchxplain.fourier.fit_report import r2_score
 from torchxplain.fourier.hybrid import HybridSampler, Paths
 from torchxplain.fourier.spectrum import FourierSpectrum
 
-SHAP_ROWS = 32
-"""Validation rows whose SHAP values are estimated (each with many paths; their spread gives the variance)."""
-MIN_PATHS_PER_ROW = 8
+PATHS_PER_ROW = 4
+"""Permutation paths per validation row (their spread gives the estimator's variance)."""
+MIN_ROWS, MAX_ROWS = 32, 512
+"""Bounds on the number of validation rows (R² over few rows depends much on which rows they are)."""
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,9 @@ class PathValidation:
         """R² of the spectrum against the model on the path points."""
         return r2_score(self.y, spectrum.evaluate(self.z.to(spectrum.dtype)).to(torch.float64))
 
-    def shap_r2(self, spectrum: FourierSpectrum, shapley: Callable[..., Tensor]) -> float:
-        """Estimated R² of the spectrum's SHAP values against the model's on the validation rows.
+    def shap_r2(self, spectrum: FourierSpectrum, shapley: Callable[..., Tensor]) -> tuple[float, float]:
+        """Estimated R² of the spectrum's SHAP values against the model's on the validation rows, and its
+        jackknife standard error over the rows (what another draw of rows would change).
 
         Args:
             spectrum: the fitted spectrum.
@@ -74,20 +76,25 @@ class PathValidation:
             / counts
         )
         spread = torch.zeros_like(mean).index_add_(0, p.row, (per_path - mean[p.row]) ** 2) / (counts - 1).clamp(1)
-        err2 = float((mean**2 - spread / counts).sum())  # unbiased Σ φ(e)²
+        err2 = (mean**2 - spread / counts).sum(1)  # per row, unbiased Σ_i φ_i(e)²
         phi_h = shapley(spectrum, p.x.to(spectrum.dtype), self.background.to(spectrum.dtype), self.groups)
         phi_f = phi_h.to(torch.float64) - mean
-        total = float(((phi_f - phi_f.mean()) ** 2).sum())
-        return 1.0 - max(err2, 0.0) / total if total > 0 else float("nan")
+        total = ((phi_f - phi_f.mean()) ** 2).sum(1)
+        big_e, big_t = float(err2.sum()), float(total.sum())
+        if big_t <= 0:
+            return float("nan"), float("nan")
+        leave_out = 1.0 - (big_e - err2).clamp_min(0.0) / (big_t - total).clamp_min(1e-300)
+        se = float(((n_rows - 1) / n_rows * ((leave_out - leave_out.mean()) ** 2).sum()).sqrt())
+        return 1.0 - max(big_e, 0.0) / big_t, se
 
 
 def path_validation(
     sampler: HybridSampler, n_points: int, query: Callable[[Tensor], Tensor], generator: torch.Generator
 ) -> PathValidation:
-    """Draw about ``n_points`` valid path points on :data:`SHAP_ROWS` rows and query the model there."""
-    pilot = sampler.paths(8, MIN_PATHS_PER_ROW, generator)
+    """Draw about ``n_points`` valid path points (:data:`PATHS_PER_ROW` paths per row) and query the model there."""
+    pilot = sampler.paths(16, PATHS_PER_ROW, generator)
     per_path = max(float(pilot.valid.sum()) / pilot.valid.shape[0], 1.0)
-    per_row = max(MIN_PATHS_PER_ROW, round(n_points / (per_path * SHAP_ROWS)))
-    paths = sampler.paths(SHAP_ROWS, per_row, generator)
+    n_rows = min(MAX_ROWS, max(MIN_ROWS, round(n_points / (per_path * PATHS_PER_ROW))))
+    paths = sampler.paths(n_rows, PATHS_PER_ROW, generator)
     z = paths.points[paths.valid]
     return PathValidation(paths, z, query(z), sampler.background, sampler.groups, sampler.n_players)

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from torchxplain.fourier.fit_report import LOWER_BOUND_Z, TargetMetric
 from torchxplain.fourier.hybrid import HybridSampler
 from torchxplain.fourier.hybrid_check import PathValidation
 from torchxplain.fourier.hybrid_fit import TermFit, fit_terms
@@ -63,23 +64,48 @@ class Scorer:
     def __init__(self, validation: PathValidation) -> None:
         self.validation = validation
 
-    def __call__(self, spectrum: FourierSpectrum) -> tuple[float, float]:
-        return self.validation.r2(spectrum), self.validation.shap_r2(spectrum, _closed_form)
+    def __call__(self, spectrum: FourierSpectrum) -> dict[str, float]:
+        """``{"r2": hybrid R², "r2_shap": estimated SHAP R², "r2_shap_se": its standard error}``."""
+        shap, se = self.validation.shap_r2(spectrum, _closed_form)
+        return {"r2": self.validation.r2(spectrum), "r2_shap": shap, "r2_shap_se": se}
 
 
 def _closed_form(spectrum: FourierSpectrum, x: Tensor, background: Tensor, groups: Tensor) -> Tensor:
-    singletons = groups.numel() == int(groups.max()) + 1 if groups.numel() else True
-    return shapley_values(spectrum, x, background, groups=None if singletons else groups)
+    """``(R, m)`` Shapley values per player. When no frequency has two bits in one player (every spectrum of a
+    one-hot fit), a player's parity differs exactly when its one bit does, so the grouped values are the group
+    sums of the singleton ones (the cheaper kernel)."""
+    m = int(groups.max()) + 1 if groups.numel() else 0
+    if m == groups.numel():
+        return shapley_values(spectrum, x, background)
+    per_player = spectrum.frequencies.to(torch.float32) @ torch.nn.functional.one_hot(groups, m).to(torch.float32)
+    if len(spectrum) and float(per_player.max()) > 1:
+        return shapley_values(spectrum, x, background, groups=groups)
+    singles = shapley_values(spectrum, x, background)
+    return singles.new_zeros(x.shape[0], m).index_add_(1, groups, singles)
 
 
-def _met(stage: dict[str, Any], target: float | None) -> bool:
-    return target is not None and stage["r2"] >= target and stage["r2_shap"] >= target
+@dataclass(frozen=True)
+class Target:
+    """The held-out R² a fit is held to: ``metric`` ``"shap"`` (the estimated R² of the SHAP values, the default)
+    or ``"hybrid"`` (the R² of the surrogate on hybrid points), and its ``value`` (``None``: no target)."""
+
+    value: float | None
+    metric: TargetMetric = "shap"
+
+    def met(self, stage: dict[str, Any]) -> bool:
+        """Hybrid: the R² reaches the value; SHAP: so does its one-sided 90% lower bound (over rows)."""
+        if self.value is None:
+            return False
+        if self.metric == "hybrid":
+            return stage["r2"] >= self.value
+        return stage["r2_shap"] - LOWER_BOUND_Z * stage["r2_shap_se"] >= self.value
 
 
-def _stop_reason(stages: list[dict[str, Any]], target: float | None) -> str | None:
-    if _met(stages[-1], target):
+def _stop_reason(stages: list[dict[str, Any]], target: Target) -> str | None:
+    if target.met(stages[-1]):
         return "target met"
-    if len(stages) >= 3 and max(s["r2"] for s in stages[-2:]) < stages[-3]["r2"] + MIN_GAIN:
+    key = "r2_shap" if target.metric == "shap" else "r2"
+    if len(stages) >= 3 and max(s[key] for s in stages[-2:]) < stages[-3][key] + MIN_GAIN:
         return "two stages without gain"
     return None
 
@@ -93,7 +119,7 @@ def fit_hybrid(
     k: int | None,
     max_degree: int | None,
     budget: Budget,
-    target_r2: float | None,
+    target: Target,
     generator: torch.Generator,
 ) -> tuple[FourierSpectrum, list[dict[str, Any]], str]:
     """Run the ladder (module docstring).
@@ -129,7 +155,7 @@ def fit_hybrid(
         fit: TermFit = fit_terms(basis.unit_rows(z), y, basis, degree, columns, k if k is not None else 2**62)
         spectrum = _clean(fit.spectrum(basis))
         seconds = time.perf_counter() - start  # the fit's own cost: it grows with the stages, the check's does not
-        r2, r2_shap = score(spectrum)
+        scores = score(spectrum)
         stages.append(
             {
                 "method": "hybrid",
@@ -137,14 +163,14 @@ def fit_hybrid(
                 "degree": degree,
                 "samples": int(z.shape[0]),
                 "terms": len(spectrum),
-                "r2": r2,
-                "r2_shap": r2_shap,
+                **scores,
                 "seconds": round(seconds, 3),
             }
         )
-        if best is None or r2 > best[0]:
-            best = (r2, spectrum)
-        stop = _stop_reason(stages, target_r2)
+        value = scores["r2_shap" if target.metric == "shap" else "r2"]
+        if best is None or value > best[0]:
+            best = (value, spectrum)
+        stop = _stop_reason(stages, target)
         if stop is not None:
             why = stop
             break
@@ -166,7 +192,7 @@ def _clean(spectrum: FourierSpectrum) -> FourierSpectrum:
 
 
 def pick_k_exact(
-    frequencies: Tensor, amplitudes: Tensor, score: Scorer, k: int | None, target_r2: float | None
+    frequencies: Tensor, amplitudes: Tensor, score: Scorer, k: int | None, target: Target
 ) -> tuple[FourierSpectrum, list[dict[str, Any]]]:
     """The exact spectrum cut to ``k`` terms, or (``k=None``) to the smallest power-of-two ``k >= 64`` whose
     held-out hybrid R² reaches the target (every term if none does).
@@ -177,15 +203,13 @@ def pick_k_exact(
     total = frequencies.shape[0]
     if k is not None:
         spectrum = FourierSpectrum(frequencies[:k], amplitudes[:k])
-        r2, r2_shap = score(spectrum)
-        return spectrum, [{"method": "exact", "k": min(k, total), "r2": r2, "r2_shap": r2_shap}]
+        return spectrum, [{"method": "exact", "k": min(k, total), **score(spectrum)}]
     stages = []
     size = min(64, total)
     while True:
         spectrum = FourierSpectrum(frequencies[:size], amplitudes[:size])
-        r2, r2_shap = score(spectrum)
-        stages.append({"method": "exact", "k": size, "r2": r2, "r2_shap": r2_shap})
-        if size >= total or _met(stages[-1], target_r2):
+        stages.append({"method": "exact", "k": size, **score(spectrum)})
+        if size >= total or target.met(stages[-1]):
             return spectrum, stages
         size = min(2 * size, total)
 
@@ -198,7 +222,7 @@ def hashing_fallback(
     score: Scorer,
     best: FourierSpectrum,
     stages: list[dict[str, Any]],
-    target_r2: float,
+    target: Target,
     budget: Budget,
 ) -> tuple[FourierSpectrum, str]:
     """After a missed ladder: the sparse WHT by hashing (exact for exactly sparse models such as trees).
@@ -212,7 +236,8 @@ def hashing_fallback(
     Returns:
         ``(the best spectrum by held-out hybrid R², its method)``; the attempts are appended to ``stages``.
     """
-    best_r2, method = max(s["r2"] for s in stages), "hybrid"
+    key = "r2_shap" if target.metric == "shap" else "r2"
+    best_r2, method = max(s[key] for s in stages), "hybrid"
     for size in sizes:
         left = budget.queries_left(oracle.rows)
         needed = plan_queries(size, left)
@@ -221,14 +246,12 @@ def hashing_fallback(
             break
         start = time.perf_counter()
         spectrum = _clean(run(size, left))
-        r2, r2_shap = score(spectrum)
+        scores = score(spectrum)
         seconds = round(time.perf_counter() - start, 3)
-        stages.append(
-            {"method": "hashing", "k": size, "queries": needed, "r2": r2, "r2_shap": r2_shap, "seconds": seconds}
-        )
-        if r2 > best_r2:
-            best, best_r2, method = spectrum, r2, "hashing"
-        if _met(stages[-1], target_r2):
+        stages.append({"method": "hashing", "k": size, "queries": needed, **scores, "seconds": seconds})
+        if stages[-1][key] > best_r2:
+            best, best_r2, method = spectrum, stages[-1][key], "hashing"
+        if target.met(stages[-1]):
             break
     return best, method
 

@@ -4,7 +4,8 @@ Two regimes:
 
 * **With a background** (``background=``, optionally ``data=`` and ``groups=``): the fit is held to where
   interventional SHAP evaluates the model, hybrid points ``(x_S, b_{~S})`` (:mod:`~torchxplain.fourier.hybrid`).
-  The headline of the report is the R² on fresh held-out hybrids, and ``target_r2`` applies to it.
+  The headline of the report is the R² on fresh held-out hybrids, next to the R² of the SHAP values estimated on
+  held-out rows; ``target_r2`` applies to the latter by default (``target_metric``).
   ``method="hybrid"`` fits on hybrid samples in an identifiable player basis with an escalation ladder
   (:mod:`~torchxplain.fourier.hybrid_recovery`); ``"exact"`` queries the whole cube and keeps the smallest
   ``k`` that meets the target; ``"hashing"``/``"regression"`` fit on the cube (exact for exactly sparse models
@@ -13,7 +14,7 @@ Two regimes:
 * **Without a background**: the fit is on uniform inputs of the cube (``"exact"``, ``"hashing"``,
   ``"regression"``; :mod:`~torchxplain.fourier.uniform_fit`), the headline is the R² on uniform inputs.
 
-A headline R² below ``target_r2`` raises a :class:`FitQualityWarning` that says what to change.
+A checked R² below ``target_r2`` raises a :class:`FitQualityWarning` that says what to change.
 """
 
 from __future__ import annotations
@@ -27,10 +28,18 @@ from torch import Tensor
 
 from torchxplain._core import make_generator, settings
 from torchxplain.fourier.fit_inputs import as_int, as_opt_int, binary_rows, player_ids, validation_seed
-from torchxplain.fourier.fit_report import FitQualityWarning, FitReport, r2_score, warn_if_below_target
+from torchxplain.fourier.fit_report import FitQualityWarning, FitReport, TargetMetric, r2_score, warn_if_below_target
 from torchxplain.fourier.hybrid import HybridSampler
 from torchxplain.fourier.hybrid_check import path_validation
-from torchxplain.fourier.hybrid_recovery import Budget, Scorer, advice, fit_hybrid, hashing_fallback, pick_k_exact
+from torchxplain.fourier.hybrid_recovery import (
+    Budget,
+    Scorer,
+    Target,
+    advice,
+    fit_hybrid,
+    hashing_fallback,
+    pick_k_exact,
+)
 from torchxplain.fourier.oracle import Oracle, model_placement
 from torchxplain.fourier.player_basis import build_basis, check_one_hot
 from torchxplain.fourier.regression import uniform_inputs
@@ -69,6 +78,7 @@ def fit_sparse_fourier(
     groups: Tensor | None = None,
     one_hot: bool | None = None,
     target_r2: float | None = 0.99,
+    target_metric: TargetMetric = "shap",
     time_budget: float | None = 120.0,
     dtype: torch.dtype | None = None,
     support: Tensor | None = None,
@@ -108,8 +118,12 @@ def fit_sparse_fourier(
         one_hot: ``True`` declares every multi-feature group one-hot and checks it on ``data`` and
             ``background`` (an error names the first bad row and group); ``None``/``False``: each group is
             coded by the patterns it takes (one-hot groups get reference coding either way).
-        target_r2: the headline R² the fit is held to (``None``: no check). Below it a
+        target_r2: the held-out R² the fit is held to (``None``: no check). Below it a
             :class:`FitQualityWarning` says what to change; ``"auto"``/``"hybrid"``/``"exact"`` escalate to reach it.
+        target_metric: with a background, what ``target_r2`` applies to: ``"shap"``, the R² of the SHAP values
+            on held-out rows, estimated from permutation paths (:mod:`~torchxplain.fourier.hybrid_check`), or
+            ``"hybrid"``, the surrogate's R² on held-out hybrid points (stricter: a surrogate can be right on the
+            averages SHAP takes while off point by point). Without a background the uniform R² is checked.
         time_budget: seconds the hybrid ladder may spend (``None``: unlimited).
         dtype: dtype of the query tensors (overrides the policy above).
         support: ``(s, n)`` bool candidate frequencies for ``"regression"``.
@@ -142,6 +156,9 @@ def fit_sparse_fourier(
         isinstance(target_r2, bool) or not isinstance(target_r2, (int, float)) or target_r2 > 1
     ):
         raise ValueError(f"target_r2 must be a number <= 1 or None, got {target_r2!r}")
+    if target_metric not in ("shap", "hybrid"):
+        raise ValueError(f"target_metric must be 'shap' or 'hybrid', got {target_metric!r}")
+    goal = Target(None if target_r2 is None else float(target_r2), target_metric)
     if time_budget is not None and (
         isinstance(time_budget, bool) or not isinstance(time_budget, (int, float)) or not time_budget > 0
     ):
@@ -185,7 +202,7 @@ def fit_sparse_fourier(
             deadline = None if time_budget is None else start + float(time_budget)
             budget = Budget(n_queries, deadline)
             spectrum, method_used, reason, stages, params, hint, cube_energy = _fit_hybrid(
-                hybrid, oracle, method, n, k, max_degree, n_queries, time_budget, target_r2, budget, uniform, gen
+                hybrid, oracle, method, n, k, max_degree, n_queries, time_budget, goal, budget, uniform, gen
             )
             spectrum = _spectrum(spectrum.frequencies, spectrum.amplitudes.to(torch.float64), k, threshold)
         wall = time.perf_counter() - start
@@ -206,6 +223,7 @@ def fit_sparse_fourier(
             n_queries=fit_queries,
             wall_time_s=wall,
             target_r2=target_r2,
+            target_metric=target_metric,
             stages=tuple(stages),
             params=params,
             device=device,
@@ -260,7 +278,7 @@ def _fit_hybrid(
     max_degree: int | None,
     n_queries: int | None,
     time_budget: float | None,
-    target_r2: float | None,
+    goal: Target,
     budget: Budget,
     uniform: dict[str, Any],
     gen: torch.Generator,
@@ -281,10 +299,9 @@ def _fit_hybrid(
         )
         spectrum = FourierSpectrum(fit.frequencies, fit.amplitudes)
         if method == "exact":
-            spectrum, stages = pick_k_exact(fit.frequencies, fit.amplitudes, h.score, k, target_r2)
+            spectrum, stages = pick_k_exact(fit.frequencies, fit.amplitudes, h.score, k, goal)
         else:
-            r2, r2_shap = h.score(spectrum)
-            stages = [{"method": method, "k": len(spectrum), "r2": r2, "r2_shap": r2_shap}]
+            stages = [{"method": method, "k": len(spectrum), **h.score(spectrum)}]
         hint = "Raise k, or use method='hybrid' to fit where SHAP evaluates the model."
         return spectrum, method, reason, stages, fit.params, hint, fit.cube_energy
     basis = build_basis(torch.cat((h.rows, h.background)), h.players, h.m)
@@ -296,11 +313,11 @@ def _fit_hybrid(
         k=k,
         max_degree=max_degree,
         budget=budget,
-        target_r2=target_r2,
+        target=goal,
         generator=gen,
     )
     params: dict[str, Any] = {"units": basis.n_units, "one_hot_players": sum(basis.one_hot), "stopped": why}
-    if reason.startswith("auto") and target_r2 is not None and why not in ("target met", "time budget"):
+    if reason.startswith("auto") and goal.value is not None and why not in ("target met", "time budget"):
 
         def run(size: int, left: int | None) -> FourierSpectrum:
             fit = fit_uniform(oracle, n, size, max_degree, left, "hashing", **uniform)
@@ -313,9 +330,7 @@ def _fit_hybrid(
                 return None
 
         sizes = HASHING_FALLBACK_K if k is None else (k,)
-        spectrum, method = hashing_fallback(
-            run, plan_queries, oracle, sizes, h.score, spectrum, stages, target_r2, budget
-        )
+        spectrum, method = hashing_fallback(run, plan_queries, oracle, sizes, h.score, spectrum, stages, goal, budget)
         if method == "hashing":
             reason += "; the ladder missed the target and the sparse WHT by hashing did better"
     return spectrum, method, reason, stages, params, advice(why, k, n_queries, time_budget), None
@@ -335,7 +350,7 @@ def _report(
     """The report's R² checks (queries counted as validation) and fields."""
     start = time.perf_counter()
     oracle.phase = "validation"
-    r2_uniform = r2_eval = r2_hybrid = r2_shap = r2_background = None
+    r2_uniform = r2_eval = r2_hybrid = r2_shap = r2_shap_se = r2_background = None
     if cube_energy is not None:  # Parseval on the whole cube: the residual energy is what was dropped
         total, variance = cube_energy
         dropped = total - float((spectrum.amplitudes**2).sum())
@@ -348,7 +363,8 @@ def _report(
         r2_eval = r2_score(oracle(rows), spectrum.evaluate(rows))
     n_val = oracle.rows - fields["n_queries"]
     if hybrid is not None:
-        r2_hybrid, r2_shap = hybrid.score(spectrum)
+        scores = hybrid.score(spectrum)
+        r2_hybrid, r2_shap, r2_shap_se = scores["r2"], scores["r2_shap"], scores["r2_shap_se"]
         r2_background = r2_score(oracle(hybrid.background), spectrum.evaluate(hybrid.background))
         n_val = oracle.rows - fields["n_queries"] + hybrid.validation.n_queries
     return FitReport(
@@ -359,6 +375,7 @@ def _report(
         r2_eval=r2_eval,
         r2_hybrid=r2_hybrid,
         r2_shap=r2_shap,
+        r2_shap_se=r2_shap_se,
         r2_background=r2_background,
         n_players=None if hybrid is None else hybrid.m,
         **fields,
