@@ -142,6 +142,16 @@ def run_peer(
 ) -> tuple[np.ndarray | None, float, float, int, str]:
     """``(values (R', m), seconds per row, queries per row, rows explained, note)``; a peer whose first row takes
     longer than ``cap_s`` explains that row only; an exception becomes the note."""
+    m = int(groups.max()) + 1
+    if name == "shapiq kADD-SHAP" and m * (m - 1) // 2 > default_budget(m):
+        pairs = m * (m - 1) // 2
+        return (
+            None,
+            float("nan"),
+            float("nan"),
+            0,
+            f"skipped: its 2-additive regression has {pairs:,} pair terms > budget",
+        )
     counter = Counter(f)
     start = time.perf_counter()
     try:

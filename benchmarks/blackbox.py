@@ -15,10 +15,10 @@ grouped players and for n <= 16; interventional TreeSHAP (shap's TreeExplainer, 
 singletons; otherwise a permutation reference doubled until two independent halves agree (printed).
 
 Columns: R² of the SHAP values against the reference, model queries (per explained row for the peers; the fit's
-total for FourierSHAP), fit seconds, values ms/row, and the cost per row amortized over 1,000 rows including
-the fit. Targets: defaults reach R² >= 0.99 everywhere; values per row >= 100× and amortized >= 10× faster than
-the fastest peer that reaches R² >= 0.99. Times are wall clock in one process (all contenders under the same
-load; the load average is printed).
+total for FourierSHAP), fit seconds, values ms/row (FourierSHAP: measured on 1,000 rows in one call; the peers on
+a few rows), and the cost per row amortized over 1,000 rows including the fit. Targets: defaults reach
+R² >= 0.99 everywhere; values per row >= 100× and amortized >= 10× faster than the fastest peer that reaches
+R² >= 0.99. Times are wall clock in one process (all contenders under the same load; the load is printed).
 
     python benchmarks/blackbox.py [--quick] [--device cpu] [--threads 1|default] [--settings a,b] [--json out]
 """
@@ -77,10 +77,10 @@ def fourier(
             groups=None if singletons else groups,
             show_progress=False,
         )
-    explainer.attribute(rows[:1].to(args.device))
+    explainer.attribute(rows[:1].to(args.device))  # the first call prepares the cached plan: part of the fit
     fit_s = time.perf_counter() - start
     best = float("inf")
-    for _ in range(3):
+    for _ in range(2):
         start = time.perf_counter()
         phi = explainer.attribute(rows.to(args.device))
         if phi.is_cuda:
@@ -95,7 +95,8 @@ def fourier(
         "row_s": best / rows.shape[0],
         "queries": f.rows,
         "terms": len(explainer.spectrum),
-        "report": f"{report.method}, hybrid R² {report.r2_hybrid:.4f}, est. SHAP R² {report.r2_shap:.4f}",
+        "report": f"{report.method}, hybrid R² {report.r2_hybrid:.4f}, est. SHAP R² {report.r2_shap:.4f} "
+        f"± {report.r2_shap_se:.4f}" + (f", stopped: {report.params['stopped']}" if "stopped" in report.params else ""),
         "warned": bool(warned),
     }
 
@@ -106,7 +107,9 @@ def run_cell(setting: models.Setting, label: str, groups: Tensor, args, results:
     background = x[perm[: args.background]]
     rows = x[perm[args.background : args.background + args.rows]]
     data = x[perm[args.background + args.rows :]]
-    truth_rows, peer_rows = rows[: args.truth_rows], rows[: args.peer_rows]
+    m = int(groups.max()) + 1
+    cheap = m <= 8 or (setting.tree_model is not None and m == groups.numel())  # enumeration or TreeSHAP
+    truth_rows, peer_rows = rows[: 100 if cheap else args.truth_rows], rows[: args.peer_rows]
     start = time.perf_counter()
     ref, how = reference(setting, truth_rows, background, groups)
     gap = ref.sum(1) - (setting.f(truth_rows).double() - setting.f(background).double().mean())
@@ -198,7 +201,7 @@ def main() -> None:
     parser.add_argument("--json", help="write the measured numbers to this file")
     parser.add_argument("--cache", default=str(Path.home() / ".cache" / "torchxplain-bench"), help="trained models")
     args = parser.parse_args()
-    args.background, args.rows, args.truth_rows, args.peer_rows = (10, 20, 10, 3) if args.quick else (40, 100, 20, 5)
+    args.background, args.rows, args.truth_rows, args.peer_rows = (10, 200, 10, 3) if args.quick else (40, 1000, 20, 5)
     args.ks = (64, 256) if args.quick else (256, 1024)
     args.cap_s = 20.0 if args.quick else 120.0
     default_threads = torch.get_num_threads()

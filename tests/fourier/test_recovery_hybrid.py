@@ -322,3 +322,19 @@ def test_a_float64_plain_callable_is_queried_in_the_rows_dtype():
 def test_hybrid_argument_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
         fit_sparse_fourier(lambda z: z.sum(1), 17, **kwargs)
+
+
+def test_the_hybrid_fit_report_survives_save_and_load(tmp_path):
+    terms, coef = planted(seed=18)
+    data = random_rows(19)
+    explainer = tx.FourierShap(planted_function(terms, coef), data[:10], data=data, groups=GROUPS, n_validation=1024)
+    loaded = tx.FourierShap.load(explainer.save(tmp_path / "hybrid.pt"))
+    a, b = explainer.fit_report, loaded.fit_report
+    assert (b.r2_hybrid, b.r2_shap, b.r2_shap_se, b.n_players, b.target_metric) == (
+        a.r2_hybrid,
+        a.r2_shap,
+        a.r2_shap_se,
+        a.n_players,
+        a.target_metric,
+    )
+    assert [dict(s) for s in b.stages] == [dict(s) for s in a.stages] and b.met_target == a.met_target

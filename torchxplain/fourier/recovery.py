@@ -83,7 +83,7 @@ def fit_sparse_fourier(
     dtype: torch.dtype | None = None,
     support: Tensor | None = None,
     threshold: float | None = None,
-    n_validation: int = 4096,
+    n_validation: int = 8192,
     n_bits: int | None = None,
     n_hashes: int | None = None,
     n_delays: int | None = None,
