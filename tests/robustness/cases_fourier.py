@@ -12,6 +12,7 @@ F = "torchxplain.fourier."
 reason = "a result container built by the library (its fields are the library's outputs)"
 exempt(reason, F + "FitReport", F + "PruningReport", F + "BackgroundTerm", "torchxplain.AfterFitResult")
 exempt("an abstract base class of encoders (no constructor arguments of its own)", F + "InputEncoder")
+exempt("a warning category the library raises (users filter it; it takes no input)", F + "FitQualityWarning")
 
 
 def spectrum() -> tx.FourierSpectrum:
