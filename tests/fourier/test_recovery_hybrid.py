@@ -139,8 +139,9 @@ def test_planted_one_hot_function_is_recovered_exactly_from_hybrid_samples():
     f = planted_function(terms, coef)
     data = random_rows(2, 300)
     background = data[:12]
+    exact = dict(target_r2=1 - 1e-9, target_metric="hybrid")  # hold the ladder to the pointwise fit
     spectrum, report = fit_sparse_fourier(
-        f, 17, background=background, data=data, groups=GROUPS, method="hybrid", return_report=True, seed=0
+        f, 17, background=background, data=data, groups=GROUPS, method="hybrid", return_report=True, **exact
     )
     grid = one_hot_rows(ALL_LEVELS)
     torch.testing.assert_close(spectrum.evaluate(grid), f(grid), rtol=0, atol=1e-8)
@@ -150,6 +151,28 @@ def test_planted_one_hot_function_is_recovered_exactly_from_hybrid_samples():
     want = brute_force_grouped(f, xq, background, GROUPS)
     got = shapley_values(spectrum, xq, background, groups=GROUPS)
     np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=1e-8)
+
+
+def test_singleton_players_on_one_hot_data_recover_within_group_interactions():
+    # hybrids of one-hot rows at the bit level have 0, 1 or 2 ones per group: a bit pair of one group is active
+    rng = np.random.default_rng(22)
+    bits = [(0, 1), (3, 5), (7,), (9, 12, 3), (2, 9), (15,), (0, 9, 14), ()]
+    coef = rng.normal(size=len(bits))
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        z = x.double().numpy()
+        return torch.tensor(sum(c * np.prod(z[:, list(t)], axis=1) if t else c for t, c in zip(bits, coef)))
+
+    data = random_rows(23)
+    exact = dict(target_r2=1 - 1e-9, target_metric="hybrid")  # hold the ladder to the pointwise fit
+    spectrum, report = fit_sparse_fourier(
+        f, 17, background=data[:12], data=data, method="hybrid", return_report=True, **exact
+    )
+    sampler = HybridSampler(data.bool(), data[:12].bool(), torch.arange(17), 17)
+    z = sampler.sample(3000, torch.Generator().manual_seed(1))
+    assert bool(((z.double() @ torch.nn.functional.one_hot(GROUPS).double()) == 2).any())  # not one-hot
+    torch.testing.assert_close(spectrum.evaluate(z.double()), f(z), rtol=0, atol=1e-8)
+    assert report.n_players == 17 and report.r2_hybrid == pytest.approx(1.0, abs=1e-12)
 
 
 def test_grouped_shap_of_a_fitted_surrogate_equals_brute_force_on_the_surrogate():
@@ -317,6 +340,7 @@ def test_a_float64_plain_callable_is_queried_in_the_rows_dtype():
         ({"background": torch.ones(3, 17), "target_r2": 2}, ValueError, "target_r2 must be"),
         ({"background": torch.ones(3, 17), "time_budget": 0}, ValueError, "time_budget must be"),
         ({"background": torch.ones(3, 17), "target_metric": "uniform"}, ValueError, "target_metric must be"),
+        ({"background": random_rows(0, 20), "groups": GROUPS, "n_queries": 10}, ValueError, "needs at least 26"),
     ],
 )
 def test_hybrid_argument_errors(kwargs, error, match):
@@ -338,3 +362,20 @@ def test_the_hybrid_fit_report_survives_save_and_load(tmp_path):
         a.target_metric,
     )
     assert [dict(s) for s in b.stages] == [dict(s) for s in a.stages] and b.met_target == a.met_target
+
+
+def test_the_ladder_stays_within_the_memory_budget():
+    noise = torch.tensor(np.random.default_rng(20).normal(size=(2**17,)))  # no sparse fit meets the target
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return noise[(x.long() * (1 << torch.arange(17))).sum(1)]
+
+    data = random_rows(21)
+    kwargs = dict(background=data[:10], data=data, groups=GROUPS, return_report=True, n_validation=512)
+    kwargs |= dict(method="hybrid", target_metric="hybrid", time_budget=None)
+    largest = []
+    for budget in ("6MB", "64MB"):  # sqrt(6 MiB / 24 bytes) = 512 columns at most; 64 MiB: 1,638
+        with tx.settings.max_memory(budget), pytest.warns(FitQualityWarning):
+            _, report = fit_sparse_fourier(f, 17, **kwargs)
+        largest.append(max(stage["columns"] for stage in report.stages if stage["method"] == "hybrid"))
+    assert largest[0] <= 512 < largest[1]

@@ -1,9 +1,10 @@
 """Sparse regression on hybrid points in the identifiable player basis (support discovery + least squares).
 
-A fit at degree ``d`` grows its support level by level (strong-signal heredity): all units at degree one, then
-the products of the most important degree-``r`` terms with every unit of another player that is active
-(non-zero on at least :data:`MIN_ACTIVE` samples), screened by correlation with the residual when there are
-more than :data:`MAX_COLUMNS`; ridge-stabilised least squares after each level. The kept terms are then cut to
+A fit at degree ``d`` grows its support level by level (heredity): all units at degree one, then the products of
+the most important degree-``r`` terms with every unit of another player that is active (non-zero on at least
+:data:`MIN_ACTIVE` samples), all of them when they fit the column budget, else the best by standardised
+correlation with the residual; least squares after each level, and :data:`MAX_PASSES` passes over the degrees
+(a term masked by unfitted higher-degree structure shows up once that is fitted). The kept terms are then cut to
 the Walsh budget ``k`` in order of importance (|coefficient| × column norm) and refitted.
 """
 
@@ -19,8 +20,6 @@ from torchxplain.fourier.bitrows import unique_rows
 from torchxplain.fourier.player_basis import PlayerBasis, expand_subsets, monomials_to_walsh, term_bits
 from torchxplain.fourier.spectrum import FourierSpectrum
 
-MAX_COLUMNS = 2500
-"""Most terms in one least-squares solve."""
 MIN_ACTIVE = 3
 """A term must be non-zero on at least this many fit samples to be a candidate."""
 Z_MIN = 3.5

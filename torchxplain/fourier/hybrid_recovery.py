@@ -4,11 +4,11 @@
 player basis (:mod:`~torchxplain.fourier.player_basis`) and fits terms by sparse regression
 (:mod:`~torchxplain.fourier.hybrid_fit`). Stage ``s`` of the ladder allows ``256 · 2^s`` terms at degree
 ``min(2 + s, cap)`` on ``SAMPLES_PER_COLUMN`` samples per term (earlier samples are kept, so the queries are
-only the last stage's); it stops at the first stage whose held-out hybrid R² and estimated SHAP R²
-(:mod:`~torchxplain.fourier.hybrid_check`) both reach the target, when the
-query or time budget would be exceeded by the next stage, or when two stages in a row gained nothing. The
-best stage is returned. For ``method="exact"`` the same held-out check picks the smallest ``k`` that reaches
-the target.
+only the last stage's; the largest stage is bounded by the memory budget, its Gram matrix being ``columns²``).
+It stops at the first stage that meets the :class:`Target` on the held-out check
+(:mod:`~torchxplain.fourier.hybrid_check`), when the query or time budget would be exceeded by the next stage,
+or when two stages in a row gained nothing; the best stage is returned. For ``method="exact"`` the same check
+picks the smallest ``k`` that meets the target.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from torchxplain._core import parse_memory
 from torchxplain.fourier.fit_report import LOWER_BOUND_Z, TargetMetric
 from torchxplain.fourier.hybrid import HybridSampler
 from torchxplain.fourier.hybrid_check import PathValidation
@@ -39,7 +40,7 @@ MAX_COLUMNS = 8192
 DEFAULT_MAX_DEGREE = 4
 """Degree cap of the ladder when ``max_degree`` is not given (players per term)."""
 MIN_GAIN = 1e-4
-"""A stage that raises the held-out R² by less than this gained nothing."""
+"""A stage that raises the target's R² by less than this gained nothing."""
 STAGE_GROWTH = 8.0
 """Cost factor of the next stage (twice the terms, twice the samples) used to respect the time budget."""
 
@@ -127,11 +128,13 @@ def fit_hybrid(
     Returns:
         ``(spectrum of the best stage, stages, why the ladder stopped)``; each stage is a dict with
         ``columns``, ``degree``, ``samples``, ``terms``, ``r2`` (held-out hybrids), ``r2_shap`` (estimated
-        R² of the SHAP values) and ``seconds``.
+        R² of the SHAP values), ``r2_shap_se`` and ``seconds`` (the fit's, without the check).
     """
     n_slots = int(torch.unique(basis.unit_slot).numel()) if basis.n_units else 0
     cap = max(1, min(max_degree if max_degree is not None else DEFAULT_MAX_DEGREE, max(n_slots, 1)))
     last_columns = MAX_COLUMNS if k is None else min(MAX_COLUMNS, max(4 * k, FIRST_COLUMNS))
+    # the Gram matrix and its factor (float64, three copies at most) stay within the memory budget
+    last_columns = max(FIRST_COLUMNS, min(last_columns, int((parse_memory() / 24) ** 0.5)))
     device = score.validation.z.device
     z = torch.zeros(0, basis.n_features, dtype=torch.bool, device=device)
     y = torch.zeros(0, dtype=torch.float64, device=device)
@@ -147,6 +150,12 @@ def fit_hybrid(
             if stages:
                 why = "query budget"
                 break
+            minimum = 2 * (basis.n_units + 1)
+            if left < minimum:
+                raise ValueError(
+                    f"n_queries leaves {left:,} queries for the hybrid fit, but it needs at least {minimum:,} "
+                    f"(two per unit of the basis, {basis.n_units} units); raise n_queries"
+                )
             want = left  # the first stage uses what there is
         start = time.perf_counter()
         if want > 0:
@@ -264,6 +273,11 @@ def advice(why: str, k: int | None, n_queries: int | None, time_budget: float | 
         return f"The time budget ran out: raise time_budget (now {time_budget} s), or fit on a GPU (device=)."
     if k is not None:
         return f"Raise k (now {k}), or pass k=None to let the fit size itself."
+    if why == "largest stage done":
+        return (
+            "The largest stage the memory budget allows ran: raise max_memory (or tx.settings.max_memory) for "
+            "more terms, or pass data= with rows closer to the ones you explain."
+        )
     return (
         "More terms and samples stopped helping: the model is not sparse on these hybrids. Pass data= with fewer "
         "rows closer to the ones you explain, raise max_degree, or explain few players exactly."
