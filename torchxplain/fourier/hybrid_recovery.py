@@ -29,7 +29,7 @@ from torchxplain.fourier.hybrid_fit import TermFit, fit_terms
 from torchxplain.fourier.oracle import Oracle
 from torchxplain.fourier.player_basis import PlayerBasis
 from torchxplain.fourier.spectrum import FourierSpectrum
-from torchxplain.fourier.values import shapley_values
+from torchxplain.fourier.values.plan import ValuePlan
 
 SAMPLES_PER_COLUMN = 16
 """Hybrid samples per allowed term (fewer overfit: the held-out R² drops)."""
@@ -60,29 +60,43 @@ class Budget:
 
 
 class Scorer:
-    """Scores a spectrum on the held-out paths: ``(R² on hybrids, estimated R² of the SHAP values)``."""
+    """Scores a spectrum on the held-out paths: ``(R² on hybrids, estimated R² of the SHAP values)``; the last
+    spectra's scores are remembered (the report re-checks the spectrum a stage already scored)."""
 
     def __init__(self, validation: PathValidation) -> None:
         self.validation = validation
+        self._seen: list[tuple[FourierSpectrum, dict[str, float]]] = []
 
     def __call__(self, spectrum: FourierSpectrum) -> dict[str, float]:
         """``{"r2": hybrid R², "r2_shap": estimated SHAP R², "r2_shap_se": its standard error}``."""
+        for seen, scores in self._seen:
+            if _same(seen, spectrum):
+                return scores
         shap, se = self.validation.shap_r2(spectrum, _closed_form)
-        return {"r2": self.validation.r2(spectrum), "r2_shap": shap, "r2_shap_se": se}
+        scores = {"r2": self.validation.r2(spectrum), "r2_shap": shap, "r2_shap_se": se}
+        self._seen = [*self._seen[-3:], (spectrum, scores)]
+        return scores
+
+
+def _same(a: FourierSpectrum, b: FourierSpectrum) -> bool:
+    return (
+        len(a) == len(b)
+        and torch.equal(a.frequencies, b.frequencies)
+        and torch.equal(a.amplitudes.to(torch.float64), b.amplitudes.to(torch.float64))
+    )
 
 
 def _closed_form(spectrum: FourierSpectrum, x: Tensor, background: Tensor, groups: Tensor) -> Tensor:
-    """``(R, m)`` Shapley values per player. When no frequency has two bits in one player (every spectrum of a
-    one-hot fit), a player's parity differs exactly when its one bit does, so the grouped values are the group
-    sums of the singleton ones (the cheaper kernel)."""
+    """``(R, m)`` Shapley values per player of validated rows (a plan straight away: no re-validation). When no
+    frequency has two bits in one player (every spectrum of a one-hot fit), a player's parity differs exactly
+    when its one bit does, so the grouped values are the group sums of the singleton ones (the cheaper kernel)."""
     m = int(groups.max()) + 1 if groups.numel() else 0
-    if m == groups.numel():
-        return shapley_values(spectrum, x, background)
+    x, background = x.to(spectrum.dtype), background.to(spectrum.dtype)
     per_player = spectrum.frequencies.to(torch.float32) @ torch.nn.functional.one_hot(groups, m).to(torch.float32)
-    if len(spectrum) and float(per_player.max()) > 1:
-        return shapley_values(spectrum, x, background, groups=groups)
-    singles = shapley_values(spectrum, x, background)
-    return singles.new_zeros(x.shape[0], m).index_add_(1, groups, singles)
+    if m < groups.numel() and len(spectrum) and float(per_player.max()) > 1:
+        return ValuePlan(spectrum, background, groups, m).shapley(x)
+    singles = ValuePlan(spectrum, background, None, groups.numel()).shapley(x)
+    return singles if m == groups.numel() else singles.new_zeros(x.shape[0], m).index_add_(1, groups, singles)
 
 
 @dataclass(frozen=True)
