@@ -127,3 +127,19 @@ def test_catboost_oblivious_trees_equal_brute_force() -> None:
     v = coalition_values(lambda z: model.predict(z, prediction_type="RawFormulaVal"), query, background)
     phi = _plan(tree_spectrum(model), background).shapley(torch.from_numpy(query))
     np.testing.assert_allclose(phi.numpy(), brute_force_values(v, "shapley"), atol=1e-12 * np.abs(v).max(), rtol=0)
+
+
+def test_the_extractions_families_serve_the_plan() -> None:
+    """``tree_spectrum(..., return_families=True)`` records a cover of leaf-path supports: the plan uses it as is."""
+    x, y = binary_data(12, rows=300, seed=6)
+    model = fit("gbm_reg", 4, x, y)
+    spectrum, cover = tree_spectrum(model, return_families=True)
+    q, bg = torch.from_numpy(x[:5]), torch.from_numpy(x[100:120])
+    plan = ValuePlan(spectrum, bg, None, 12, kernel="small_support", families=cover)
+    families = plan.families
+    assert bool((families.family[spectrum.frequencies.any(1)] >= 0).all())
+    assert bool((families.family[~spectrum.frequencies.any(1)] == -1).all())  # the constant has no family
+    assert families.sizes.tolist() == sorted(families.sizes.tolist()) and int(families.sizes.min()) > 0
+    own = ValuePlan(spectrum, bg, None, 12, kernel="small_support")
+    torch.testing.assert_close(plan.shapley(q), own.shapley(q), atol=1e-12, rtol=0)
+    torch.testing.assert_close(plan.interactions(q), own.interactions(q), atol=1e-12, rtol=0)
