@@ -12,6 +12,7 @@ containing it; the constant term (empty support) to none.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -105,8 +106,15 @@ def _key(packed: Tensor) -> Tensor:
     """One int64 key per packed support: the word itself for ``n ≤ 63``, else a multiplicative hash."""
     if packed.shape[-1] == 1:
         return packed[..., 0]
-    mix = torch.tensor([_MIX[w % len(_MIX)] + 2 * w for w in range(packed.shape[-1])], device=packed.device)
-    return (packed * mix).sum(-1)  # wraps modulo 2^64; matches are verified bit by bit
+    return (packed * _mixers(packed.shape[-1], packed.device)).sum(
+        -1
+    )  # wraps modulo 2^64; matches are verified bit by bit
+
+
+@functools.lru_cache(maxsize=64)
+def _mixers(words: int, device: torch.device) -> Tensor:
+    """Odd 64-bit multipliers of the support hash, one per word (cached; read-only)."""
+    return torch.tensor([_MIX[w % len(_MIX)] + 2 * w for w in range(words)], device=device)
 
 
 def support_families(frequencies: Tensor, features: tuple[Tensor, Tensor] | None = None) -> SupportFamilies:

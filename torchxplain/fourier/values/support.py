@@ -19,6 +19,8 @@ are batched as tensor ops; every intermediate is chunked to the memory budget in
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import Tensor
 
@@ -29,7 +31,7 @@ from torchxplain.fourier.values.weights import SCALE, TableKind, order, walsh_we
 
 _CPU_BLOCK = 2**19  # gathered entries per block of queries: cache-resident on a CPU
 _CUDA_BLOCK = 2**26
-_GEMM_PATTERNS = 16  # patterns by one matrix product when n ≤ 16·|U| (else by gathering the |U| features)
+_GEMM_SPEEDUP = 10  # multiply-adds of a product per gathered element, in time (patterns by GEMM or by gathers)
 _CPU_PAIRS = 2**15  # (frequency, subset) pairs per chunk of the table build on a CPU (measured best of 2^12..2^19)
 
 
@@ -46,8 +48,8 @@ def walsh(x: Tensor, dim: int) -> Tensor:
     if x.is_cuda:
         return butterfly(moved.reshape(-1, size)).reshape(moved.shape).movedim(-1, dim)
     a, b = u // 2, u - u // 2
-    y = (moved.reshape(-1, 2**b) @ _hadamard(b, x)).view(-1, 2**a, 2**b).transpose(1, 2)
-    y = (y.reshape(-1, 2**a) @ _hadamard(a, x)).view(-1, 2**b, 2**a).transpose(1, 2)
+    y = (moved.reshape(-1, 2**b) @ _hadamard(b, x.dtype, x.device)).view(-1, 2**a, 2**b).transpose(1, 2)
+    y = (y.reshape(-1, 2**a) @ _hadamard(a, x.dtype, x.device)).view(-1, 2**b, 2**a).transpose(1, 2)
     return y.reshape(moved.shape).movedim(-1, dim)
 
 
@@ -60,13 +62,15 @@ def butterfly(x: Tensor) -> Tensor:
     return x
 
 
-def _hadamard(u: int, like: Tensor) -> Tensor:
-    idx = torch.arange(2**u, device=like.device)
+@functools.lru_cache(maxsize=64)
+def _hadamard(u: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """The ``2^u × 2^u`` Sylvester Hadamard matrix (cached; read-only)."""
+    idx = torch.arange(2**u, device=device)
     ones = torch.bitwise_and(idx[:, None], idx[None, :])
     parity = torch.zeros_like(ones)
     for j in range(u):
         parity ^= torch.bitwise_and(torch.bitwise_right_shift(ones, j), 1)
-    return (1 - 2 * parity).to(like.dtype)
+    return (1 - 2 * parity).to(dtype)
 
 
 class SupportLayout:
@@ -277,16 +281,20 @@ def explain(layout: SupportLayout, tables: list[Tensor], xq: Tensor, kind: Table
     per_query = max(1, layout.gathers_per_query(kind) + xq.shape[1])
     block = min(parse_memory() // (4 * xq.element_size()), _CUDA_BLOCK if xq.is_cuda else _CPU_BLOCK)
     step = max(1, block // per_query)
+    # Patterns by one product costs n·M multiply-adds per query; by gathers, a transpose of the query (n) and
+    # a few passes over the Σ|U| gathered bits. The product wins unless there are very many families.
+    n, families = xq.shape[1], len(layout.families)
+    product = not xq.is_cuda and families * n <= _GEMM_SPEEDUP * (n + 3 * layout.gathers_per_query("shapley"))
     classes = []
     for (u, start, stop), table in zip(layout.classes, tables):
         players = layout.slot_player[start:stop, :u]
         target = players if r == 1 else players[:, :, None] * (m + 1) + players[:, None, :]
         feats = layout.members[start:stop, :u]
-        if not xq.is_cuda and xq.shape[1] <= _GEMM_PATTERNS * u:  # few features: the patterns are one product
+        if product:
             weights = xq.new_zeros(stop - start, xq.shape[1])
             weights.scatter_(1, feats, _powers(u, xq.device).to(xq.dtype).expand(stop - start, -1))
             classes.append((u, weights, target.flatten(), table))
-        else:  # many features: gather each family's own
+        else:
             classes.append((u, feats.flatten(), target.flatten(), table))
     gather = any(not weights.is_floating_point() for _, weights, _, _ in classes)
     for q0, q1 in chunk_bounds(q, step):

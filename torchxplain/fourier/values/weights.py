@@ -67,7 +67,9 @@ def _walsh_weights(kind: TableKind, d: int) -> tuple[tuple[float, ...], ...]:
     return tuple(table)
 
 
+@functools.lru_cache(maxsize=256)
 def walsh_weights(kind: TableKind, d: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``(d + 1, order + 1)`` table of ``F̂`` for a frequency touching ``d`` players: entry ``[t, σ]`` is the
-    weight of a subset ``S`` of ``t`` players holding ``σ`` of the value's ``order(kind)`` players."""
+    weight of a subset ``S`` of ``t`` players holding ``σ`` of the value's ``order(kind)`` players (cached;
+    read-only)."""
     return torch.tensor(_walsh_weights(kind, d), dtype=dtype, device=device)
