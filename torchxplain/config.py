@@ -119,13 +119,14 @@ class ReportConfig(_Checked):
 
     ``out`` is the report folder *relative to the output root* (the command line's ``--out``, by default
     ``./torchxplain-report``); ``"."`` is the root itself. It may not be absolute or climb out with ``..``.
+    ``show_progress`` left out (``None``) follows ``tx.settings.show_progress`` (by default ``TORCHXPLAIN_PROGRESS``).
     ``torchxplain demo`` uses the packaged ``torchxplain/configs/demo.yaml``; ``torchxplain run FILE`` any such file.
     """
 
     out: str = "."
     quick: bool = False
     seed: int = _count(0, 0, 2**32 - 1)
-    show_progress: bool = True
+    show_progress: bool | None = None
     families: tuple[str, ...] = FAMILIES
     fourier: FourierOptions = field(default_factory=FourierOptions)
     trees: TreesOptions = field(default_factory=TreesOptions)

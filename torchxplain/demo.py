@@ -22,7 +22,7 @@ def train_mlp(
     hidden: int,
     epochs: int,
     seed: int,
-    show_progress: bool = True,
+    show_progress: bool | None = None,
     batch_size: int = 256,
     lr: float = 1e-3,
 ) -> nn.Module:

@@ -200,6 +200,18 @@ def test_shipped_configs_hold_what_their_files_say():
         assert not Path(cfg.out).is_absolute() and ".." not in Path(cfg.out).parts
 
 
+def test_demo_progress_follows_the_settings_unless_the_config_says(monkeypatch, capsys):
+    from torchxplain.demo import train_mlp
+
+    x, y = torch.rand(8, 3), torch.rand(8)
+    assert ReportConfig().show_progress is None  # the demo job defers to tx.settings / TORCHXPLAIN_PROGRESS
+    monkeypatch.setenv("TORCHXPLAIN_PROGRESS", "0")
+    train_mlp(x, y, hidden=2, epochs=1, seed=0, show_progress=None)
+    assert "training MLP" not in capsys.readouterr().err
+    train_mlp(x, y, hidden=2, epochs=1, seed=0, show_progress=True)
+    assert "training MLP" in capsys.readouterr().err
+
+
 def test_run_writes_under_the_default_root_that_gitignore_covers(tmp_path, capsys, monkeypatch):
     job = tmp_path / "job.yaml"
     job.write_text("families: [idx]\nout: idx\n")
