@@ -391,6 +391,8 @@ def test_too_small_budget_states_a_minimum_that_suffices():
         ({"eval_data": torch.ones(3, 4)}, ValueError, "eval_data has 4 features"),
         ({"eval_data": torch.full((3, 6), 0.5)}, ValueError, "eval_data must hold binary"),
         ({"singleton_tol": 1.5}, ValueError, "singleton_tol"),
+        ({"threshold": -1.0}, ValueError, "threshold must be a non-negative amplitude"),
+        ({"threshold": float("nan")}, ValueError, "threshold must be a non-negative amplitude"),
     ],
 )
 def test_argument_errors(kwargs, error, match):
@@ -401,3 +403,11 @@ def test_argument_errors(kwargs, error, match):
 def test_non_callable_is_rejected():
     with pytest.raises(TypeError, match="f must be callable"):
         fit_sparse_fourier(torch.ones(3), 6)
+
+
+@pytest.mark.parametrize("threshold", [-1.0, float("nan")])
+def test_prune_refuses_negative_and_nan_thresholds(threshold):
+    spectrum = FourierSpectrum(torch.eye(3, dtype=torch.bool), torch.tensor([1.0, -2.0, 0.5]))
+    with pytest.raises(ValueError, match="threshold must be a non-negative amplitude"):
+        spectrum.prune(threshold=threshold)
+    assert len(spectrum.prune(threshold=0.75)) == 2  # a valid threshold still prunes

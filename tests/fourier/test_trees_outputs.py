@@ -9,6 +9,7 @@ import torch
 from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 
+import torchxplain as tx
 from tests.fourier.tree_cases import binary_data, breast_cancer, diabetes, fit, make_model, model_output
 from torchxplain import tree_spectrum
 from torchxplain.fourier import TreeEncoding
@@ -110,6 +111,22 @@ def test_dataframe_column_names_flow_into_the_encoding(kind: str) -> None:
         encoding.transform(frame.rename(columns={"f0": "age"}))
     with pytest.raises(ValueError, match="the same names in another order"):
         encoding.transform(frame[columns[::-1]])
+
+
+def test_from_trees_checks_a_background_frame_against_the_models_columns() -> None:
+    """A background frame with the model's columns permuted would explain permuted features: refused."""
+    x, y = binary_data(6, 200)
+    columns = [f"b{i}" for i in range(x.shape[1])]
+    frame = pd.DataFrame(x, columns=columns)
+    model = fit("rf_reg", 3, frame, y)
+    explainer = tx.FourierShap.from_trees(model, frame.iloc[:20])
+    assert explainer.feature_names == tuple(columns)
+    with pytest.raises(ValueError, match="background has columns that differ .*the same names in another order"):
+        tx.FourierShap.from_trees(model, frame[columns[::-1]].iloc[:20])
+    with pytest.raises(ValueError, match=r"missing \['b0'\], unexpected \['z'\]"):
+        tx.FourierShap.from_trees(model, frame.rename(columns={"b0": "z"}).iloc[:20])
+    unnamed = tx.FourierShap.from_trees(model, x[:20])  # an array carries no names: nothing to check
+    assert torch.equal(unnamed.attribute(x[20:30]), explainer.attribute(frame.iloc[20:30]))
 
 
 def test_arrays_lists_and_unnamed_frames_are_accepted() -> None:

@@ -16,6 +16,7 @@ from torchxplain.fourier import (
     shapley_interactions,
     shapley_values,
 )
+from torchxplain.fourier.values.background import BackgroundTerm
 from torchxplain.testing import tiny_memory_budget
 
 
@@ -87,6 +88,25 @@ def test_relaxed_queries_match_brute_force_on_multilinear_extension():
     expected = brute_force.shapley(freq, amp, xq.numpy(), bg.numpy())
     got = shapley_values(spec, xq, bg, relaxed=True)
     np.testing.assert_allclose(got.numpy(), expected, atol=1e-10, rtol=0)
+
+
+def test_relaxed_values_under_a_tiny_budget_build_only_the_background_rows_of_each_block(monkeypatch):
+    spec, freq, amp, _, bg = random_case(11, 7, 50, 6, 40)
+    xq = torch.tensor(np.random.default_rng(12).uniform(-0.3, 1.3, size=(5, 7)))
+    built = []
+    compute = BackgroundTerm._compute
+
+    def recording(self, f0, f1, rows=None):
+        out = compute(self, f0, f1, rows)
+        built.append(out.shape)
+        return out
+
+    monkeypatch.setattr(BackgroundTerm, "_compute", recording)
+    with tiny_memory_budget(2048):
+        got = shapley_values(spec, xq, bg, relaxed=True)
+    np.testing.assert_allclose(got.numpy(), brute_force.shapley(freq, amp, xq.numpy(), bg.numpy()), atol=1e-10)
+    assert built and max(rows for rows, _ in built) < bg.shape[0]  # never the whole (|D|, k) matrix
+    assert sum(rows for rows, _ in built) <= xq.shape[0] * bg.shape[0]  # each row once per query block
 
 
 def test_relaxed_equals_exact_on_binary_queries():

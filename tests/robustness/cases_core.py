@@ -89,3 +89,13 @@ def _():
 @case("torchxplain.explain_after_fit", "X_test of another width", ValueError, r"X_train has 3 features.*expected 2")
 def _():
     tx.explain_after_fit(lambda x: x.sum(1), np.zeros((4, 3)), np.zeros((2, 2)))
+
+
+@case("torchxplain.explain_after_fit", "a negative n_background", ValueError, r"n_background must be a positive")
+def _():
+    tx.explain_after_fit(lambda x: x.sum(1), np.zeros((4, 2)), np.zeros((2, 2)), n_background=-1)
+
+
+@case("torchxplain.explain_after_fit", "a float seed", TypeError, r"seed must be a non-negative int")
+def _():
+    tx.explain_after_fit(lambda x: x.sum(1), np.zeros((4, 2)), np.zeros((2, 2)), seed=1.7)

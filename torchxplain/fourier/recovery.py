@@ -150,6 +150,8 @@ def fit_sparse_fourier(
     target = as_opt_int(target, "target", 0)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if threshold is not None and not threshold >= 0:
+        raise ValueError(f"threshold must be a non-negative amplitude (or None), got {threshold!r}")
     if not 0 < singleton_tol < 1:
         raise ValueError(f"singleton_tol must be in (0, 1), got {singleton_tol}")
     if target_r2 is not None and (

@@ -153,8 +153,8 @@ class FourierSpectrum:
         """
         if k is not None and k < 0:
             raise ValueError(f"k must be non-negative, got {k}")
-        if threshold is not None and threshold < 0:
-            raise ValueError(f"threshold must be non-negative, got {threshold}")
+        if threshold is not None and not threshold >= 0:  # also refuses NaN, which would drop every term
+            raise ValueError(f"threshold must be a non-negative amplitude, got {threshold}")
         if energy is not None and not 0.0 < energy <= 1.0:
             raise ValueError(f"energy must be a fraction in (0, 1], got {energy}")
         order = torch.argsort(self.amplitudes.detach().abs(), descending=True, stable=True)

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from torchxplain._core.inputs import FeatureNames
+from torchxplain._core.inputs import FeatureNames, check_feature_names
 from torchxplain.fourier.adapters import parse_model_outputs
 from torchxplain.fourier.boundary import state_dtype, validated_background
 from torchxplain.fourier.encoders import BinaryEncoder, InputEncoder, ThresholdEncoder
@@ -21,7 +21,7 @@ ENCODINGS = ("auto", "binary", "thresholds")
 
 
 def tree_encoder(
-    model: Any, raw: Tensor, target: int | None, encoding: Any
+    model: Any, raw: Tensor, target: int | None, encoding: Any, names: FeatureNames | None = None
 ) -> tuple[InputEncoder, list[FourierSpectrum], Outputs]:
     """The encoder of ``model``'s inputs, the exact float64 spectrum of each explained output, and the outputs.
 
@@ -32,10 +32,11 @@ def tree_encoder(
         target: output index, or ``None`` for the default outputs (a regressor's output, a binary classifier's
             positive class, every class of a multiclass model).
         encoding: ``"auto"``, ``"binary"``, ``"thresholds"`` or a :class:`TreeEncoding`.
+        names: the background DataFrame's columns, checked against the names the model was fitted with.
 
     Raises:
-        TypeError / ValueError: unsupported model, unknown encoding, a background of the wrong width, or
-            non-binary rows under the binary encoding.
+        TypeError / ValueError: unsupported model, unknown encoding, a background of the wrong width or with
+            other columns (or another column order) than the model's, or non-binary rows under the binary encoding.
     """
     if isinstance(encoding, str) and encoding not in ENCODINGS:
         raise ValueError(f"encoding must be one of {ENCODINGS} or a TreeEncoding, got {encoding[:40]!r}")
@@ -47,6 +48,7 @@ def tree_encoder(
         raise ValueError(
             f"background has {raw.shape[1]} features, but {ensembles[0].description} expects {ensembles[0].n_features}"
         )
+    check_feature_names(ensembles[0].feature_names, names, "background")
     if encoding == "auto":
         binary = bool(((raw == 0) | (raw == 1)).all()) and all(splits_binary_inputs(e) for e in ensembles)
         encoding = "binary" if binary else "thresholds"
@@ -92,7 +94,7 @@ def tree_source(
 ) -> TreeSource:
     """Validate the background once, encode it once, extract (and optionally prune) the spectrum."""
     raw, names = validated_background(background, None)
-    encoder, spectra, outputs = tree_encoder(model, raw, target, encoding)
+    encoder, spectra, outputs = tree_encoder(model, raw, target, encoding, names)
     if relaxed and not isinstance(encoder, BinaryEncoder):
         raise ValueError("relaxed=True applies to binary inputs; continuous inputs are explained exactly")
     bits = encoder.encode(raw, torch.float64)

@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from torchxplain._core import check_finite, check_matrix
 from torchxplain._core.inputs import is_dataframe, to_tensor
+from torchxplain._core.seeding import make_generator
 from torchxplain.fourier import FourierShap
 from torchxplain.fourier.adapters import supports
 from torchxplain.goals import Goals, LastLayerBNN
@@ -68,6 +69,8 @@ def explain_after_fit(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {list(METHODS)}, got {str(method)[:40]!r}")
+    if isinstance(n_background, bool) or not isinstance(n_background, int) or n_background < 1:
+        raise ValueError(f"n_background must be a positive number of rows, got {str(n_background)[:40]!r}")
     if method == "idx" or (method == "auto" and isinstance(model, BayesianClassifier)):
         reason = "requested" if method == "idx" else "a Bayesian network classifier: influence-driven explanations"
         return AfterFitResult("idx", reason, None, idx_explain(model, X_test, **options))
@@ -79,7 +82,7 @@ def explain_after_fit(
     if chosen == "goals":
         explainer: Any = Goals(model, **options)
         return AfterFitResult(chosen, reason, explainer, explainer.attribute(test.to(explainer.train_inputs.dtype)))
-    rows = torch.randperm(train.shape[0], generator=torch.Generator().manual_seed(seed))[:n_background]
+    rows = torch.randperm(train.shape[0], generator=make_generator(seed))[:n_background]
     background = X_train.iloc[rows.numpy()] if is_dataframe(X_train) else train[rows]  # keeps column names
     if chosen == "trees":
         explainer = FourierShap.from_trees(model, background, target=target, **options)

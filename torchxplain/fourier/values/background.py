@@ -47,13 +47,22 @@ class BackgroundTerm:
             return self._signed[:, f0:f1]
         return self._compute(f0, f1)
 
+    def signed_rows(self, b0: int, b1: int) -> Tensor:
+        """``(b1 - b0, k)`` rows of :attr:`signed_amplitudes`: from the cache, or only those rows computed."""
+        if self._signed is None and self._fits():
+            self._signed = self._compute(0, len(self.spectrum))
+        if self._signed is not None:
+            return self._signed[b0:b1]
+        return self._compute(0, len(self.spectrum), self.background[b0:b1])
+
     def _fits(self) -> bool:
         size = self.background.shape[0] * len(self.spectrum) * self.background.element_size()
         return 4 * size <= parse_memory()
 
-    def _compute(self, f0: int, f1: int) -> Tensor:
-        freq = self.spectrum.frequencies[f0:f1].to(device=self.background.device, dtype=self.background.dtype)
-        parity = torch.remainder(self.background @ freq.T, 2.0)
+    def _compute(self, f0: int, f1: int, rows: Tensor | None = None) -> Tensor:
+        rows = self.background if rows is None else rows
+        freq = self.spectrum.frequencies[f0:f1].to(device=rows.device, dtype=rows.dtype)
+        parity = torch.remainder(rows @ freq.T, 2.0)
         return (1.0 - 2.0 * parity) * self.spectrum.amplitudes[f0:f1].to(self.background.device)
 
 

@@ -47,7 +47,7 @@ def relaxed_shapley(xq: Tensor, term: BackgroundTerm) -> Tensor:
     for q0, q1 in chunk_bounds(q_rows, qc):
         acc = xq.new_zeros(q1 - q0, n)
         for b0, b1 in chunk_bounds(b_rows, bc):
-            s = term.signed_block(0, k)[b0:b1]
+            s = term.signed_rows(b0, b1)
             xs, xb = xq[q0:q1, None, :], bg[None, b0:b1, :]
             d = (xs + xb - 2.0 * xs * xb).reshape(-1, n)
             inner = torch.zeros_like(d)
