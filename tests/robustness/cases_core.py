@@ -1,4 +1,4 @@
-"""Bad inputs for the settings, the testing helpers and the top-level entry points."""
+"""Bad inputs for the settings, the testing helpers, the data generators and loaders, and the top-level entry points."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import torch
 
 import torchxplain as tx
 from tests.robustness.harness import case, exempt
-from torchxplain import testing
+from torchxplain import data, testing
 
 S, T = "torchxplain.settings.", "torchxplain.testing."
 exempt("a constant", S + "DEFAULT_MAX_MEMORY", S + "MIN_MEMORY")
@@ -99,3 +99,68 @@ def _():
 @case("torchxplain.explain_after_fit", "a float seed", TypeError, r"seed must be a non-negative int")
 def _():
     tx.explain_after_fit(lambda x: x.sum(1), np.zeros((4, 2)), np.zeros((2, 2)), seed=1.7)
+
+
+D = "torchxplain.data."
+exempt("a constant (the GB1 sites and the residue order of load_gb1's columns)", D + "GB1_RESIDUES", D + "GB1_SITES")
+exempt("a result container built by simulate_goals_design (its fields are the library's outputs)", D + "SimulatedData")
+
+
+@case(D + "load_gb1", "a dtype given as a string", TypeError, r"dtype must be a floating torch dtype")
+def _():
+    data.load_gb1(dtype="float32")
+
+
+@case(D + "load_gb1", "a string flag", TypeError, r"measured_only must be True or False, got str 'yes'")
+def _():
+    data.load_gb1(measured_only="yes")
+
+
+@case(D + "load_entacmaea", "an integer dtype (would truncate y)", TypeError, r"dtype must be a floating torch")
+def _():
+    data.load_entacmaea(dtype=torch.int64)
+
+
+@case(D + "simulate_goals_design", "an integer dtype", TypeError, r"dtype must be a floating torch dtype")
+def _():
+    data.simulate_goals_design(n=10, n_features=4, n_causal=2, n_pcs=2, dtype=torch.int64)
+
+
+@case(D + "simulate_goals_design", "a string flag", TypeError, r"standardize must be True or False")
+def _():
+    data.simulate_goals_design(n=10, n_features=4, n_causal=2, n_pcs=2, standardize="no")
+
+
+@case(D + "simulate_goals_design", "a single allele frequency", ValueError, r"maf_range must be a pair \(low, high\)")
+def _():
+    data.simulate_goals_design(maf_range=0.3)
+
+
+@case(D + "simulate_goals_design", "a negative sample size", ValueError, r"n must be an int >= 3, got -1")
+def _():
+    data.simulate_goals_design(n=-1)
+
+
+@case(D + "simulate_goals_design", "more causal features than features", ValueError, r"n_causal must be at most")
+def _():
+    data.simulate_goals_design(n_features=3, n_causal=5)
+
+
+@case(D + "simulate_goals_design", "a signal fraction above 1", ValueError, r"v2 must be a number in \[0, 1\]")
+def _():
+    data.simulate_goals_design(v2=1.5)
+
+
+@case(D + "simulate_goals_design", "allele frequencies above 0.5", ValueError, r"maf_range must satisfy 0 < low")
+def _():
+    data.simulate_goals_design(maf_range=(0.3, 0.9))
+
+
+@case(D + "simulate_goals_design", "a float seed", TypeError, r"seed must be a non-negative int or a torch\.Gen")
+def _():
+    data.simulate_goals_design(n=10, n_features=4, n_causal=2, n_pcs=2, seed=1.5)
+
+
+@case(D + "load_entacmaea", "an unknown target column", ValueError, r"target must be one of \('brightness_red'")
+def _():
+    data.load_entacmaea("red")

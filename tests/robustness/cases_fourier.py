@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -174,3 +176,176 @@ def _():
 @case(F + "ThresholdEncoder", "not a TreeEncoding", TypeError, "encoding must be a TreeEncoding")
 def _():
     tx.fourier.ThresholdEncoder(object())
+
+
+A, TR, V, IX = (F + m + "." for m in ("adapters", "trees", "values", "interactions"))
+exempt("a constant", A + "SUPPORTED_MODELS", TR + "DEFAULT_MAX_TERMS", TR + "ENCODINGS", IX + "INDICES")
+exempt("a typing.Literal alias", IX + "Index")
+exempt(
+    "a plain data class the library builds (parse_model's flat tree form; tree_spectrum's support families)",
+    A + "ObliviousBlock",
+    A + "TreeEnsemble",
+    TR + "SupportFamilies",
+)
+exempt(
+    "a predicate defined on every object (False for anything that is not a tree model): no bad input", A + "supports"
+)
+exempt(
+    "the refusal message parse_model raises for a model that supports() rejects; it only formats the type name",
+    A + "unsupported_message",
+)
+exempt(
+    'a private boundary; its docstring: "A BackgroundTerm for a background the caller has validated (binary (B, n))."',
+    V + "background_term",
+)
+
+
+def tree(binary: bool = True) -> Any:
+    """A fitted depth-2 scikit-learn tree: a regressor on 4 binary inputs, or a 3-class classifier on 3 floats."""
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    rng = np.random.default_rng(0)
+    if binary:
+        x = rng.integers(0, 2, (40, 4)).astype(float)
+        return DecisionTreeRegressor(max_depth=2).fit(x, x[:, 0] - x[:, 1])
+    return DecisionTreeClassifier(max_depth=2).fit(rng.normal(size=(40, 3)), rng.integers(0, 3, 40))
+
+
+@case(A + "parse_model", "an object that is not a tree model", TypeError, r"model of type .* not a supported tree")
+def _():
+    tx.fourier.adapters.parse_model(object())
+
+
+@case(A + "parse_model", "a multiclass model without target", ValueError, r"has 3 outputs.*pass target=<index in 0")
+def _():
+    tx.fourier.adapters.parse_model(tree(binary=False))
+
+
+@case(A + "parse_model", "an unfitted model", ValueError, r"DecisionTreeRegressor is not fitted; call \.fit\(\)")
+def _():
+    from sklearn.tree import DecisionTreeRegressor
+
+    tx.fourier.adapters.parse_model(DecisionTreeRegressor())
+
+
+@case(A + "parse_model_outputs", "a class index out of range", ValueError, r"target must be in 0\.\.2 .*got 9")
+def _():
+    tx.fourier.adapters.parse_model_outputs(tree(binary=False), target=9)
+
+
+@case(A + "parse_model_outputs", "a float target", TypeError, r"target must be an int output index, got float")
+def _():
+    tx.fourier.adapters.parse_model_outputs(tree(binary=False), target=2.0)
+
+
+@case(A + "parse_model_outputs", "a string instead of a model", TypeError, r"model of type builtins\.str is not")
+def _():
+    tx.fourier.adapters.parse_model_outputs("model.json")
+
+
+@case(TR + "resolve_encoding", "an unknown encoding name", ValueError, r"encoding must be one of \('auto', 'binary'")
+def _():
+    model = tree()
+    tx.fourier.trees.resolve_encoding(model, tx.fourier.adapters.parse_model(model), "onehot")
+
+
+@case(TR + "extract", "an encoding name instead of a TreeEncoding", TypeError, r"encoding must be a TreeEncoding or")
+def _():
+    tx.fourier.trees.extract(tx.fourier.adapters.parse_model(tree()), "thresholds")
+
+
+@case(TR + "extract", "a TreeEncoding of another model", ValueError, r"encoding has 3 features but .* expects 4")
+def _():
+    encoding = tx.fourier.TreeEncoding.from_model(tree(binary=False))
+    tx.fourier.trees.extract(tx.fourier.adapters.parse_model(tree()), encoding)
+
+
+@case(TR + "extract", "binary inputs on continuous splits", ValueError, r"not a function of binary.*'thresholds'")
+def _():
+    tx.fourier.trees.extract(tx.fourier.adapters.parse_model(tree(binary=False), target=0))
+
+
+@case(TR + "spectrum_of_ensemble", "max_terms=0", ValueError, r"max_terms must be a positive int .*got 0")
+def _():
+    tx.fourier.trees.spectrum_of_ensemble(tx.fourier.adapters.parse_model(tree()), max_terms=0)
+
+
+@case(TR + "spectrum_of_ensemble", "an expansion above max_terms", ValueError, r"above max_terms=2.*raise max_terms")
+def _():
+    tx.fourier.trees.spectrum_of_ensemble(tx.fourier.adapters.parse_model(tree()), max_terms=2)
+
+
+@case(TR + "spectrum_of_ensemble", "a fitted model, not its parsed ensemble", TypeError, r"ensemble must be a parsed")
+def _():
+    tx.fourier.trees.spectrum_of_ensemble(tree())
+
+
+@case(TR + "extract", "max_terms as a string", ValueError, r"max_terms must be a positive int .*got '1'")
+def _():
+    tx.fourier.trees.extract(tx.fourier.adapters.parse_model(tree()), max_terms="1")
+
+
+@case(TR + "extract", "an integer dtype", TypeError, r"dtype must be a floating torch dtype")
+def _():
+    tx.fourier.trees.extract(tx.fourier.adapters.parse_model(tree()), dtype=torch.int64)
+
+
+@case(TR + "splits_binary_inputs", "a fitted model, not its parsed ensemble", TypeError, r"pass .*parse_model\(model\)")
+def _():
+    tx.fourier.trees.splits_binary_inputs(tree())
+
+
+@case(TR + "resolve_encoding", "the list parse_model_outputs returns", TypeError, r"ensemble must be a parsed TreeEns")
+def _():
+    model = tree()
+    tx.fourier.trees.resolve_encoding(model, tx.fourier.adapters.parse_model_outputs(model), "auto")
+
+
+@case(TR + "spectrum_of_ensemble", "a 1-byte budget", ValueError, "max_memory must be at least 1 MiB")
+def _():
+    tx.fourier.trees.spectrum_of_ensemble(tx.fourier.adapters.parse_model(tree()), max_memory=1)
+
+
+@case(V + "validate_groups", "float groups", TypeError, r"groups must be an integer tensor, got dtype torch\.float")
+def _():
+    tx.fourier.values.validate_groups(torch.tensor([0.0, 1.0]), 2)
+
+
+@case(V + "validate_groups", "a list instead of a tensor", TypeError, r"groups must be an integer tensor of shape")
+def _():
+    tx.fourier.values.validate_groups([0, 1], 2)
+
+
+@case(V + "validate_groups", "a 2-D groups", ValueError, r"groups must give one player id per feature.*got \(1, 2\)")
+def _():
+    tx.fourier.values.validate_groups(torch.tensor([[0, 1]]), 2)
+
+
+@case(V + "validate_groups", "negative ids", ValueError, r"groups must be non-negative player ids, found -1")
+def _():
+    tx.fourier.values.validate_groups(torch.tensor([-1, 0]), 2)
+
+
+@case(V + "validate_groups", "an unused id", ValueError, r"ids \[1\] are unused \(renumber them\)")
+def _():
+    tx.fourier.values.validate_groups(torch.tensor([0, 2]), 2)
+
+
+@case(IX + "check_index", "an unknown index name", ValueError, r"index must be one of \['k-SII'.*got 'shapley'")
+def _():
+    tx.fourier.interactions.check_index("shapley", None, 3)
+
+
+@case(IX + "check_index", "a float max_order", TypeError, r"max_order must be an int, got float")
+def _():
+    tx.fourier.interactions.check_index("SII", 2.0, 3)
+
+
+@case(IX + "check_index", "max_order 2 for a value index", ValueError, r"index 'SV' is a value .*pass max_order=1")
+def _():
+    tx.fourier.interactions.check_index("SV", 2, 3)
+
+
+@case(IX + "check_index", "max_order above the players", ValueError, r"max_order must be between 1 and .* \(3\)")
+def _():
+    tx.fourier.interactions.check_index("SII", 9, 3)

@@ -20,10 +20,17 @@ from tests.robustness.harness import CASES, EXEMPT
 
 SUBPACKAGES = (
     "torchxplain",
+    "torchxplain.data",
     "torchxplain.fourier",
+    "torchxplain.fourier.adapters",
+    "torchxplain.fourier.interactions",
+    "torchxplain.fourier.trees",
+    "torchxplain.fourier.values",
     "torchxplain.goals",
+    "torchxplain.goals.bnn",
     "torchxplain.idx",
     "torchxplain.integrations",
+    "torchxplain.integrations.lightning",
     "torchxplain.settings",
     "torchxplain.testing",
     "torchxplain.viz",

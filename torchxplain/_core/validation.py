@@ -85,3 +85,25 @@ def float_dtype(*tensors: Tensor) -> torch.dtype:
     if not floats:
         return torch.get_default_dtype()
     return max(floats, key=lambda d: torch.finfo(d).bits)
+
+
+def check_float_dtype(dtype: object, name: str = "dtype") -> torch.dtype:
+    """``dtype`` if it is a floating ``torch.dtype``; strings and integer dtypes are refused, never coerced.
+
+    Raises:
+        TypeError: not a floating ``torch.dtype``.
+    """
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"{name} must be a floating torch dtype such as torch.float64, got {str(dtype)[:40]!r}")
+    return dtype
+
+
+def check_flag(value: object, name: str) -> bool:
+    """``value`` if it is a bool (``"no"`` or ``0`` would otherwise read as a truth value).
+
+    Raises:
+        TypeError: not a bool.
+    """
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {str(value)[:40]!r}")
+    return value

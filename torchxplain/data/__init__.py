@@ -1,3 +1,13 @@
 """Small built-in data sets and seeded generators."""
 
-from torchxplain.data.simulation import SimulatedData, simulate_goals_design  # noqa: F401
+from torchxplain.data.landscapes import GB1_RESIDUES, GB1_SITES, load_entacmaea, load_gb1
+from torchxplain.data.simulation import SimulatedData, simulate_goals_design
+
+__all__ = [
+    "GB1_RESIDUES",
+    "GB1_SITES",
+    "SimulatedData",
+    "load_entacmaea",
+    "load_gb1",
+    "simulate_goals_design",
+]

@@ -8,6 +8,8 @@ import pandas as pd
 import torch
 from torch import Tensor
 
+from torchxplain._core import check_flag, check_float_dtype
+
 _ENTACMAEA_TARGETS = ("brightness_red", "brightness_blue", "brightness_combined")
 
 
@@ -26,6 +28,7 @@ def load_entacmaea(target: str = "brightness_red", dtype: torch.dtype = torch.fl
     """
     if target not in _ENTACMAEA_TARGETS:
         raise ValueError(f"target must be one of {_ENTACMAEA_TARGETS}, got {target!r}")
+    check_float_dtype(dtype)
     path = resources.files("torchxplain.data") / "entacmaea_poelwijk2019.csv.gz"
     with resources.as_file(path) as file:
         frame = pd.read_csv(file, dtype={"genotype": str})
@@ -51,6 +54,8 @@ def load_gb1(measured_only: bool = False, dtype: torch.dtype = torch.float32) ->
         relative to the wild type VDGV, and ``groups`` ``(80,)`` the site (0..3) of each column — pass it as
         ``feature_mask`` to get one SHAP value per site.
     """
+    check_flag(measured_only, "measured_only")
+    check_float_dtype(dtype)
     path = resources.files("torchxplain.data") / "gb1_wu2016.csv.gz"
     with resources.as_file(path) as file:
         frame = pd.read_csv(file)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from torchxplain._core import make_generator
+from torchxplain._core import check_flag, check_float_dtype, make_generator
 
 
 @dataclass(frozen=True)
@@ -96,9 +96,16 @@ def simulate_goals_design(
     for name, fraction in (("v2", v2), ("rho", rho), ("pc_var", pc_var)):
         if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.0 <= fraction <= 1.0:
             raise ValueError(f"{name} must be a number in [0, 1], got {fraction!r}")
+    numbers = isinstance(maf_range, tuple | list) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in maf_range
+    )
+    if not numbers or len(maf_range) != 2:
+        raise ValueError(f"maf_range must be a pair (low, high) with 0 < low <= high <= 0.5, got {maf_range!r}")
     lo, hi = maf_range
     if not 0.0 < lo <= hi <= 0.5:
         raise ValueError(f"maf_range must satisfy 0 < low <= high <= 0.5, got {maf_range}")
+    check_flag(standardize, "standardize")
+    check_float_dtype(dtype)
     if n_pcs > min(n, n_features):
         raise ValueError(f"n_pcs must be at most min(n, n_features) = {min(n, n_features)}, got {n_pcs}")
     gen = make_generator(seed)

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from torchxplain._core import settings
+from torchxplain._core import check_float_dtype, settings
 from torchxplain.idx.encoding import BinMethod, InputEncoder
 from torchxplain.idx.io import spec_from_frame, spec_from_pgmpy, spec_from_sklearn
 from torchxplain.idx.spec import ClassifierSpec
@@ -98,8 +98,7 @@ class BayesianClassifier(nn.Module):
         bin_edges: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
-        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-            raise TypeError(f"dtype must be a floating torch dtype such as torch.float64, got {dtype!r}")
+        check_float_dtype(dtype)
         self.spec = ClassifierSpec.build(values, structure, priors, cpts, sd_weights)
         spec = self.spec
         self.variables: tuple[str, ...] = spec.variables

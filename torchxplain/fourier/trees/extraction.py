@@ -17,14 +17,19 @@ from typing import Any, Literal, overload
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, parse_memory, rows_per_chunk, settings
+from torchxplain._core import check_float_dtype, chunk_bounds, parse_memory, rows_per_chunk, settings
 from torchxplain.fourier.adapters import TreeEnsemble, parse_model
 from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.trees.encoding import TreeEncoding
 from torchxplain.fourier.trees.expansion import Expansion, fill
 from torchxplain.fourier.trees.families import SupportFamilies, build_families
 from torchxplain.fourier.trees.intervals import FeatureGroups
-from torchxplain.fourier.trees.splits import binary_split_features, encoded_split_features, splits_binary_inputs
+from torchxplain.fourier.trees.splits import (
+    binary_split_features,
+    check_ensemble,
+    encoded_split_features,
+    splits_binary_inputs,
+)
 from torchxplain.fourier.trees.terms import KeyLayout, TermBuffer
 
 DEFAULT_MAX_TERMS = 50_000_000
@@ -38,6 +43,7 @@ def resolve_encoding(model: Any, ensemble: TreeEnsemble, encoding: EncodingArg) 
     ``"auto"``/``None``: binary when every split separates 0 from 1, else ``TreeEncoding.from_model(model)``
     (the splits of all of the model's outputs, so the same encoding serves each class).
     """
+    check_ensemble(ensemble)
     if isinstance(encoding, TreeEncoding):
         return encoding
     if encoding is not None and (not isinstance(encoding, str) or encoding not in ENCODINGS):
@@ -179,8 +185,12 @@ def extract(
     Returns:
         ``(spectrum, families)`` (``families`` is ``None`` when not asked for).
     """
+    check_ensemble(ensemble)
     if encoding is not None and not isinstance(encoding, TreeEncoding):
         raise TypeError(f"encoding must be a TreeEncoding or None, got {type(encoding).__name__}")
+    check_float_dtype(dtype)
+    if isinstance(max_terms, bool) or not isinstance(max_terms, int) or max_terms < 1:
+        raise ValueError(f"max_terms must be a positive int (default {DEFAULT_MAX_TERMS:,}), got {max_terms!r}")
     with settings.using(max_memory=max_memory, show_progress=show_progress):
         return _extract(ensemble, encoding, dtype, device, max_terms, families)
 

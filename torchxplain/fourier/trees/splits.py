@@ -14,8 +14,24 @@ def _binary_sides(ensemble: TreeEnsemble) -> tuple[np.ndarray, np.ndarray]:
     return ensemble.goes_right(np.zeros(len(splits)), splits), ensemble.goes_right(np.ones(len(splits)), splits)
 
 
+def check_ensemble(ensemble: object) -> TreeEnsemble:
+    """``ensemble`` if it is a parsed :class:`TreeEnsemble`.
+
+    Raises:
+        TypeError: anything else (a fitted model, or the list :func:`parse_model_outputs` returns).
+    """
+    if not isinstance(ensemble, TreeEnsemble):
+        raise TypeError(
+            f"ensemble must be a parsed TreeEnsemble, got {type(ensemble).__name__}; pass "
+            "torchxplain.fourier.adapters.parse_model(model) (one element of parse_model_outputs), or call "
+            "tree_spectrum(model) on the fitted model"
+        )
+    return ensemble
+
+
 def splits_binary_inputs(ensemble: TreeEnsemble) -> bool:
     """Whether every split of the ensemble separates input value 0 from 1."""
+    check_ensemble(ensemble)
     zero_right, one_right = _binary_sides(ensemble)
     return bool((zero_right != one_right).all())
 
