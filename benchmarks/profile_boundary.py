@@ -33,7 +33,7 @@ WATCHED = {
 @contextlib.contextmanager
 def counting(extra: dict[str, list[tuple[str, str]]] | None = None) -> Iterator[collections.Counter[str]]:
     """Count calls of the watched functions (wherever a module imported them by name)."""
-    counts: collections.Counter[str] = collections.Counter()
+    counts: collections.Counter[str] = collections.Counter({label: 0 for label in extra or {}})  # zeros shown
     patches: list[tuple[Any, str, Any]] = []
     watched = {**WATCHED, **(extra or {})}
     for label, places in watched.items():
@@ -96,15 +96,21 @@ def binary_path() -> dict[str, collections.Counter[str]]:
 
 
 def idx_path() -> dict[str, collections.Counter[str]]:
-    """``idx.explain(bc, inputs)`` on Child: how often the classifier runs forward."""
+    """``idx.explain(bc, inputs)`` on Child: how often the classifier runs forward, cold (its family tables are
+    built on first use and cached on the classifier) and warm."""
     from torchxplain import idx
 
     bc = idx.datasets.child()
     inputs = idx.datasets.all_inputs(bc)
-    extra = {"classifier forward": [(type(bc).__module__, f"{type(bc).__name__}.{_forward_name(bc)}")]}
-    with counting(extra) as explain:
+    extra = {
+        "classifier forward": [(type(bc).__module__, f"{type(bc).__name__}.{_forward_name(bc)}")],
+        "family_logits (one classification's posterior)": [(type(bc).__module__, f"{type(bc).__name__}.family_logits")],
+    }
+    with counting(extra) as cold:
         idx.explain(bc, inputs, kit="md")
-    return {"idx.explain(child, all inputs, kit='md')": explain}
+    with counting(extra) as warm:
+        idx.explain(bc, inputs, kit="md")
+    return {"idx.explain(child, all inputs, kit='md'), first call": cold, "  same call again": warm}
 
 
 def _forward_name(bc: Any) -> str:

@@ -169,3 +169,27 @@ def test_attribution_kits_share_the_batch():
         assert ex.relations == alone[b].relations and ex.scores == alone[b].scores
     with pytest.raises(ValueError, match="pass kit="):
         batch.explanations()
+
+
+def test_each_classifications_posterior_is_computed_once_per_joint_value(monkeypatch):
+    """The dialectical tables' posteriors also fill the decision tables: one family_logits pass per family."""
+    calls = []
+    family_logits = BayesianClassifier.family_logits
+
+    def counted(self, y, values):
+        calls.append((y, values.shape[0]))
+        return family_logits(self, y, values)
+
+    fresh, reference = datasets.play_outside(), datasets.play_outside()
+    inputs = datasets.all_inputs(fresh)
+    monkeypatch.setattr(BayesianClassifier, "family_logits", counted)
+    first = explain_batch(fresh, inputs, ("md", "sd"))
+    assert sorted(y for y, _ in calls) == sorted(f.y for f in tables.families(fresh))  # once per family
+    calls.clear()
+    again = explain_batch(fresh, inputs, ("md", "sd"))
+    assert not calls  # warm: everything from the cached tables
+    assert torch.equal(first.sigma, again.sigma)
+    for f in tables.families(fresh):  # the seeded decision table equals one built on its own
+        seeded, built = tables.decision_table(fresh, f), tables.decision_table(reference, f)
+        assert torch.equal(seeded[0], built[0]) and torch.equal(seeded[1], built[1])
+    assert torch.equal(first.sigma, fresh(fresh.encode(inputs))[1])  # the forward pass decides the same

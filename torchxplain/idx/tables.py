@@ -144,12 +144,18 @@ def family_relations(bc: BayesianClassifier, f: Family, values: Tensor, rtol: fl
 
 
 def dialectical_table(bc: BayesianClassifier, f: Family, rtol: float | None) -> dict[str, Tensor]:
-    """The MD and SD relations ``(M, m)`` of ``f`` at every joint value (cached, chunked)."""
+    """The MD and SD relations ``(M, m)`` of ``f`` at every joint value (cached, chunked).
+
+    The posteriors it computes also give the family's decision table: that is cached too (the same values
+    :func:`decision_table` computes), so the classification's posterior is evaluated once per joint value.
+    """
 
     def build() -> dict[str, Tensor]:
         n_values = bc.log_prior.shape[1]
         rows = rows_per_chunk(64 * len(f.cards) * n_values * n_values, f.size)
         parts = [family_relations(bc, f, f.values(s, e), rtol) for s, e in chunk_bounds(f.size, rows)]
+        decisions = torch.cat([p["decision"] for p in parts]), torch.cat([p["log_prob"] for p in parts])
+        bc.cached(("decision", f.y), lambda: decisions)
         return {k: torch.cat([p[k] for p in parts]) for k in DIALECTICAL_NAMES}
 
     return bc.cached(("dialectical", f.y, rtol), build)
