@@ -89,51 +89,60 @@ def kernel_alone(spectrum, encoding, background, queries, dtype, repeat) -> tupl
 
 
 def run_continuous(args, peers: dict[str, str], quick: bool) -> list[dict[str, Any]]:
+    """The continuous grid once per thread setting of ``args.threads`` (0: the library default)."""
+    default, rows = torch.get_num_threads(), []
+    for setting in [1] if quick else args.threads:
+        count = setting or default
+        torch.set_num_threads(count)
+        print(f"== {count} thread(s)")
+        with threadpool_limits(count):
+            rows += _continuous_block(args, peers, quick, count)
+    torch.set_num_threads(default)
+    return rows
+
+
+def _continuous_block(args, peers: dict[str, str], quick: bool, threads: int) -> list[dict[str, Any]]:
     dtype = getattr(torch, args.dtype)
     rows = []
-    threads = 1
-    torch.set_num_threads(threads)
-    with threadpool_limits(threads):
-        for data, name, model, x, _, predict in models(args.seed):
-            rng = np.random.default_rng(args.seed)
-            background = x[rng.permutation(len(x))[:100]]
-            encoding = tx.fourier.TreeEncoding.from_model(model)
-            extract, spectrum = timed(lambda m=model, e=encoding: tx.tree_spectrum(m, encoding=e), args.repeat)
-            for q, b in CELLS[:1] if quick else CELLS:
-                queries = x[rng.integers(0, len(x), q)]
-                total, explain, kernel, ours = kernel_alone(
-                    spectrum, encoding, background[:b], queries, dtype, args.repeat
+    for data, name, model, x, _, predict in models(args.seed):
+        rng = np.random.default_rng(args.seed)
+        background = x[rng.permutation(len(x))[:100]]
+        encoding = tx.fourier.TreeEncoding.from_model(model)
+        extract, spectrum = timed(lambda m=model, e=encoding: tx.tree_spectrum(m, encoding=e), args.repeat)
+        for q, b in CELLS[:1] if quick else CELLS:
+            queries = x[rng.integers(0, len(x), q)]
+            total, explain, kernel, ours = kernel_alone(spectrum, encoding, background[:b], queries, dtype, args.repeat)
+            row: dict[str, Any] = dict(
+                threads=threads,
+                data=data,
+                model=name,
+                n_binary=encoding.n_binary,
+                k=len(spectrum),
+                Q=q,
+                B=b,
+                kernel=kernel,
+                extract=extract,
+                total=total,
+                explain=explain,
+                build=total - explain,
+            )
+            for peer, fn in PEERS.items():
+                if peers[peer] != "ok" or peer in args.skip_peers:
+                    row[peer] = float("nan")
+                    continue
+                row[peer], values = timed(
+                    lambda fn=fn, m=model, bg=background[:b], qs=queries: fn(m, bg, qs), args.repeat
                 )
-                row: dict[str, Any] = dict(
-                    data=data,
-                    model=name,
-                    n_binary=encoding.n_binary,
-                    k=len(spectrum),
-                    Q=q,
-                    B=b,
-                    kernel=kernel,
-                    extract=extract,
-                    total=total,
-                    explain=explain,
-                    build=total - explain,
-                )
-                for peer, fn in PEERS.items():
-                    if peers[peer] != "ok" or peer in args.skip_peers:
-                        row[peer] = float("nan")
-                        continue
-                    row[peer], values = timed(
-                        lambda fn=fn, m=model, bg=background[:b], qs=queries: fn(m, bg, qs), args.repeat
-                    )
-                    values = positive_class(values, len(queries))
-                    row[f"err_vs_{peer}"] = float(np.abs(ours - values).max() / np.abs(values).max())
-                if data == "diabetes":
-                    exact = brute_force(predict, queries[:5], background[:b])
-                    row["err_vs_brute_force"] = float(np.abs(ours[:5] - exact).max() / np.abs(exact).max())
-                    if peers.get("shap") == "ok" and "shap" not in args.skip_peers:
-                        ref = PEERS["shap"](model, background[:b], queries[:5])
-                        row["shap_err_vs_brute_force"] = float(np.abs(ref - exact).max() / np.abs(exact).max())
-                rows.append(row)
-                print_row(row)
+                values = positive_class(values, len(queries))
+                row[f"err_vs_{peer}"] = float(np.abs(ours - values).max() / np.abs(values).max())
+            if data == "diabetes":
+                exact = brute_force(predict, queries[:5], background[:b])
+                row["err_vs_brute_force"] = float(np.abs(ours[:5] - exact).max() / np.abs(exact).max())
+                if peers.get("shap") == "ok" and "shap" not in args.skip_peers:
+                    ref = PEERS["shap"](model, background[:b], queries[:5])
+                    row["shap_err_vs_brute_force"] = float(np.abs(ref - exact).max() / np.abs(exact).max())
+            rows.append(row)
+            print_row(row)
     return rows
 
 
