@@ -41,23 +41,21 @@ class BackgroundTerm:
 
     def signed_block(self, f0: int, f1: int) -> Tensor:
         """``(B, f1 - f0)`` columns of :attr:`signed_amplitudes`, cached when the whole matrix fits the budget."""
-        if self._signed is None and self._fits():
-            self._signed = self._compute(0, len(self.spectrum))
-        if self._signed is not None:
-            return self._signed[:, f0:f1]
-        return self._compute(f0, f1)
+        cached = self._cached()
+        return cached[:, f0:f1] if cached is not None else self._compute(f0, f1)
 
     def signed_rows(self, b0: int, b1: int) -> Tensor:
         """``(b1 - b0, k)`` rows of :attr:`signed_amplitudes`: from the cache, or only those rows computed."""
-        if self._signed is None and self._fits():
-            self._signed = self._compute(0, len(self.spectrum))
-        if self._signed is not None:
-            return self._signed[b0:b1]
-        return self._compute(0, len(self.spectrum), self.background[b0:b1])
+        cached = self._cached()
+        return cached[b0:b1] if cached is not None else self._compute(0, len(self.spectrum), self.background[b0:b1])
 
-    def _fits(self) -> bool:
-        size = self.background.shape[0] * len(self.spectrum) * self.background.element_size()
-        return 4 * size <= parse_memory()
+    def _cached(self) -> Tensor | None:
+        """The whole ``(B, k)`` matrix when it fits the budget (computed once), else ``None``."""
+        if self._signed is None:
+            size = self.background.shape[0] * len(self.spectrum) * self.background.element_size()
+            if 4 * size <= parse_memory():
+                self._signed = self._compute(0, len(self.spectrum))
+        return self._signed
 
     def _compute(self, f0: int, f1: int, rows: Tensor | None = None) -> Tensor:
         rows = self.background if rows is None else rows
