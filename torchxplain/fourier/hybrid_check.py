@@ -5,8 +5,9 @@ The check points are the permutation paths of :meth:`HybridSampler.paths` (fresh
 Shapley value. Beyond the pointwise R², the same paths estimate the SHAP values of the residual
 ``e = h - f`` of the surrogate ``h``: averaging ``e``'s marginal contributions along a row's paths is an unbiased
 permutation estimate of ``φ(e) = φ(h) - φ(f)``, whose noise scales with ``e`` (small), not with ``f``. With the
-closed-form ``φ(h)`` this gives ``φ(f) ≈ φ(h) - φ̂(e)`` and ``R²_SHAP ≈ 1 - Σ φ(e)² / Σ (φ(f) - mean)²``, the sum
-of squares corrected for the estimator's own variance.
+closed-form ``φ(h)`` this gives ``φ(f) ≈ φ(h) - φ̂(e)`` and ``R²_SHAP ≈ 1 - Σ φ(e)² / Σ (φ(f) - mean)²``, both sums
+of squares corrected for the estimator's own variance (the denominator's too: ``φ(h) - φ̂(e)`` carries the noise of
+``φ̂(e)``, which for a poor fit would otherwise inflate it and make the estimate optimistic).
 """
 
 from __future__ import annotations
@@ -77,10 +78,11 @@ class PathValidation:
             / counts
         )
         spread = torch.zeros_like(mean).index_add_(0, p.row, (per_path - mean[p.row]) ** 2) / (counts - 1).clamp(1)
-        err2 = (mean**2 - spread / counts).sum(1)  # per row, unbiased Σ_i φ_i(e)²
+        noise = spread / counts  # the variance of each row's mean over its paths
+        err2 = (mean**2 - noise).sum(1)  # per row, unbiased Σ_i φ_i(e)²
         phi_h = shapley(spectrum, p.x.to(spectrum.dtype), self.background.to(spectrum.dtype), self.groups)
-        phi_f = phi_h.to(torch.float64) - mean
-        total = ((phi_f - phi_f.mean()) ** 2).sum(1)
+        phi_f = phi_h.to(torch.float64) - mean  # carries the same noise: its spread is corrected for too
+        total = ((phi_f - phi_f.mean()) ** 2 - noise).sum(1)
         big_e, big_t = float(err2.sum()), float(total.sum())
         if big_t <= 0:
             return float("nan"), float("nan")
