@@ -12,7 +12,7 @@ on the device itself:
 
 Without CUDA it says so and runs the same on the CPU (``--device cpu``), which is what the test suite does.
 
-    python benchmarks/gpu_check.py [--device cuda|cpu] [--timeout 120] [--skip-benchmarks] [--only trees,idx]
+    python benchmarks/gpu_check.py [--device cuda|cpu] [--timeout 240] [--skip-benchmarks] [--only trees,idx]
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def run(command: list[str], timeout: float) -> tuple[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per test or benchmark process")
+    parser.add_argument("--timeout", type=float, default=240.0, help="seconds per test or benchmark process")
     parser.add_argument("--skip-benchmarks", action="store_true", help="only the headline table")
     parser.add_argument("--only", default=",".join(BENCHMARKS), help="comma-separated benchmarks to run")
     args = parser.parse_args()
