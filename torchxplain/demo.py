@@ -11,7 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from torchxplain import viz
-from torchxplain._core import progress, seed_everything
+from torchxplain._core import progress, seed_everything, settings
 from torchxplain.config import DEFAULT_ROOT, ReportConfig
 from torchxplain.report import Section, report_folder, write_report
 
@@ -67,7 +67,7 @@ def fourier_section(cfg: ReportConfig, out: Path) -> Section:
     y = (y - y.mean()) / y.std()
     hidden, epochs = (64, 15) if cfg.quick else (opts.hidden, opts.epochs)
     start = time.perf_counter()
-    model = train_mlp(x, y, hidden, epochs, cfg.seed, cfg.show_progress)
+    model = train_mlp(x, y, hidden, epochs, cfg.seed)
     with torch.no_grad():
         r2_model = 1.0 - float(((model(x) - y) ** 2).mean() / y.var())
     train_s = time.perf_counter() - start
@@ -75,9 +75,7 @@ def fourier_section(cfg: ReportConfig, out: Path) -> Section:
     rows = torch.randperm(x.shape[0], generator=gen)
     background, queries = x[rows[: opts.n_background]], x[rows[opts.n_background : opts.n_background + opts.n_explain]]
     start = time.perf_counter()
-    explainer = FourierShap(
-        model, background, k=opts.k, method="exact", seed=cfg.seed, show_progress=cfg.show_progress, eval_data=x
-    )
+    explainer = FourierShap(model, background, k=opts.k, method="exact", seed=cfg.seed, eval_data=x)
     fit_s = time.perf_counter() - start
     start = time.perf_counter()
     phi = explainer.attribute(queries).detach()
@@ -214,7 +212,7 @@ def goals_section(cfg: ReportConfig, out: Path) -> Section:
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=0.05)
     mll = gpytorch.mlls.ExactMarginalLogLikelihood(model.likelihood, model)
-    for _ in progress(range(30 if cfg.quick else opts.iterations), cfg.show_progress, desc="fitting GP"):
+    for _ in progress(range(30 if cfg.quick else opts.iterations), desc="fitting GP"):
         opt.zero_grad()
         loss = -mll(model(data.x), data.y)
         loss.backward()
@@ -305,5 +303,6 @@ def run_report(cfg: ReportConfig, root: str | Path = DEFAULT_ROOT) -> Path:
     """
     out = report_folder(root, cfg.out)
     seed_everything(cfg.seed)
-    sections = [SECTIONS[family](cfg, out) for family in cfg.families]
+    with settings.using(show_progress=cfg.show_progress):  # every bar, the library's own included
+        sections = [SECTIONS[family](cfg, out) for family in cfg.families]
     return write_report(out, "torchxplain demo report", sections)
