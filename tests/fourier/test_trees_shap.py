@@ -19,6 +19,7 @@ from tests.fourier.tree_cases import (
     diabetes,
     fit,
     model_output,
+    one_hot_case,
 )
 from torchxplain import FourierShap
 from torchxplain.fourier.adapters import parse_model
@@ -149,17 +150,7 @@ def test_feature_groups_are_players() -> None:
 
 def test_one_hot_groups_on_binary_inputs() -> None:
     """Categorical features one-hot encoded (4 variables x 5 levels): values per variable match brute force."""
-    rng = np.random.default_rng(7)
-    codes = rng.integers(0, 5, (300, 4))
-    x = np.zeros((300, 20))
-    x[np.arange(300)[:, None], 5 * np.arange(4) + codes] = 1.0
-    y = (codes[:, 0] == 2) * 1.5 + codes[:, 1] * (codes[:, 2] > 2) + 0.1 * rng.normal(size=300)
-    model = fit("rf_reg", 5, x, y)
-    ids = np.repeat(np.arange(4), 5)
-    query, background = x[:3], x[50:65]
-    masks = np.array([[(s >> g) & 1 for g in range(4)] for s in range(16)], dtype=bool)[:, ids]
-    hybrid = np.where(masks[None, :, None, :], query[:, None, None, :], background[None, None])
-    v = model.predict(hybrid.reshape(-1, 20)).reshape(3, 16, 15).mean(2)
+    model, ids, query, background, v = one_hot_case("rf_reg")
     explainer = FourierShap.from_trees(model, torch.from_numpy(background), feature_groups=torch.from_numpy(ids))
     ours = explainer.attribute(torch.from_numpy(query)).detach().numpy()
     np.testing.assert_allclose(ours, brute_force_values(v, "shapley")[:, ids], atol=1e-10, rtol=0)

@@ -21,6 +21,7 @@ from tests.fourier.tree_cases import (
     diabetes,
     fit,
     model_output,
+    one_hot_case,
 )
 from torchxplain import tree_spectrum
 from torchxplain.fourier import TreeEncoding
@@ -73,17 +74,7 @@ def test_depth_8_forest_on_80_inputs_equals_the_dense_kernel(kind: str) -> None:
 
 def test_one_hot_groups_equal_brute_force_per_variable() -> None:
     """4 categorical variables × 5 levels one-hot: "bit differs" becomes "group parity differs"."""
-    rng = np.random.default_rng(7)
-    codes = rng.integers(0, 5, (300, 4))
-    x = np.zeros((300, 20))
-    x[np.arange(300)[:, None], 5 * np.arange(4) + codes] = 1.0
-    y = (codes[:, 0] == 2) * 1.5 + codes[:, 1] * (codes[:, 2] > 2) + 0.1 * rng.normal(size=300)
-    model = fit("gbm_reg", 5, x, y)
-    ids = np.repeat(np.arange(4), 5)
-    query, background = x[:3], x[50:65]
-    masks = np.array([[(s >> g) & 1 for g in range(4)] for s in range(16)], dtype=bool)[:, ids]
-    hybrid = np.where(masks[None, :, None, :], query[:, None, None, :], background[None, None])
-    v = model.predict(hybrid.reshape(-1, 20)).reshape(3, 16, 15).mean(2)
+    model, ids, query, background, v = one_hot_case("gbm_reg")
     plan = _plan(tree_spectrum(model), background, torch.from_numpy(ids), 4)
     q = torch.from_numpy(query)
     np.testing.assert_allclose(plan.shapley(q).numpy(), brute_force_values(v, "shapley"), atol=1e-12, rtol=0)

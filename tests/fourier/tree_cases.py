@@ -179,3 +179,24 @@ def brute_force_interactions(v: np.ndarray) -> np.ndarray:
             out[:, i, j] += w * delta
             out[:, j, i] += w * delta
     return out
+
+
+def one_hot_case(kind: str) -> tuple[object, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """4 categorical variables × 5 levels, one-hot (20 inputs), a depth-5 model of ``kind`` fitted on them, and the
+    per-variable coalition values of 3 queries against 15 background rows through ``model.predict``.
+
+    Returns:
+        ``(model, ids (20,) variable of each input, query (3, 20), background (15, 20), v (3, 16))``.
+    """
+    rng = np.random.default_rng(7)
+    codes = rng.integers(0, 5, (300, 4))
+    x = np.zeros((300, 20))
+    x[np.arange(300)[:, None], 5 * np.arange(4) + codes] = 1.0
+    y = (codes[:, 0] == 2) * 1.5 + codes[:, 1] * (codes[:, 2] > 2) + 0.1 * rng.normal(size=300)
+    model = fit(kind, 5, x, y)
+    ids = np.repeat(np.arange(4), 5)
+    query, background = x[:3], x[50:65]
+    masks = np.array([[(s >> g) & 1 for g in range(4)] for s in range(16)], dtype=bool)[:, ids]
+    hybrid = np.where(masks[None, :, None, :], query[:, None, None, :], background[None, None])
+    v = model.predict(hybrid.reshape(-1, 20)).reshape(3, 16, 15).mean(2)
+    return model, ids, query, background, v
