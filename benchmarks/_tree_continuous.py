@@ -20,7 +20,7 @@ from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 from threadpoolctl import threadpool_limits
 
 import torchxplain as tx
-from torchxplain.fourier.values.plan import ValuePlan
+from torchxplain.fourier.values._plan import ValuePlan
 
 CELLS = [(100, 100), (1_000, 100)]
 

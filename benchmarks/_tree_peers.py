@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 
 import torchxplain as tx
-from torchxplain.fourier.values.plan import ValuePlan
+from torchxplain.fourier.values._plan import ValuePlan
 
 DATA_ROOT = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 

@@ -26,8 +26,9 @@ import psutil
 import torch
 from threadpoolctl import threadpool_limits
 
-from torchxplain.fourier import FourierSpectrum, precompute_background, shapley_values
-from torchxplain.fourier.values.plan import ValuePlan
+from torchxplain import FourierSpectrum
+from torchxplain.fourier import precompute_background, shapley_values
+from torchxplain.fourier.values._plan import ValuePlan
 
 CASES = [(100, 100, 1_000, 40), (100, 100, 20_000, 80), (1_000, 100, 5_000, 236)]
 BUDGET_CASE = (20_000, 100, 20_000, 200)

@@ -20,7 +20,8 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
-from torchxplain.fourier import FourierSpectrum, interaction_values, precompute_background, shapley_interactions
+from torchxplain import FourierSpectrum
+from torchxplain.fourier import interaction_values, precompute_background, shapley_interactions
 
 
 def random_problem(q: int, b: int, k: int, n: int, degree: float, seed: int = 0):

@@ -26,7 +26,7 @@ WATCHED = {
     "check_binary": [("torchxplain._core.validation", "check_binary")],
     "check_finite": [("torchxplain._core.validation", "check_finite")],
     "TreeEncoding.transform": [("torchxplain.fourier.trees", "TreeEncoding.transform")],
-    "parse_model_outputs": [("torchxplain.fourier.adapters", "parse_model_outputs")],
+    "parse_model_outputs": [("torchxplain.fourier.trees.adapters._dispatch", "parse_model_outputs")],
 }
 
 

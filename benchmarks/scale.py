@@ -138,7 +138,8 @@ def direct_rate(
 ) -> float:
     """Rows/s of ``explainer.attribute`` (or, with ``kernel_only``, of ``shapley_values`` on the detached spectrum)
     over the rows in batches of ``batch_size``, in this process, on ``device``."""
-    from torchxplain.fourier import FourierSpectrum, shapley_values
+    from torchxplain import FourierSpectrum
+    from torchxplain.fourier import shapley_values
 
     explainer, x = make_problem(rows, device=device)
     spectrum = FourierSpectrum(explainer.spectrum.frequencies, explainer.spectrum.amplitudes.detach())

@@ -1,7 +1,11 @@
 """torchxplain: FourierSHAP, GOALS and IDX as Captum-compatible torch modules."""
 
 from torchxplain import fourier, goals, idx, settings, viz
-from torchxplain.fourier import FourierShap, FourierSpectrum, SparseFourierSurrogate, fit_sparse_fourier, tree_spectrum
+from torchxplain.fourier.explainer._fourier_shap import FourierShap
+from torchxplain.fourier.fit._api import fit_sparse_fourier
+from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum._surrogate import SparseFourierSurrogate
+from torchxplain.fourier.trees._extraction import tree_spectrum
 from torchxplain.goals import Goals
 from torchxplain.integrations.after_fit import AfterFitResult, explain_after_fit
 

@@ -29,7 +29,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import GradientBoostingClassifier
 
 import torchxplain as tx
-from torchxplain.fourier.adapters import parse_model
+from torchxplain.fourier import parse_model
 
 QUICK = os.environ.get("TORCHXPLAIN_QUICK") == "1"
 

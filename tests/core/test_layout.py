@@ -1,18 +1,23 @@
-"""The package's layout rules (issue 12): small modules, ``_core`` at the bottom, no import cycles.
+"""The package's layout rules (issue 21): one concept per module, ``_core`` at the bottom, no import cycles,
+internals underscored, and every public object at one public path.
 
 The import graph is read from the source with :mod:`ast` (every ``import``/``from ... import`` of a
-``torchxplain`` module, at any depth in the file, lazy imports included), so the check needs no imports.
+``torchxplain`` module, at any depth in the file, lazy imports included), so the graph checks need no imports.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import networkx as nx
 
 ROOT = Path(__file__).resolve().parents[2] / "torchxplain"
-MAX_LINES = 400
+SANITY_LINES = 800  # one concept per module; a module this long has more than one
+FACADE = ("FourierShap", "FourierSpectrum", "SparseFourierSurrogate", "fit_sparse_fourier", "tree_spectrum")
+"""The headline names at the top of the package; their only public path is ``torchxplain.<name>``."""
+CONCEPT_PACKAGES = ("fourier",)  # packages arranged by concept: every module below them is private
 
 
 def _module_name(path: Path) -> str:
@@ -22,6 +27,10 @@ def _module_name(path: Path) -> str:
 
 def _modules() -> dict[str, Path]:
     return {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _is_private(name: str) -> bool:
+    return any(part.startswith("_") for part in name.split("."))
 
 
 def _resolve(target: str, modules: dict[str, Path]) -> str | None:
@@ -62,9 +71,21 @@ def import_graph() -> nx.DiGraph:
     return graph
 
 
-def test_no_module_is_over_400_lines():
-    long = {name: n for name, p in _modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
-    assert not long, f"modules over {MAX_LINES} lines: {long}"
+NOT_YET = ("torchxplain.goals", "torchxplain.idx", "torchxplain.integrations")  # issue 21: next in line
+
+
+def public_namespaces() -> list[str]:
+    """Every module whose dotted path has no private part and that declares ``__all__``."""
+    found = []
+    for name, path in _modules().items():
+        if not _is_private(name) and "__all__" in path.read_text() and not name.startswith(NOT_YET):
+            found.append(name)
+    return found
+
+
+def test_no_module_is_unreasonably_long():
+    long = {name: n for name, p in _modules().items() if (n := len(p.read_text().splitlines())) > SANITY_LINES}
+    assert not long, f"modules over {SANITY_LINES} lines (split them by concept): {long}"
 
 
 def test_core_imports_nothing_above_it():
@@ -78,3 +99,61 @@ def test_core_imports_nothing_above_it():
 def test_no_import_cycles():
     cycles = list(nx.simple_cycles(import_graph()))
     assert not cycles, f"import cycles: {sorted(cycles, key=len)[:10]}"
+
+
+def test_fourier_does_not_import_goals_or_idx():
+    graph = import_graph()
+    wrong = [
+        (a, b)
+        for a, b in graph.edges
+        if a.startswith("torchxplain.fourier") and b.startswith(("torchxplain.goals", "torchxplain.idx"))
+    ]
+    assert not wrong, f"fourier/ must not depend on goals/ or idx/: {wrong}"
+
+
+def test_concept_packages_keep_their_modules_private():
+    """Below ``torchxplain.fourier`` every module is private (``_name.py``) and every subpackage ``__init__``
+    declares no public names: the family's public names live in ``torchxplain.fourier`` (and the facade)."""
+    public = []
+    for name, path in _modules().items():
+        for package in CONCEPT_PACKAGES:
+            prefix = f"torchxplain.{package}."
+            if name.startswith(prefix) and not _is_private(name):
+                is_package = path.name == "__init__.py"
+                if not is_package or "__all__" in path.read_text():
+                    public.append(name)
+    assert not public, f"public modules (or subpackages exporting names) inside a concept package: {public}"
+
+
+def test_every_public_object_has_one_public_path():
+    homes: dict[int, list[str]] = {}
+    for module_name in public_namespaces():
+        module = importlib.import_module(module_name)
+        for attr in module.__all__:
+            obj = getattr(module, attr)
+            if isinstance(obj, type(importlib)) or isinstance(obj, (str, int, float, tuple)):
+                continue  # submodules and constants
+            homes.setdefault(id(obj), []).append(f"{module_name}.{attr}")
+    duplicated = sorted(paths for paths in homes.values() if len(paths) > 1)
+    assert not duplicated, f"objects exported at several public paths: {duplicated}"
+
+
+def test_facade_names_live_at_the_top_only():
+    import torchxplain
+
+    assert set(FACADE) <= set(torchxplain.__all__)
+    fourier = importlib.import_module("torchxplain.fourier")
+    assert not set(FACADE) & set(fourier.__all__)
+
+
+def test_public_names_resolve_and_are_documented():
+    undocumented = []
+    for module_name in public_namespaces():
+        module = importlib.import_module(module_name)
+        for attr in module.__all__:
+            obj = getattr(module, attr)  # AttributeError: __all__ names something the module lacks
+            if type(obj).__module__ == "typing" or isinstance(obj, type(importlib)):
+                continue  # type aliases and submodules
+            if callable(obj) and not (obj.__doc__ or "").strip():
+                undocumented.append(f"{module_name}.{attr}")
+    assert not undocumented, f"public callables without a docstring: {undocumented}"

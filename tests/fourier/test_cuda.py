@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from tests.fourier.test_values import random_case
-from torchxplain.fourier import FourierShap, banzhaf_values, shapley_interactions, shapley_values
+from torchxplain import FourierShap
+from torchxplain.fourier import banzhaf_values, shapley_interactions, shapley_values
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
@@ -43,7 +44,7 @@ def test_explainer_moves_to_cuda():
 def test_tree_spectrum_tables_on_cuda_equal_cpu():
     from tests.fourier.tree_cases import binary_data, fit
     from torchxplain import tree_spectrum
-    from torchxplain.fourier.values.plan import ValuePlan
+    from torchxplain.fourier.values._plan import ValuePlan
 
     x, y = binary_data(40, rows=300, seed=3)
     spectrum = tree_spectrum(fit("rf_reg", 6, x, y))
@@ -60,7 +61,7 @@ def test_tree_spectrum_tables_on_cuda_equal_cpu():
 def test_pruning_on_cuda_equals_cpu():
     from tests.fourier.tree_cases import binary_data, fit
     from torchxplain import tree_spectrum
-    from torchxplain.fourier.pruning import prune_tree_spectrum
+    from torchxplain.fourier.trees._pruning import prune_tree_spectrum
 
     x, y = binary_data(20, rows=300, seed=4)
     spectrum = tree_spectrum(fit("rf_reg", 5, x, y))

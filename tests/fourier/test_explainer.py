@@ -7,7 +7,8 @@ import torch
 
 from tests.fourier import brute_force
 from tests.fourier.test_values import random_case
-from torchxplain.fourier import FourierShap, shapley_values
+from torchxplain import FourierShap
+from torchxplain.fourier import shapley_values
 from torchxplain.testing import ExplainerTestCase
 
 

@@ -16,8 +16,8 @@ from tests.fourier.interaction_reference import (
     spectrum_game,
 )
 from tests.fourier.test_values import random_case, random_groups
-from torchxplain.fourier import FourierSpectrum, interaction_values
-from torchxplain.fourier.interactions import INDICES
+from torchxplain import FourierSpectrum
+from torchxplain.fourier import INDICES, interaction_values
 from torchxplain.testing import tiny_memory_budget
 
 TOL = 1e-10
@@ -147,7 +147,7 @@ def test_float32_and_array_inputs():
         ({"index": "SV", "max_order": 2}, ValueError, "is a value"),
         ({"index": "SII", "max_order": 7}, ValueError, "between 1 and the number of players"),
         ({"index": "SII", "max_order": 2.0}, TypeError, "max_order must be an int"),
-        ({"groups": torch.tensor([0, 0, 2, 2, 4, 3])}, ValueError, "groups"),
+        ({"groups": torch.tensor([0, 0, 2, 2, -4, 3])}, ValueError, "groups must hold non-negative player ids"),
     ],
 )
 def test_bad_arguments_are_refused_by_name(kwargs, error, match):

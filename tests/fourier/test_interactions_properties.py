@@ -14,14 +14,9 @@ from hypothesis import strategies as st
 from tests.fourier import brute_force
 from tests.fourier.interaction_reference import coalitions, game_table, ours_at, spectrum_game
 from tests.fourier.test_values import random_case, random_groups
-from torchxplain.fourier import (
-    FourierSpectrum,
-    banzhaf_values,
-    interaction_values,
-    shapley_interactions,
-    shapley_values,
-)
-from torchxplain.fourier.players import player_map
+from torchxplain import FourierSpectrum
+from torchxplain.fourier import banzhaf_values, interaction_values, shapley_interactions, shapley_values
+from torchxplain.fourier.values._players import player_map
 
 ATOL = 1e-10
 

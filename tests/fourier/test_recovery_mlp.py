@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from torchxplain.fourier import FourierShap, fit_sparse_fourier, shapley_interactions, shapley_values
+from torchxplain import FourierShap, fit_sparse_fourier
+from torchxplain.fourier import shapley_interactions, shapley_values
 
 N = 13
 

@@ -7,7 +7,7 @@ import torch
 
 from tests.fourier import brute_force
 from tests.fourier.test_values import random_case
-from torchxplain.fourier import FourierSpectrum, SparseFourierSurrogate
+from torchxplain import FourierSpectrum, SparseFourierSurrogate
 from torchxplain.testing import tiny_memory_budget
 
 

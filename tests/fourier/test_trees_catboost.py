@@ -11,10 +11,9 @@ import torch
 
 import torchxplain as tx
 from tests.fourier.tree_cases import binary_data, brute_force_values, coalition_values, diabetes
-from torchxplain.fourier import TreeEncoding
-from torchxplain.fourier.adapters import ObliviousBlock, TreeEnsemble, parse_model
-from torchxplain.fourier.adapters.base import concat_trees
-from torchxplain.fourier.trees import spectrum_of_ensemble
+from torchxplain.fourier import TreeEncoding, TreeEnsemble, parse_model
+from torchxplain.fourier.trees._extraction import spectrum_of_ensemble
+from torchxplain.fourier.trees.adapters._base import ObliviousBlock, concat_trees
 
 cb = pytest.importorskip("catboost")
 TOL = 1e-9

@@ -12,8 +12,8 @@ from sklearn.linear_model import LogisticRegression
 import torchxplain as tx
 from tests.fourier.tree_cases import binary_data, breast_cancer, diabetes, fit, make_model, model_output
 from torchxplain import tree_spectrum
-from torchxplain.fourier import TreeEncoding
-from torchxplain.fourier.adapters import parse_model, parse_model_outputs, supports
+from torchxplain.fourier import TreeEncoding, parse_model
+from torchxplain.fourier.trees.adapters._dispatch import parse_model_outputs, supports
 
 TOL = 1e-9
 BINARY_OUTPUTS = {

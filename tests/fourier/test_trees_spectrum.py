@@ -19,8 +19,7 @@ from tests.fourier.tree_cases import (
     model_output,
 )
 from torchxplain import tree_spectrum
-from torchxplain.fourier import TreeEncoding
-from torchxplain.fourier.adapters import parse_model
+from torchxplain.fourier import TreeEncoding, parse_model
 from torchxplain.testing import tiny_memory_budget
 
 TOL = 1e-9

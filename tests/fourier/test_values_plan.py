@@ -11,7 +11,7 @@ import torch
 from tests.fourier.test_values import random_case
 from tests.fourier.test_values_support import small_support_case
 from torchxplain.fourier import precompute_background, shapley_values
-from torchxplain.fourier.values.plan import ValuePlan
+from torchxplain.fourier.values._plan import ValuePlan
 
 
 def test_auto_picks_the_tables_for_a_small_support_spectrum_and_many_queries():

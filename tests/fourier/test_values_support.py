@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 
 from tests.fourier import brute_force
 from tests.fourier.test_values import random_groups
-from torchxplain.fourier import FourierSpectrum, banzhaf_values, shapley_interactions, shapley_values
-from torchxplain.fourier.values import families as families_module
-from torchxplain.fourier.values.families import support_families
-from torchxplain.fourier.values.support import butterfly, walsh
-from torchxplain.fourier.values.weights import _weight, walsh_weights
+from torchxplain import FourierSpectrum
+from torchxplain.fourier import banzhaf_values, shapley_interactions, shapley_values
+from torchxplain.fourier.values import _families as families_module
+from torchxplain.fourier.values._families import support_families
+from torchxplain.fourier.values._support import butterfly, walsh
+from torchxplain.fourier.values._weights import _weight, walsh_weights
 from torchxplain.testing import tiny_memory_budget
 
 VALUES = {"shapley": shapley_values, "banzhaf": banzhaf_values, "interactions": shapley_interactions}

@@ -25,7 +25,7 @@ from tests.fourier.tree_cases import (
 )
 from torchxplain import tree_spectrum
 from torchxplain.fourier import TreeEncoding
-from torchxplain.fourier.values.plan import ValuePlan
+from torchxplain.fourier.values._plan import ValuePlan
 
 KINDS = ["rf_reg", "rf_clf", "gbm_reg", "gbm_clf", "xgb_reg", "xgb_clf", "lgb_reg", "lgb_clf"]
 
@@ -104,7 +104,7 @@ def test_continuous_thresholds_grouped_per_feature_equal_brute_force(kind: str) 
 
 def test_catboost_oblivious_trees_equal_brute_force() -> None:
     catboost = pytest.importorskip("catboost")
-    from torchxplain.fourier.adapters import parse_model
+    from torchxplain.fourier import parse_model
 
     x, y = binary_data(9, rows=300, seed=5)
     model = catboost.CatBoostRegressor(iterations=10, depth=5, verbose=0, random_seed=0, allow_writing_files=False).fit(

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
+import torchxplain
 import torchxplain as tx
 from tests.robustness.harness import case, exempt
 
@@ -30,32 +31,32 @@ def model(x: torch.Tensor) -> torch.Tensor:
     return x[:, 0] - 2.0 * x[:, 1] * x[:, 2]
 
 
-@case(F + "FourierSpectrum", "amplitudes of the wrong length", ValueError, r"amplitudes must have shape \(4,\)")
+@case("torchxplain.FourierSpectrum", "amplitudes of the wrong length", ValueError, r"amplitudes must have shape \(4,\)")
 def _():
     tx.FourierSpectrum(torch.zeros(4, 3, dtype=torch.bool), torch.zeros(3))
 
 
-@case(F + "FourierSpectrum", "frequency entries 2 and -1", ValueError, "frequencies must hold binary")
+@case("torchxplain.FourierSpectrum", "frequency entries 2 and -1", ValueError, "frequencies must hold binary")
 def _():
     tx.FourierSpectrum.from_dict({"frequencies": [[2, 0], [-1, 1]], "amplitudes": [1.0, 2.0]})
 
 
-@case(F + "FourierSpectrum", "NaN amplitude", ValueError, "amplitudes contains NaN")
+@case("torchxplain.FourierSpectrum", "NaN amplitude", ValueError, "amplitudes contains NaN")
 def _():
     tx.FourierSpectrum(torch.zeros(1, 2, dtype=torch.bool), torch.tensor([float("nan")]))
 
 
-@case(F + "FourierSpectrum", "evaluate on non-binary rows", ValueError, r"x must hold binary.*column 0")
+@case("torchxplain.FourierSpectrum", "evaluate on non-binary rows", ValueError, r"x must hold binary.*column 0")
 def _():
     spectrum().evaluate(torch.full((2, 4), 0.5, dtype=torch.float64))
 
 
-@case(F + "SparseFourierSurrogate", "not a spectrum", TypeError, "spectrum must be a FourierSpectrum")
+@case("torchxplain.SparseFourierSurrogate", "not a spectrum", TypeError, "spectrum must be a FourierSpectrum")
 def _():
     tx.SparseFourierSurrogate(torch.zeros(3))
 
 
-@case(F + "SparseFourierSurrogate", "wrong width", ValueError, r"x has 3 features.*expected 4")
+@case("torchxplain.SparseFourierSurrogate", "wrong width", ValueError, r"x has 3 features.*expected 4")
 def _():
     tx.SparseFourierSurrogate(spectrum())(torch.zeros(2, 3))
 
@@ -65,7 +66,7 @@ def _():
     tx.fourier.shapley_values(spectrum(), np.zeros((2, 3)), bits(3))
 
 
-@case(F + "shapley_values", "float groups", TypeError, "groups must be an integer")
+@case(F + "shapley_values", "float groups", TypeError, "groups must hold integer player ids")
 def _():
     tx.fourier.shapley_values(spectrum(), bits(2), bits(3), groups=torch.tensor([0.0, 0.0, 1.0, 1.0]))
 
@@ -105,22 +106,27 @@ def _():
     tx.fourier.interaction_values(spectrum(), bits(2), bits(3), index="k-SII", max_order=9)
 
 
-@case(F + "FourierShap", "a model that is not callable", TypeError, "forward_func must be the model")
+@case("torchxplain.FourierShap", "a model that is not callable", TypeError, "forward_func must be the model")
 def _():
     tx.FourierShap("model", bits(3))
 
 
-@case(F + "FourierShap", "continuous queries without relaxed", ValueError, r"inputs must hold binary.*relaxed=True")
+@case(
+    "torchxplain.FourierShap",
+    "continuous queries without relaxed",
+    ValueError,
+    r"inputs must hold binary.*relaxed=True",
+)
 def _():
     tx.FourierShap.from_spectrum(spectrum(), bits(3)).attribute(torch.full((2, 4), 0.3, dtype=torch.float64))
 
 
-@case(F + "FourierShap", "float feature_mask", TypeError, "feature_mask must hold integer player ids")
+@case("torchxplain.FourierShap", "float feature_mask", TypeError, "feature_mask must hold integer player ids")
 def _():
     tx.FourierShap.from_spectrum(spectrum(), bits(3)).attribute(bits(2), feature_mask=torch.zeros(1, 4))
 
 
-@case(F + "FourierShap", "a DataFrame with other columns", ValueError, r"inputs has columns that differ")
+@case("torchxplain.FourierShap", "a DataFrame with other columns", ValueError, r"inputs has columns that differ")
 def _():
     import pandas as pd
 
@@ -128,37 +134,39 @@ def _():
     explainer.attribute(pd.DataFrame(bits(2).numpy(), columns=list("abce")))
 
 
-@case(F + "FourierShap", "a tree ensemble given to from_spectrum", TypeError, "spectrum must be a FourierSpectrum")
+@case(
+    "torchxplain.FourierShap", "a tree ensemble given to from_spectrum", TypeError, "spectrum must be a FourierSpectrum"
+)
 def _():
     tx.FourierShap.from_spectrum(object(), bits(3))
 
 
-@case(F + "FourierShap", "an unsupported model given to from_trees", TypeError, "not a supported tree model")
+@case("torchxplain.FourierShap", "an unsupported model given to from_trees", TypeError, "not a supported tree model")
 def _():
     tx.FourierShap.from_trees(object(), bits(3))
 
 
-@case(F + "FourierShap", "banzhaf on an explainer's wrong width", ValueError, r"inputs has 3 features in all")
+@case("torchxplain.FourierShap", "banzhaf on an explainer's wrong width", ValueError, r"inputs has 3 features in all")
 def _():
     tx.FourierShap.from_spectrum(spectrum(), bits(3)).banzhaf(bits(2)[:, :3])
 
 
-@case(F + "FourierShap", "baselines of the wrong width", ValueError, r"baselines has 2 features")
+@case("torchxplain.FourierShap", "baselines of the wrong width", ValueError, r"baselines has 2 features")
 def _():
     tx.FourierShap.from_spectrum(spectrum(), bits(3)).interactions(bits(2), baselines=bits(3)[:, :2])
 
 
-@case(F + "FourierShap", "a target it was not built for", ValueError, r"built for target=None .*; got target=1")
+@case("torchxplain.FourierShap", "a target it was not built for", ValueError, r"built for target=None .*; got target=1")
 def _():
     tx.FourierShap.from_spectrum(spectrum(), bits(3)).attribute(bits(2), target=1)
 
 
-@case(F + "fit_sparse_fourier", "n_features below 1", ValueError, "n_features")
+@case("torchxplain.fit_sparse_fourier", "n_features below 1", ValueError, "n_features")
 def _():
     tx.fit_sparse_fourier(model, 0, k=4)
 
 
-@case(F + "tree_spectrum", "an unsupported model", TypeError, "not a supported tree model")
+@case("torchxplain.tree_spectrum", "an unsupported model", TypeError, "not a supported tree model")
 def _():
     tx.tree_spectrum(object())
 
@@ -173,31 +181,17 @@ def _():
     tx.fourier.BinaryEncoder(4).check(torch.full((1, 4), 0.5), "inputs")
 
 
-@case(F + "ThresholdEncoder", "not a TreeEncoding", TypeError, "encoding must be a TreeEncoding")
+@case(F + "ThresholdEncoder", "not a ThresholdEncoding", TypeError, "encoding must be a ThresholdEncoding")
 def _():
     tx.fourier.ThresholdEncoder(object())
 
 
-A, TR, V, IX = (F + m + "." for m in ("adapters", "trees", "values", "interactions"))
-exempt("a constant", A + "SUPPORTED_MODELS", TR + "DEFAULT_MAX_TERMS", TR + "ENCODINGS", IX + "INDICES")
-exempt("a typing.Literal alias", IX + "Index")
-exempt(
-    "a plain data class the library builds (parse_model's flat tree form; tree_spectrum's support families)",
-    A + "ObliviousBlock",
-    A + "TreeEnsemble",
-    TR + "SupportFamilies",
-)
-exempt(
-    "a predicate defined on every object (False for anything that is not a tree model): no bad input", A + "supports"
-)
-exempt(
-    "the refusal message parse_model raises for a model that supports() rejects; it only formats the type name",
-    A + "unsupported_message",
-)
-exempt(
-    'a private boundary; its docstring: "A BackgroundTerm for a background the caller has validated (binary (B, n))."',
-    V + "background_term",
-)
+A = F
+TR = "torchxplain.fourier.trees._extraction."  # private: reached through from_trees and tree_spectrum
+D = "torchxplain.fourier.trees.adapters._dispatch."
+IX = "torchxplain.fourier.values.interactions._api."
+exempt("a constant", F + "SUPPORTED_MODELS", F + "INDICES")
+exempt("a plain data class the library builds (parse_model's flat tree form)", F + "TreeEnsemble")
 
 
 def tree(binary: bool = True) -> Any:
@@ -213,139 +207,196 @@ def tree(binary: bool = True) -> Any:
 
 @case(A + "parse_model", "an object that is not a tree model", TypeError, r"model of type .* not a supported tree")
 def _():
-    tx.fourier.adapters.parse_model(object())
+    tx.fourier.parse_model(object())
 
 
 @case(A + "parse_model", "a multiclass model without target", ValueError, r"has 3 outputs.*pass target=<index in 0")
 def _():
-    tx.fourier.adapters.parse_model(tree(binary=False))
+    tx.fourier.parse_model(tree(binary=False))
 
 
 @case(A + "parse_model", "an unfitted model", ValueError, r"DecisionTreeRegressor is not fitted; call \.fit\(\)")
 def _():
     from sklearn.tree import DecisionTreeRegressor
 
-    tx.fourier.adapters.parse_model(DecisionTreeRegressor())
+    tx.fourier.parse_model(DecisionTreeRegressor())
 
 
-@case(A + "parse_model_outputs", "a class index out of range", ValueError, r"target must be in 0\.\.2 .*got 9")
+@case(D + "parse_model_outputs", "a class index out of range", ValueError, r"target must be in 0\.\.2 .*got 9")
 def _():
-    tx.fourier.adapters.parse_model_outputs(tree(binary=False), target=9)
+    torchxplain.fourier.trees.adapters._dispatch.parse_model_outputs(tree(binary=False), target=9)
 
 
-@case(A + "parse_model_outputs", "a float target", TypeError, r"target must be an int output index, got float")
+@case(D + "parse_model_outputs", "a float target", TypeError, r"target must be an int output index, got float")
 def _():
-    tx.fourier.adapters.parse_model_outputs(tree(binary=False), target=2.0)
+    torchxplain.fourier.trees.adapters._dispatch.parse_model_outputs(tree(binary=False), target=2.0)
 
 
-@case(A + "parse_model_outputs", "a string instead of a model", TypeError, r"model of type builtins\.str is not")
+@case(D + "parse_model_outputs", "a string instead of a model", TypeError, r"model of type builtins\.str is not")
 def _():
-    tx.fourier.adapters.parse_model_outputs("model.json")
+    torchxplain.fourier.trees.adapters._dispatch.parse_model_outputs("model.json")
 
 
 @case(TR + "resolve_encoding", "an unknown encoding name", ValueError, r"encoding must be one of \('auto', 'binary'")
 def _():
     model = tree()
-    tx.fourier.trees.resolve_encoding(model, tx.fourier.adapters.parse_model(model), "onehot")
+    torchxplain.fourier.trees._extraction.resolve_encoding(model, tx.fourier.parse_model(model), "onehot")
 
 
 @case(TR + "extract", "an encoding name instead of a TreeEncoding", TypeError, r"encoding must be a TreeEncoding or")
 def _():
-    tx.fourier.trees.extract(tx.fourier.adapters.parse_model(tree()), "thresholds")
+    torchxplain.fourier.trees._extraction.extract(tx.fourier.parse_model(tree()), "thresholds")
 
 
 @case(TR + "extract", "a TreeEncoding of another model", ValueError, r"encoding has 3 features but .* expects 4")
 def _():
     encoding = tx.fourier.TreeEncoding.from_model(tree(binary=False))
-    tx.fourier.trees.extract(tx.fourier.adapters.parse_model(tree()), encoding)
+    torchxplain.fourier.trees._extraction.extract(tx.fourier.parse_model(tree()), encoding)
 
 
 @case(TR + "extract", "binary inputs on continuous splits", ValueError, r"not a function of binary.*'thresholds'")
 def _():
-    tx.fourier.trees.extract(tx.fourier.adapters.parse_model(tree(binary=False), target=0))
+    torchxplain.fourier.trees._extraction.extract(tx.fourier.parse_model(tree(binary=False), target=0))
 
 
 @case(TR + "spectrum_of_ensemble", "max_terms=0", ValueError, r"max_terms must be a positive int .*got 0")
 def _():
-    tx.fourier.trees.spectrum_of_ensemble(tx.fourier.adapters.parse_model(tree()), max_terms=0)
+    torchxplain.fourier.trees._extraction.spectrum_of_ensemble(tx.fourier.parse_model(tree()), max_terms=0)
 
 
 @case(TR + "spectrum_of_ensemble", "an expansion above max_terms", ValueError, r"above max_terms=2.*raise max_terms")
 def _():
-    tx.fourier.trees.spectrum_of_ensemble(tx.fourier.adapters.parse_model(tree()), max_terms=2)
+    torchxplain.fourier.trees._extraction.spectrum_of_ensemble(tx.fourier.parse_model(tree()), max_terms=2)
 
 
 @case(TR + "spectrum_of_ensemble", "a fitted model, not its parsed ensemble", TypeError, r"ensemble must be a parsed")
 def _():
-    tx.fourier.trees.spectrum_of_ensemble(tree())
+    torchxplain.fourier.trees._extraction.spectrum_of_ensemble(tree())
 
 
 @case(TR + "extract", "max_terms as a string", ValueError, r"max_terms must be a positive int .*got '1'")
 def _():
-    tx.fourier.trees.extract(tx.fourier.adapters.parse_model(tree()), max_terms="1")
+    torchxplain.fourier.trees._extraction.extract(tx.fourier.parse_model(tree()), max_terms="1")
 
 
 @case(TR + "extract", "an integer dtype", TypeError, r"dtype must be a floating torch dtype")
 def _():
-    tx.fourier.trees.extract(tx.fourier.adapters.parse_model(tree()), dtype=torch.int64)
+    torchxplain.fourier.trees._extraction.extract(tx.fourier.parse_model(tree()), dtype=torch.int64)
 
 
-@case(TR + "splits_binary_inputs", "a fitted model, not its parsed ensemble", TypeError, r"pass .*parse_model\(model\)")
+@case(
+    "torchxplain.fourier.trees._splits.splits_binary_inputs",
+    "a fitted model, not its parsed ensemble",
+    TypeError,
+    r"pass .*parse_model\(model",
+)
 def _():
-    tx.fourier.trees.splits_binary_inputs(tree())
+    torchxplain.fourier.trees._splits.splits_binary_inputs(tree())
 
 
 @case(TR + "resolve_encoding", "the list parse_model_outputs returns", TypeError, r"ensemble must be a parsed TreeEns")
 def _():
     model = tree()
-    tx.fourier.trees.resolve_encoding(model, tx.fourier.adapters.parse_model_outputs(model), "auto")
+    torchxplain.fourier.trees._extraction.resolve_encoding(
+        model, torchxplain.fourier.trees.adapters._dispatch.parse_model_outputs(model), "auto"
+    )
 
 
 @case(TR + "spectrum_of_ensemble", "a 1-byte budget", ValueError, "max_memory must be at least 1 MiB")
 def _():
-    tx.fourier.trees.spectrum_of_ensemble(tx.fourier.adapters.parse_model(tree()), max_memory=1)
+    torchxplain.fourier.trees._extraction.spectrum_of_ensemble(tx.fourier.parse_model(tree()), max_memory=1)
 
 
-@case(V + "validate_groups", "float groups", TypeError, r"groups must be an integer tensor, got dtype torch\.float")
+@case(F + "shapley_values", "a 2-D groups", ValueError, r"groups must give one player id per input feature.*\(1, 4\)")
 def _():
-    tx.fourier.values.validate_groups(torch.tensor([0.0, 1.0]), 2)
+    tx.fourier.shapley_values(spectrum(), bits(3), bits(5), groups=torch.tensor([[0, 0, 1, 1]]))
 
 
-@case(V + "validate_groups", "a list instead of a tensor", TypeError, r"groups must be an integer tensor of shape")
+@case(F + "shapley_values", "negative ids", ValueError, r"groups must hold non-negative player ids, found -1")
 def _():
-    tx.fourier.values.validate_groups([0, 1], 2)
+    tx.fourier.shapley_values(spectrum(), bits(3), bits(5), groups=torch.tensor([-1, 0, 1, 1]))
 
 
-@case(V + "validate_groups", "a 2-D groups", ValueError, r"groups must give one player id per feature.*got \(1, 2\)")
+@case(F + "ThresholdEncoding", "a NaN threshold", ValueError, r"threshold holds NaN at index 1")
 def _():
-    tx.fourier.values.validate_groups(torch.tensor([[0, 1]]), 2)
+    encoding([0, 1], [0.5, float("nan")])
 
 
-@case(V + "validate_groups", "negative ids", ValueError, r"groups must be non-negative player ids, found -1")
+def encoding(feature, threshold, dtype=torch.float64) -> Any:
+    k = len(threshold)
+    return tx.fourier.ThresholdEncoding(
+        torch.tensor(feature), torch.tensor(threshold), torch.zeros(k), torch.zeros(k), False, dtype, 2
+    )
+
+
+@case(F + "ThresholdEncoding", "a feature id out of range", ValueError, r"feature ids must be in 0\.\.1, found 5")
 def _():
-    tx.fourier.values.validate_groups(torch.tensor([-1, 0]), 2)
+    tx.fourier.ThresholdEncoding(
+        torch.tensor([0, 5]), torch.zeros(2), torch.zeros(2), torch.zeros(2), False, torch.float64, 2
+    )
 
 
-@case(V + "validate_groups", "an unused id", ValueError, r"ids \[1\] are unused \(renumber them\)")
+@case(F + "ThresholdEncoding", "arrays of different lengths", ValueError, r"one entry per binary feature")
 def _():
-    tx.fourier.values.validate_groups(torch.tensor([0, 2]), 2)
+    tx.fourier.ThresholdEncoding(
+        torch.tensor([0, 1]), torch.zeros(3), torch.zeros(2), torch.zeros(2), False, torch.float64, 2
+    )
+
+
+@case(F + "ThresholdEncoding", "a half-precision input dtype", ValueError, r"input_dtype must be torch.float32 or")
+def _():
+    tx.fourier.ThresholdEncoding(
+        torch.tensor([0]), torch.zeros(1), torch.zeros(1), torch.zeros(1), False, torch.float16, 1
+    )
+
+
+@case(F + "value_plan", "a list instead of a spectrum", TypeError, r"spectrum must be a FourierSpectrum, got list")
+def _():
+    tx.fourier.value_plan([[0, 1]], bits(5))
+
+
+@case(F + "value_plan", "a non-binary background", ValueError, r"background must hold binary features")
+def _():
+    tx.fourier.value_plan(spectrum(), bits(5) + 0.5)
+
+
+@case(F + "prune_tree_spectrum", "a string instead of a spectrum", TypeError, r"spectrum must be a FourierSpectrum")
+def _():
+    tx.fourier.prune_tree_spectrum("spectrum.pt", bits(5), r2_target=0.99)
+
+
+@case(
+    F + "prune_tree_spectrum", "a background of the wrong width", ValueError, r"background has 3 features.*expected 4"
+)
+def _():
+    tx.fourier.prune_tree_spectrum(spectrum(), bits(5)[:, :3], r2_target=0.99)
+
+
+@case(F + "to_shap_explanation", "a string for the values", TypeError, r"values must be a tensor, numpy array")
+def _():
+    tx.fourier.to_shap_explanation("phi", 0.0)
+
+
+@case(F + "to_shapiq_values", "an unknown index name", ValueError, r"index must be one of \['k-SII'.*got 'nope'")
+def _():
+    tx.fourier.to_shapiq_values({0: torch.zeros(2), 1: torch.zeros(2, 3)}, "nope", 0.0)
 
 
 @case(IX + "check_index", "an unknown index name", ValueError, r"index must be one of \['k-SII'.*got 'shapley'")
 def _():
-    tx.fourier.interactions.check_index("shapley", None, 3)
+    torchxplain.fourier.values.interactions._api.check_index("shapley", None, 3)
 
 
 @case(IX + "check_index", "a float max_order", TypeError, r"max_order must be an int, got float")
 def _():
-    tx.fourier.interactions.check_index("SII", 2.0, 3)
+    torchxplain.fourier.values.interactions._api.check_index("SII", 2.0, 3)
 
 
 @case(IX + "check_index", "max_order 2 for a value index", ValueError, r"index 'SV' is a value .*pass max_order=1")
 def _():
-    tx.fourier.interactions.check_index("SV", 2, 3)
+    torchxplain.fourier.values.interactions._api.check_index("SV", 2, 3)
 
 
 @case(IX + "check_index", "max_order above the players", ValueError, r"max_order must be between 1 and .* \(3\)")
 def _():
-    tx.fourier.interactions.check_index("SII", 9, 3)
+    torchxplain.fourier.values.interactions._api.check_index("SII", 9, 3)

@@ -20,7 +20,7 @@ class Case:
     """One bad call of one public callable.
 
     Attributes:
-        target: the public name, as ``module.name`` (``torchxplain.fourier.FourierShap`` also covers its methods).
+        target: the public name, as ``module.name`` (``torchxplain.FourierShap`` also covers its methods).
         what: a short description of the bad input (the test id).
         call: builds the inputs and makes the call (lazily, at test time).
         error: the exception type the call must raise.

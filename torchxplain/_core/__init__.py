@@ -7,11 +7,11 @@ from torchxplain._core.progress import progress, progress_enabled
 from torchxplain._core.seeding import check_seed, make_generator, seed_everything
 from torchxplain._core.settings import DEFAULT_MAX_MEMORY, parse_memory
 from torchxplain._core.validation import (
-    as_tensor,
     check_binary,
     check_finite,
     check_flag,
     check_float_dtype,
+    check_int,
     check_matrix,
     check_same_device,
     float_dtype,
@@ -21,10 +21,10 @@ __all__ = [
     "DEFAULT_MAX_MEMORY",
     "ExplainerBase",
     "TensorOrTuple",
-    "as_tensor",
     "check_binary",
     "check_finite",
     "check_flag",
+    "check_int",
     "check_float_dtype",
     "check_matrix",
     "check_same_device",

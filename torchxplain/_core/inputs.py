@@ -1,4 +1,9 @@
-"""One conversion layer at the public boundary: tensors, numpy arrays, lists and pandas objects in, tensors out.
+"""The public boundary: tensors, numpy arrays, lists and pandas objects in, checked tensors out.
+
+Every public entry point (Fourier, GOALS, IDX codes) converts what users pass here, once per call: tables of rows
+(:func:`rows`), players (:func:`player_ids`, the one player-id contract for ``groups``, ``feature_groups`` and
+Captum's ``feature_mask``), Captum's tuples of inputs (:func:`flatten_inputs`) and the dtype a computation runs in
+(:func:`compute_dtype`). Kernels behind it assume valid inputs.
 
 Policy (stated once, used by every public entry point):
 
@@ -19,13 +24,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from torchxplain._core.settings import dtype_policy
+from torchxplain._core.validation import check_binary, check_finite, check_matrix
+
 FeatureNames = tuple[str, ...]
+_FLOATS = (torch.float32, torch.float64)
 
 
 def _is_pandas(x: object, kind: str) -> bool:
@@ -136,3 +145,150 @@ def check_feature_names(seen: FeatureNames | None, given: FeatureNames | None, n
         f"{name} has columns that differ from those seen at fit time ({detail}); pass the columns "
         f"{list(seen)[:8]}{'...' if len(seen) > 8 else ''} in that order"
     )
+
+
+def rows(
+    x: object,
+    name: str,
+    *,
+    n_features: int | None = None,
+    device: torch.device | str | None = None,
+    values: Literal["any", "finite", "binary"] = "any",
+    allow_empty: bool = False,
+) -> Converted:
+    """Convert and check a ``(N, n_features)`` table of rows (the one rows check of every public entry point).
+
+    Args:
+        x, name, device: as :func:`to_tensor`.
+        n_features: the required width (``None``: any).
+        values: ``"finite"`` refuses NaN and infinities, ``"binary"`` anything but 0/1 (both skipped under
+            ``tx.settings.validation("shapes")``); ``"any"`` checks no values.
+        allow_empty: accept zero rows.
+
+    Raises:
+        TypeError / ValueError: not array-like or numeric, not 2-D, the wrong width, empty, or bad values.
+    """
+    converted = to_tensor(x, name, device=device, ndim=2)
+    check_matrix(converted.tensor, name, n_features, allow_empty=allow_empty)
+    if values == "binary":
+        check_binary(converted.tensor, name)
+    elif values == "finite":
+        check_finite(converted.tensor, name)
+    return converted
+
+
+def player_ids(
+    ids: Any, n_features: int, name: str, device: torch.device, shapes: Sequence[torch.Size] | None = None
+) -> Tensor | None:
+    """``(n_features,)`` int64 player id of each input feature: the one player-id contract of every entry point.
+
+    A player is a set of input features sharing one id. Ids are non-negative integers, gaps allowed (``[5, 5,
+    9, 9]`` is two players); players are ordered by id, so a ``(Q, m)`` result's columns follow the sorted
+    distinct ids (:func:`dense_players`).
+
+    Args:
+        ids: ``None``; an ``(n_features,)`` integer vector (``groups``); or, with ``shapes``, a tuple of integer
+            masks each broadcastable to its input's shape and the same in every row (Captum's ``feature_mask``).
+        n_features: number of input features.
+        name: the argument's name, for messages.
+        device: where the ids go.
+        shapes: the inputs' shapes (for a ``feature_mask``).
+
+    Raises:
+        TypeError: float, bool or complex ids (they would silently merge features), or not array-like.
+        ValueError: wrong shape, negative ids, not broadcastable, or different per row.
+    """
+    if ids is None:
+        return None
+    if shapes is None:
+        vector = _integer_ids(to_tensor(ids, name).tensor, name)
+        if vector.shape != (n_features,):
+            raise ValueError(
+                f"{name} must give one player id per input feature: expected shape ({n_features},), "
+                f"got {tuple(vector.shape)}"
+            )
+        return _non_negative(vector.to(device), name)
+    if not isinstance(ids, (tuple, list)) or len(ids) != len(shapes):
+        count = len(ids) if isinstance(ids, (tuple, list)) else 1
+        raise ValueError(f"{name} has {count} masks for {len(shapes)} inputs; pass one mask per input tensor")
+    flat = []
+    for index, (mask, shape) in enumerate(zip(ids, shapes)):
+        mask = _integer_ids(to_tensor(mask, name).tensor, name)
+        target = shape if shape[0] else torch.Size((1, *shape[1:]))  # an empty batch still has one grouping
+        try:
+            full = torch.broadcast_to(mask.to(device), target).reshape(target[0], -1)
+        except RuntimeError:
+            raise ValueError(
+                f"{name}[{index}] has shape {tuple(mask.shape)}, which does not broadcast to the input's shape "
+                f"{tuple(shape)}; pass one id per feature, e.g. shape (1, {', '.join(str(s) for s in shape[1:])})"
+            ) from None
+        if not bool((full == full[:1]).all()):
+            raise ValueError(f"{name} must be the same for every row (one grouping of players per call)")
+        flat.append(full[0])
+    return _non_negative(torch.cat(flat), name)
+
+
+def dense_players(ids: Tensor) -> tuple[Tensor, Tensor, int]:
+    """``(player index 0..m-1 of each feature, (m,) sorted distinct ids, m)`` of validated :func:`player_ids`."""
+    distinct, index = torch.unique(ids, return_inverse=True)
+    return index.long(), distinct, int(distinct.shape[0])
+
+
+def _integer_ids(ids: Tensor, name: str) -> Tensor:
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer player ids, got dtype {ids.dtype}; pass e.g. torch.long ids")
+    return ids.long()
+
+
+def _non_negative(ids: Tensor, name: str) -> Tensor:
+    if ids.numel() and int(ids.min()) < 0:
+        raise ValueError(f"{name} must hold non-negative player ids, found {int(ids.min())}")
+    return ids
+
+
+def flatten_inputs(
+    inputs: tuple[Tensor, ...], n_features: int, device: torch.device
+) -> tuple[Tensor, list[torch.Size]]:
+    """Concatenate a (Captum) tuple of ``(Q, ...)`` tensors into ``(Q, n_features)``; check shape and device."""
+    shapes = [t.shape for t in inputs]
+    if any(t.ndim < 2 for t in inputs) or len({t.shape[0] for t in inputs}) != 1:
+        got = [tuple(s) for s in shapes]
+        raise ValueError(
+            f"inputs must be tensors of shape (Q, ...) with the same Q, got shapes {got}; pass x[None] for one row"
+        )
+    x = torch.cat([t.reshape(t.shape[0], int(torch.Size(t.shape[1:]).numel())) for t in inputs], dim=1)
+    if x.shape[1] != n_features:
+        raise ValueError(
+            f"inputs has {x.shape[1]} features in all (shapes {[tuple(s) for s in shapes]}), expected {n_features}"
+        )
+    if x.device != device:
+        raise ValueError(f"inputs are on {x.device} but the explainer is on {device}; call .to(device) on one of them")
+    if x.is_complex():
+        raise TypeError(f"inputs must be real-valued, got dtype {x.dtype}")
+    return x, shapes
+
+
+def unflatten_values(values: Tensor, inputs: tuple[Tensor, ...], shapes: list[torch.Size]) -> tuple[Tensor, ...]:
+    """Split ``(Q, n_features)`` values back into the inputs' shapes.
+
+    Values come in the inputs' dtype when it is float32/float64, else in the computation's dtype.
+    """
+    out, start = [], 0
+    for t, shape in zip(inputs, shapes):
+        width = int(torch.Size(shape[1:]).numel())
+        dtype = t.dtype if t.dtype in _FLOATS else values.dtype
+        out.append(values[:, start : start + width].reshape(shape).to(dtype))
+        start += width
+    return tuple(out)
+
+
+def compute_dtype(*candidates: torch.dtype) -> torch.dtype:
+    """The dtype a computation on these inputs uses, under ``tx.settings.dtype_policy``.
+
+    ``"float32"``/``"float64"``: that dtype. ``"auto"``: the first of ``candidates`` that is float32 or float64,
+    else float32 (half, bfloat16, integer and bool data never make a computation run in low precision).
+    """
+    policy = dtype_policy.value()
+    if policy != "auto":
+        return torch.float64 if policy == "float64" else torch.float32
+    return next((dtype for dtype in candidates if dtype in _FLOATS), torch.float32)

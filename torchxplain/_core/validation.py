@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
 from torchxplain._core.settings import validation
-
-
-def as_tensor(x: object, name: str, dtype: torch.dtype | None = None) -> Tensor:
-    """Return ``x`` as a tensor (numpy arrays and nested lists are converted; tensors are kept).
-
-    Raises:
-        TypeError: if ``x`` cannot be read as a numeric tensor.
-    """
-    if isinstance(x, Tensor):
-        return x if dtype is None else x.to(dtype)
-    try:
-        t = torch.as_tensor(x)
-    except (TypeError, ValueError, RuntimeError) as err:
-        raise TypeError(f"{name} must be a tensor or array-like of numbers, got {type(x).__name__}") from err
-    return t if dtype is None else t.to(dtype)
 
 
 def check_matrix(x: Tensor, name: str, n_features: int | None = None, allow_empty: bool = False) -> Tensor:
@@ -106,4 +93,25 @@ def check_flag(value: object, name: str) -> bool:
     """
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, got {type(value).__name__} {str(value)[:40]!r}")
+    return value
+
+
+def check_int(
+    value: object, name: str, *, minimum: int | None = None, maximum: int | None = None, optional: bool = False
+) -> Any:
+    """``value`` if it is an int in ``[minimum, maximum]`` (``None`` too when ``optional``); bools, floats such as
+    ``2.0`` and strings are refused, never coerced.
+
+    Raises:
+        TypeError: not an int.
+        ValueError: out of range.
+    """
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {str(value)[:40]!r}")
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        low = "" if minimum is None else f">= {minimum}"
+        high = "" if maximum is None else f"<= {maximum}"
+        raise ValueError(f"{name} must be {' and '.join(p for p in (low, high) if p)}, got {value}")
     return value

@@ -1,38 +1,61 @@
-"""Walsh–Hadamard (Fourier) representations and the closed-form SHAP values built on them."""
+"""FourierSHAP: Walsh–Hadamard (Fourier) representations and the closed-form game values built on them.
 
-from torchxplain.fourier.encoders import BinaryEncoder, InputEncoder, ThresholdEncoder
-from torchxplain.fourier.explainers import FourierShap
-from torchxplain.fourier.interactions import interaction_values
-from torchxplain.fourier.pruning import PruningReport
-from torchxplain.fourier.recovery import FitQualityWarning, FitReport, fit_sparse_fourier
-from torchxplain.fourier.spectrum import FourierSpectrum
-from torchxplain.fourier.surrogate import SparseFourierSurrogate
-from torchxplain.fourier.trees import TreeEncoding, tree_spectrum
-from torchxplain.fourier.values import (
-    BackgroundTerm,
+Every public name of the Fourier family lives here (the headline ones, :class:`~torchxplain.FourierShap`,
+:class:`~torchxplain.FourierSpectrum`, :class:`~torchxplain.SparseFourierSurrogate`,
+:func:`~torchxplain.fit_sparse_fourier` and :func:`~torchxplain.tree_spectrum`, at the top of the package).
+The code is arranged by concept; each subpackage's modules are private:
+
+* ``spectrum/`` — the spectrum, its differentiable surrogate, the fast Walsh–Hadamard transform, bit rows;
+* ``fit/`` — fitting a black box by queries: the public fit and its report, the oracle, uniform fits on the cube
+  (``cube/``) and fits on hybrid points (``hybrid/``);
+* ``encoding/`` — input encoders: binary rows, thresholds of continuous features;
+* ``trees/`` — exact spectra of tree ensembles: adapters per library, extraction, pruning, the tree source;
+* ``values/`` — the closed forms: value plan and cost model, the dense and small-support kernels, players,
+  the interaction-index family (``interactions/``);
+* ``explainer/`` — :class:`~torchxplain.FourierShap`, its value path, outputs, persistence and the
+  shap/shapiq bridges.
+"""
+
+from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder, ThresholdEncoder
+from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
+from torchxplain.fourier.explainer._bridges import to_shap_explanation, to_shapiq_values
+from torchxplain.fourier.fit._report import FitQualityWarning, FitReport
+from torchxplain.fourier.trees._encoding import TreeEncoding
+from torchxplain.fourier.trees._pruning import PruningReport, prune_tree_spectrum
+from torchxplain.fourier.trees.adapters._base import TreeEnsemble
+from torchxplain.fourier.trees.adapters._dispatch import SUPPORTED_MODELS, parse_model
+from torchxplain.fourier.values._background import BackgroundTerm
+from torchxplain.fourier.values._public import (
     banzhaf_values,
     precompute_background,
     shapley_interactions,
     shapley_values,
+    value_plan,
 )
+from torchxplain.fourier.values.interactions._api import interaction_values
+from torchxplain.fourier.values.interactions._weights import INDICES
 
 __all__ = [
+    "INDICES",
+    "SUPPORTED_MODELS",
     "BackgroundTerm",
     "BinaryEncoder",
     "FitQualityWarning",
     "FitReport",
-    "FourierShap",
-    "FourierSpectrum",
     "InputEncoder",
     "PruningReport",
-    "SparseFourierSurrogate",
     "ThresholdEncoder",
+    "ThresholdEncoding",
     "TreeEncoding",
+    "TreeEnsemble",
     "banzhaf_values",
-    "fit_sparse_fourier",
     "interaction_values",
+    "parse_model",
     "precompute_background",
+    "prune_tree_spectrum",
     "shapley_interactions",
     "shapley_values",
-    "tree_spectrum",
+    "to_shap_explanation",
+    "to_shapiq_values",
+    "value_plan",
 ]

@@ -12,8 +12,8 @@ from torch import Tensor, nn
 from torchxplain._core import check_finite, check_matrix
 from torchxplain._core.inputs import is_dataframe, to_tensor
 from torchxplain._core.seeding import make_generator
-from torchxplain.fourier import FourierShap
-from torchxplain.fourier.adapters import supports
+from torchxplain.fourier.explainer._fourier_shap import FourierShap
+from torchxplain.fourier.trees.adapters._dispatch import supports
 from torchxplain.goals import Goals, LastLayerBNN
 from torchxplain.idx import BayesianClassifier
 from torchxplain.idx import explain as idx_explain

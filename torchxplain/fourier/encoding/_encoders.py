@@ -1,0 +1,189 @@
+"""Input encoders: how a Fourier explainer turns the rows users pass into the binary features of its spectrum.
+
+An encoder maps raw inputs ``(N, n_inputs)`` to binary features ``(N, n_binary)`` and says which raw input owns
+each binary feature (``owner``), so that values can be reported per raw input (a player owns all of its binary
+features). Encoders are ``nn.Module`` s: their tensors are buffers (``.to()`` moves them, ``state_dict`` holds
+them) and :meth:`config` gives the JSON-able rest, so an explainer saves and loads with its encoding.
+
+* :class:`BinaryEncoder` — inputs already in {0,1}^n (one-hot data, binary landscapes); the identity.
+* :class:`ThresholdEncoder` — continuous inputs; every threshold becomes a binary feature owned by the feature it
+  splits (a :class:`~torchxplain.fourier.ThresholdEncoding`, e.g. a tree's splits,
+  :class:`~torchxplain.fourier.TreeEncoding`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from torchxplain._core import check_binary, check_finite
+from torchxplain.fourier.encoding._thresholds import ThresholdEncoding, threshold_codes
+
+
+class InputEncoder(nn.Module):
+    """Base class: raw ``(N, n_inputs)`` rows -> binary ``(N, n_binary)`` features owned by raw inputs.
+
+    Attributes:
+        owner: ``(n_binary,)`` int64 raw input that owns each binary feature.
+    """
+
+    kind: str = ""
+    owner: Tensor
+
+    @property
+    def n_inputs(self) -> int:
+        """Number of raw input features."""
+        raise NotImplementedError
+
+    @property
+    def n_binary(self) -> int:
+        """Number of binary features (the spectrum's ``n``)."""
+        return int(self.owner.shape[0])
+
+    def check(self, x: Tensor, name: str, relaxed: bool = False) -> None:
+        """Raise a clear ``ValueError`` when raw rows ``x`` (already ``(N, n_inputs)``) cannot be encoded."""
+        raise NotImplementedError
+
+    def encode(self, x: Tensor, dtype: torch.dtype) -> Tensor:
+        """``(N, n_inputs)`` checked rows -> ``(N, n_binary)`` binary features in ``dtype`` (chunked)."""
+        raise NotImplementedError
+
+    def config(self) -> dict[str, Any]:
+        """JSON-able description (the tensors are in the ``state_dict``)."""
+        return {"kind": self.kind}
+
+
+class BinaryEncoder(InputEncoder):
+    """The identity on ``{0,1}^n``; with ``relaxed`` explainers the rows may be real-valued (multilinear).
+
+    Args:
+        n: number of binary inputs.
+    """
+
+    kind = "binary"
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.register_buffer("owner", torch.arange(n), persistent=False)
+
+    @property
+    def n_inputs(self) -> int:
+        return self.n_binary
+
+    def check(self, x: Tensor, name: str, relaxed: bool = False) -> None:
+        if relaxed:
+            check_finite(x, name)
+            return
+        try:
+            check_binary(x, name)
+        except ValueError as err:
+            raise ValueError(
+                f"{err}. To explain continuous inputs (NoiseTunnel, sensitivity_max) on the multilinear "
+                "extension, build the explainer with relaxed=True"
+            ) from None
+
+    def encode(self, x: Tensor, dtype: torch.dtype) -> Tensor:
+        return x.to(dtype)
+
+    def config(self) -> dict[str, Any]:
+        return {"kind": self.kind, "n": self.n_binary}
+
+
+class ThresholdEncoder(InputEncoder):
+    """Continuous inputs: binary feature ``b`` is 1 when a row goes right of threshold ``b``.
+
+    The split table lives in buffers; thresholds are kept as the int64 bit pattern of their float64 value so
+    that ``explainer.to(torch.float32)`` (which casts floating buffers) can never move a split.
+
+    Args:
+        encoding: the thresholds (e.g. a tree model's splits, :meth:`TreeEncoding.from_model`).
+    """
+
+    kind = "thresholds"
+    threshold_bits: Tensor
+    nan_right: Tensor
+    zero_is_missing: Tensor
+
+    def __init__(self, encoding: ThresholdEncoding) -> None:
+        super().__init__()
+        if not isinstance(encoding, ThresholdEncoding):
+            raise TypeError(
+                f"encoding must be a ThresholdEncoding (e.g. TreeEncoding.from_model), got {type(encoding).__name__}"
+            )
+        self.register_buffer("owner", encoding.feature.clone())
+        self.register_buffer("threshold_bits", encoding.threshold.double().contiguous().view(torch.int64).clone())
+        self.register_buffer("nan_right", encoding.nan_right.clone())
+        self.register_buffer("zero_is_missing", encoding.zero_is_missing.clone())
+        self.strict = encoding.strict
+        self.input_dtype = encoding.input_dtype
+        self._n_inputs = encoding.n_features
+
+    @property
+    def n_inputs(self) -> int:
+        return self._n_inputs
+
+    @property
+    def encoding(self) -> ThresholdEncoding:
+        """The thresholds as a :class:`ThresholdEncoding` (on the encoder's device)."""
+        return ThresholdEncoding(
+            self.owner,
+            self.threshold_bits.view(torch.float64),
+            self.nan_right,
+            self.zero_is_missing,
+            self.strict,
+            self.input_dtype,
+            self._n_inputs,
+        )
+
+    def check(self, x: Tensor, name: str, relaxed: bool = False) -> None:
+        # NaN is a missing value (routed like the library does); infinities are ordinary far values.
+        if x.is_complex():
+            raise TypeError(f"{name} must be real-valued, got dtype {x.dtype}")
+
+    def encode(self, x: Tensor, dtype: torch.dtype) -> Tensor:
+        codes = threshold_codes(
+            x,
+            self.owner,
+            self.threshold_bits.view(torch.float64),
+            self.nan_right,
+            self.zero_is_missing,
+            self.strict,
+            self.input_dtype,
+        )  # x was validated at the explainer's boundary
+        return codes.to(dtype)
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "n_inputs": self._n_inputs,
+            "n_binary": self.n_binary,
+            "strict": self.strict,
+            "input_dtype": str(self.input_dtype).removeprefix("torch."),
+        }
+
+
+def encoder_from_config(config: dict[str, Any], state: dict[str, Tensor], prefix: str) -> InputEncoder:
+    """Rebuild an encoder from :meth:`InputEncoder.config` and the explainer's saved ``state`` (keys ``prefix*``)."""
+    kind = config.get("kind")
+    if kind == BinaryEncoder.kind:
+        return BinaryEncoder(int(config["n"]))
+    if kind == ThresholdEncoder.kind:
+        n_binary = int(config["n_binary"])
+        dtype = getattr(torch, str(config["input_dtype"]))
+        if dtype not in (torch.float32, torch.float64):
+            raise ValueError(f"saved encoder has input_dtype {config['input_dtype']!r}; expected float32 or float64")
+        encoding = ThresholdEncoding(
+            state[prefix + "owner"],
+            state[prefix + "threshold_bits"].view(torch.float64),
+            state[prefix + "nan_right"],
+            state[prefix + "zero_is_missing"],
+            bool(config["strict"]),
+            dtype,
+            int(config["n_inputs"]),
+        )
+        if encoding.n_binary != n_binary:
+            raise ValueError(f"saved encoder has {encoding.n_binary} splits, its metadata says {n_binary}")
+        return ThresholdEncoder(encoding)
+    raise ValueError(f"saved encoder kind {str(kind)[:40]!r} is unknown; known kinds are 'binary' and 'thresholds'")

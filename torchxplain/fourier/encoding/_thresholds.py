@@ -1,0 +1,157 @@
+"""``ThresholdEncoding``: binary threshold features of continuous inputs, and the map from raw rows to them.
+
+Binary feature ``b`` is 1 exactly when a row's value of ``feature[b]`` lies right of ``threshold[b]``: ``x >
+threshold`` (``x >= threshold`` when ``strict``), after casting ``x`` to the ``input_dtype`` the thresholds were
+learnt in; missing values (NaN, and zero where ``zero_is_missing``) go right when ``nan_right``. The thresholds of
+one feature are a thermometer code of it, so a hybrid of two rows (each feature taken whole from one of them) is
+the hybrid of their codes, feature by feature: the features are the players (:attr:`groups`). A tree ensemble's
+splits are one such encoding (:class:`~torchxplain.fourier.TreeEncoding`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from torchxplain._core import check_flag, check_int, check_matrix, chunk_bounds, rows_per_chunk, settings
+from torchxplain._core.inputs import check_feature_names, to_tensor
+
+
+def threshold_codes(
+    x: Tensor,
+    feature: Tensor,
+    threshold: Tensor,
+    nan_right: Tensor,
+    zero_is_missing: Tensor,
+    strict: bool,
+    input_dtype: torch.dtype,
+) -> Tensor:
+    """``(N, p)`` raw rows -> ``(N, n_binary)`` 0/1 codes in ``x``'s floating dtype (float32 for integer ``x``).
+
+    The split arrays (``(n_binary,)`` each) must be on ``x``'s device; chunked over rows to the memory budget.
+    """
+    out = torch.empty(
+        x.shape[0], feature.shape[0], dtype=x.dtype if x.is_floating_point() else torch.float32, device=x.device
+    )
+    step = rows_per_chunk(feature.shape[0] * 24, x.shape[0])
+    for start, stop in chunk_bounds(x.shape[0], step):
+        v = x[start:stop].to(input_dtype).double()[:, feature]
+        right = v >= threshold if strict else v > threshold
+        missing = torch.isnan(v) | (zero_is_missing & (v.abs() <= 1e-35))
+        out[start:stop] = torch.where(missing, nan_right, right)
+    return out
+
+
+class ThresholdEncoding:
+    """Binary threshold features of ``n_features`` continuous inputs (module docstring).
+
+    Attributes:
+        feature: ``(n_binary,)`` int64 input feature of each binary feature (= :attr:`groups`).
+        threshold: ``(n_binary,)`` float64 thresholds, in the units of the inputs.
+        nan_right: ``(n_binary,)`` bool, where missing values go.
+        zero_is_missing: ``(n_binary,)`` bool, whether zero counts as missing (LightGBM ``missing_type``
+            ``'Zero'``).
+        strict: ``True`` when ``x >= threshold`` goes right (XGBoost's ``x < threshold`` splits).
+        input_dtype: the precision inputs are cast to before comparing (float32 or float64).
+        n_features: number of input features.
+        feature_names: the inputs' column names (``None`` when unknown); a DataFrame passed to :meth:`transform`
+            must have these columns in this order.
+    """
+
+    def __init__(
+        self,
+        feature: Tensor,
+        threshold: Tensor,
+        nan_right: Tensor,
+        zero_is_missing: Tensor,
+        strict: bool,
+        input_dtype: torch.dtype,
+        n_features: int,
+        feature_names: Sequence[str] | None = None,
+    ) -> None:
+        self.n_features = check_int(n_features, "n_features", minimum=1)
+        arrays = [
+            to_tensor(a, name, ndim=1).tensor
+            for a, name in zip(
+                (feature, threshold, nan_right, zero_is_missing),
+                ("feature", "threshold", "nan_right", "zero_is_missing"),
+            )
+        ]
+        if len({a.shape[0] for a in arrays}) != 1:
+            raise ValueError(
+                "feature, threshold, nan_right and zero_is_missing must hold one entry per binary feature, got lengths "
+                f"{[a.shape[0] for a in arrays]}"
+            )
+        if arrays[0].is_floating_point() or arrays[0].dtype == torch.bool:
+            raise TypeError(f"feature must hold integer feature ids, got dtype {arrays[0].dtype}")
+        self.feature = arrays[0].long()
+        if self.feature.numel() and not (0 <= int(self.feature.min()) and int(self.feature.max()) < self.n_features):
+            bad = int(self.feature[(self.feature < 0) | (self.feature >= self.n_features)][0])
+            raise ValueError(f"feature ids must be in 0..{self.n_features - 1}, found {bad}")
+        self.threshold = arrays[1].double()
+        if bool(torch.isnan(self.threshold).any()):
+            raise ValueError(f"threshold holds NaN at index {int(torch.isnan(self.threshold).nonzero()[0])}")
+        self.nan_right = arrays[2].bool()
+        self.zero_is_missing = arrays[3].bool()
+        self.strict = check_flag(strict, "strict")
+        if input_dtype not in (torch.float32, torch.float64):
+            raise ValueError(f"input_dtype must be torch.float32 or torch.float64, got {str(input_dtype)[:40]}")
+        self.input_dtype = input_dtype
+        self.feature_names = None if feature_names is None else tuple(str(c) for c in feature_names)
+        if self.feature_names is not None and len(self.feature_names) != self.n_features:
+            raise ValueError(f"feature_names has {len(self.feature_names)} names for {self.n_features} features")
+
+    @property
+    def n_binary(self) -> int:
+        """Number of binary threshold features (the spectrum's ``n``)."""
+        return int(self.feature.shape[0])
+
+    @property
+    def groups(self) -> Tensor:
+        """``(n_binary,)`` int64 player id of each binary feature: its input feature index."""
+        return self.feature
+
+    def split_table(self) -> np.ndarray:
+        """``(n_binary, 4)`` float64 rows ``(feature, threshold, nan_right, zero_is_missing)``."""
+        columns = (self.feature, self.threshold, self.nan_right, self.zero_is_missing)
+        return np.stack([c.cpu().numpy().astype(np.float64) for c in columns], axis=1).reshape(-1, 4)
+
+    def transform(self, x: Any, max_memory: int | str | None = None) -> Tensor:
+        """Encode raw inputs as binary threshold features.
+
+        Args:
+            x: ``(N, n_features)`` tensor, numpy array, list or pandas DataFrame (its columns must be
+                :attr:`feature_names` in order, when names are known); NaN marks a missing value.
+            max_memory: budget for the ``(N, n_binary)`` intermediates (default ``tx.settings.max_memory``).
+
+        Returns:
+            ``(N, n_binary)`` tensor of 0/1 in ``x``'s floating dtype (float32 for integer inputs), on its
+            device (CPU for arrays and frames).
+
+        Raises:
+            TypeError: ``x`` is not array-like or has non-numeric columns.
+            ValueError: wrong number of features, or DataFrame columns that differ from :attr:`feature_names`.
+        """
+        converted = to_tensor(x, "x", ndim=2)
+        check_feature_names(self.feature_names, converted.feature_names, "x")
+        with settings.using(max_memory=max_memory):
+            return self._transform(check_matrix(converted.tensor, "x", self.n_features, allow_empty=True))
+
+    def _transform(self, x: Tensor) -> Tensor:
+        device = x.device
+        return threshold_codes(
+            x,
+            self.feature.to(device),
+            self.threshold.to(device),
+            self.nan_right.to(device),
+            self.zero_is_missing.to(device),
+            self.strict,
+            self.input_dtype,
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(n_features={self.n_features}, n_binary={self.n_binary}, strict={self.strict})"

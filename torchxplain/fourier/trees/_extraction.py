@@ -1,0 +1,269 @@
+"""``tree_spectrum``: the exact Fourier spectrum of a fitted tree ensemble, extracted under the memory budget.
+
+Continuous features: every distinct split ``(feature, threshold, missing-value side)`` becomes one binary
+feature ("goes right at this split"), so the ensemble is an exact function of the binary features and the
+thresholds of one original feature form one player group (:class:`TreeEncoding`). Shapley values with those
+groups equal interventional TreeSHAP values per original feature.
+
+Memory: terms are generated in chunks and merged by key in a buffer sized to ``tx.settings.max_memory``
+(:mod:`~torchxplain.fourier.trees._terms`); what can exceed the budget is only the result itself — the
+``(k, n)`` bool frequencies, and the merged terms when there are more distinct ones than the buffer holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, overload
+
+import torch
+from torch import Tensor
+
+from torchxplain._core import check_float_dtype, chunk_bounds, parse_memory, rows_per_chunk, settings
+from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
+from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.trees._encoding import TreeEncoding
+from torchxplain.fourier.trees._expansion import Expansion, fill
+from torchxplain.fourier.trees._families import SupportFamilies, build_families
+from torchxplain.fourier.trees._intervals import FeatureGroups
+from torchxplain.fourier.trees._splits import (
+    binary_split_features,
+    check_ensemble,
+    encoded_split_features,
+    splits_binary_inputs,
+)
+from torchxplain.fourier.trees._terms import KeyLayout, TermBuffer
+from torchxplain.fourier.trees.adapters._base import TreeEnsemble
+from torchxplain.fourier.trees.adapters._dispatch import parse_model
+
+DEFAULT_MAX_TERMS = 50_000_000
+ENCODINGS = ("auto", "binary", "thresholds")
+EncodingArg = ThresholdEncoding | Literal["auto", "binary", "thresholds"] | None
+
+
+def resolve_encoding(model: Any, ensemble: TreeEnsemble, encoding: EncodingArg) -> ThresholdEncoding | None:
+    """The encoding to use: ``None`` for binary inputs, else a :class:`TreeEncoding`.
+
+    ``"auto"``/``None``: binary when every split separates 0 from 1, else ``TreeEncoding.from_model(model)``
+    (the splits of all of the model's outputs, so the same encoding serves each class).
+    """
+    check_ensemble(ensemble)
+    if isinstance(encoding, ThresholdEncoding):
+        return encoding
+    if encoding is not None and (not isinstance(encoding, str) or encoding not in ENCODINGS):
+        raise ValueError(f"encoding must be one of {ENCODINGS}, a TreeEncoding or None, got {str(encoding)[:40]!r}")
+    if encoding == "binary" or (encoding in ("auto", None) and splits_binary_inputs(ensemble)):
+        return None
+    return TreeEncoding.from_model(model)
+
+
+@overload
+def tree_spectrum(
+    model: Any,
+    target: int | None = ...,
+    *,
+    encoding: EncodingArg = ...,
+    dtype: torch.dtype = ...,
+    device: torch.device | str | None = ...,
+    max_memory: int | str | None = ...,
+    max_terms: int = ...,
+    show_progress: bool | None = ...,
+    return_families: Literal[False] = ...,
+) -> FourierSpectrum: ...
+
+
+@overload
+def tree_spectrum(
+    model: Any,
+    target: int | None = ...,
+    *,
+    encoding: EncodingArg = ...,
+    dtype: torch.dtype = ...,
+    device: torch.device | str | None = ...,
+    max_memory: int | str | None = ...,
+    max_terms: int = ...,
+    show_progress: bool | None = ...,
+    return_families: Literal[True],
+) -> tuple[FourierSpectrum, SupportFamilies]: ...
+
+
+def tree_spectrum(
+    model: Any,
+    target: int | None = None,
+    *,
+    encoding: EncodingArg = "auto",
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+    max_memory: int | str | None = None,
+    max_terms: int = DEFAULT_MAX_TERMS,
+    show_progress: bool | None = None,
+    return_families: bool = False,
+) -> FourierSpectrum | tuple[FourierSpectrum, SupportFamilies]:
+    """Exact Fourier spectrum of a fitted tree ensemble.
+
+    The spectrum lives on the model's ``n_features`` inputs when every split separates 0 from 1 (binary
+    inputs), else on the binary split features of ``TreeEncoding.from_model(model)``: evaluate it on
+    ``encoding.transform(x)``. ``spectrum.evaluate`` then equals the explained output exactly.
+
+    Outputs (the default for classifiers: see :mod:`~torchxplain.fourier.trees.adapters._targets`): regressors'
+    ``predict``; scikit-learn tree/forest classifiers' ``predict_proba[:, c]``; boosted classifiers' raw score
+    (log-odds when binary); ``target=None`` is the positive class of a binary classifier, and a multiclass
+    model needs ``target=``. ``parse_model(model, target).output`` states the output and its scale.
+
+    Args:
+        model: scikit-learn ``DecisionTree*``/``ExtraTree*``/``RandomForest*``/``ExtraTrees*``/
+            ``GradientBoosting*``/``HistGradientBoosting*``, XGBoost ``Booster``/``XGBModel``, LightGBM
+            ``Booster``/``LGBMModel``, or CatBoost ``CatBoost*`` (float features).
+        target: output/class index; ``None`` for single-output models and binary classifiers.
+        encoding: ``"auto"`` (default; ``None`` is the same), ``"binary"`` (inputs in {0,1}),
+            ``"thresholds"`` (``TreeEncoding.from_model(model)``) or a prebuilt :class:`TreeEncoding`.
+        dtype, device: of the returned amplitudes (extraction runs in float64 on ``device``; default CPU).
+        max_memory: budget for the extraction's intermediates (default ``tx.settings.max_memory``).
+        max_terms: refuse expansions above this many terms (they grow as ``4^depth`` per tree).
+        show_progress: a progress bar over the expansion (default ``tx.settings.show_progress``).
+        return_families: also return the :class:`SupportFamilies` of the frequencies.
+
+    Returns:
+        :class:`FourierSpectrum` with ``k`` distinct frequencies over ``n = n_features`` (or
+        ``encoding.n_binary``), and its :class:`SupportFamilies` when ``return_families``.
+
+    Raises:
+        TypeError: unsupported model type (the message lists the supported ones and the black-box route).
+        ValueError: multiclass model without ``target``, ``encoding="binary"`` on continuous splits, an
+            encoding that does not match the model, or an expansion above ``max_terms``.
+    """
+    ensemble = parse_model(model, target)
+    spectrum, families = extract(
+        ensemble,
+        resolve_encoding(model, ensemble, encoding),
+        dtype=dtype,
+        device=device,
+        max_memory=max_memory,
+        max_terms=max_terms,
+        show_progress=show_progress,
+        families=return_families,
+    )
+    return (spectrum, families) if return_families else spectrum  # type: ignore[return-value]
+
+
+def spectrum_of_ensemble(
+    ensemble: TreeEnsemble,
+    encoding: ThresholdEncoding | None = None,
+    *,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+    max_memory: int | str | None = None,
+    max_terms: int = DEFAULT_MAX_TERMS,
+    show_progress: bool | None = None,
+) -> FourierSpectrum:
+    """:func:`tree_spectrum` of an already parsed ensemble (one element of ``parse_model_outputs``).
+
+    ``encoding=None`` means binary inputs (every split must separate 0 from 1); otherwise the spectrum lives
+    on ``encoding``'s binary features (an encoding of all outputs serves each of them).
+    """
+    return extract(
+        ensemble,
+        encoding,
+        dtype=dtype,
+        device=device,
+        max_memory=max_memory,
+        max_terms=max_terms,
+        show_progress=show_progress,
+        families=False,
+    )[0]
+
+
+def extract(
+    ensemble: TreeEnsemble,
+    encoding: ThresholdEncoding | None = None,
+    *,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+    max_memory: int | str | None = None,
+    max_terms: int = DEFAULT_MAX_TERMS,
+    show_progress: bool | None = None,
+    families: bool = True,
+) -> tuple[FourierSpectrum, SupportFamilies | None]:
+    """:func:`spectrum_of_ensemble` and, when ``families``, the :class:`SupportFamilies` of its frequencies.
+
+    Returns:
+        ``(spectrum, families)`` (``families`` is ``None`` when not asked for).
+    """
+    check_ensemble(ensemble)
+    if encoding is not None and not isinstance(encoding, ThresholdEncoding):
+        raise TypeError(f"encoding must be a TreeEncoding or None, got {type(encoding).__name__}")
+    check_float_dtype(dtype)
+    if isinstance(max_terms, bool) or not isinstance(max_terms, int) or max_terms < 1:
+        raise ValueError(f"max_terms must be a positive int (default {DEFAULT_MAX_TERMS:,}), got {max_terms!r}")
+    with settings.using(max_memory=max_memory, show_progress=show_progress):
+        return _extract(ensemble, encoding, dtype, device, max_terms, families)
+
+
+def _extract(
+    ensemble: TreeEnsemble,
+    encoding: ThresholdEncoding | None,
+    dtype: torch.dtype,
+    device: torch.device | str | None,
+    max_terms: int,
+    families: bool,
+) -> tuple[FourierSpectrum, SupportFamilies | None]:
+    dev = torch.device(device) if device is not None else torch.device("cpu")
+    if encoding is None:
+        split_feature, swap = binary_split_features(ensemble)
+        n = ensemble.n_features
+    else:
+        split_feature, swap, n = encoded_split_features(ensemble, encoding), None, encoding.n_binary
+    layout = KeyLayout.create(n, ensemble.max_depth)
+    groups = None if encoding is None else FeatureGroups.from_encoding(encoding, dev)
+    expansion = Expansion(ensemble, split_feature, swap, layout, dev, groups)
+    if expansion.n_terms > max_terms:
+        raise ValueError(
+            f"{ensemble.description} expands to {expansion.n_terms} Fourier terms (trees of depth "
+            f"{ensemble.max_depth}), above max_terms={max_terms}; limit the trees' depth (spectra grow as "
+            "4^depth) or raise max_terms"
+        )
+    budget = parse_memory()
+    row_bytes = 8 * layout.n_words + 16 + 8 * families
+    capacity = max(16, int(0.6 * budget) // (2 * row_bytes + 40))
+    generate = max(4, min(capacity // 2, int(0.25 * budget) // (48 * layout.width + 96)))
+    buffer = TermBuffer(layout.n_words, min(capacity, expansion.n_terms + 1), dev, families)
+    keys = fill(expansion, buffer, generate, families)
+    words, amp, scale, family = buffer.result()
+    keep = amp.abs() > 64 * torch.finfo(torch.float64).eps * scale
+    words, amp = words[keep], amp[keep]
+    family = None if family is None else family[keep]
+    del buffer
+    _check_output_fits(ensemble, len(amp), n, dev)
+    spectrum = FourierSpectrum(_dense(words, layout), amp.to(dtype))
+    if not families or keys is None or family is None:
+        return spectrum, None
+    indices = layout.unpack(words)[:, : spectrum.degree].contiguous()
+    return spectrum, build_families(keys, family, indices, layout)
+
+
+def _check_output_fits(ensemble: TreeEnsemble, k: int, n: int, device: torch.device) -> None:
+    """Refuse clearly, instead of being killed, when the dense ``(k, n)`` frequencies exceed free CPU memory."""
+    try:
+        import psutil  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - psutil is optional
+        return
+    need = k * (n + 8)
+    free = psutil.virtual_memory().available
+    if device.type == "cpu" and need > free:
+        raise MemoryError(
+            f"{ensemble.description} has {k} distinct Fourier terms on {n} binary split features: its (k, n) "
+            f"frequency matrix needs {need / 2**30:.1f} GiB, more than the {free / 2**30:.1f} GiB free. Use "
+            "shallower trees or fewer leaves (spectra grow as 2^depth per leaf), or fewer trees"
+        )
+
+
+def _dense(words: Tensor, layout: KeyLayout) -> Tensor:
+    """``(k, n_words)`` packed supports -> ``(k, n)`` bool frequencies, decoded in chunks."""
+    n = layout.n
+    out = torch.zeros(words.shape[0], n, dtype=torch.bool, device=words.device)
+    flat = out.view(-1)
+    step = rows_per_chunk(layout.width * 32, words.shape[0])
+    for start, stop in chunk_bounds(words.shape[0], step):
+        part = layout.unpack(words[start:stop])
+        rows = torch.arange(start, stop, device=words.device)[:, None].expand_as(part)
+        valid = part >= 0
+        flat[(rows * n + part)[valid]] = True
+    return out

@@ -1,0 +1,111 @@
+"""A tree ensemble as a Fourier explainer's source: its input encoder and exact spectrum."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from torchxplain._core.inputs import FeatureNames, check_feature_names, compute_dtype, rows
+from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder, ThresholdEncoder
+from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
+from torchxplain.fourier.explainer._outputs import Outputs
+from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.trees._encoding import TreeEncoding
+from torchxplain.fourier.trees._extraction import spectrum_of_ensemble
+from torchxplain.fourier.trees._pruning import PruningReport, prune
+from torchxplain.fourier.trees._splits import splits_binary_inputs
+from torchxplain.fourier.trees.adapters._dispatch import parse_model_outputs
+
+ENCODINGS = ("auto", "binary", "thresholds")
+
+
+def tree_encoder(
+    model: Any, raw: Tensor, target: int | None, encoding: Any, names: FeatureNames | None = None
+) -> tuple[InputEncoder, list[FourierSpectrum], Outputs]:
+    """The encoder of ``model``'s inputs, the exact float64 spectrum of each explained output, and the outputs.
+
+    Args:
+        model: a fitted tree model (see :func:`torchxplain.tree_spectrum`).
+        raw: ``(B, p)`` validated background rows; decides ``"auto"`` (binary when 0/1 and every split separates
+            0 from 1) and is checked against the chosen encoding.
+        target: output index, or ``None`` for the default outputs (a regressor's output, a binary classifier's
+            positive class, every class of a multiclass model).
+        encoding: ``"auto"``, ``"binary"``, ``"thresholds"`` or a :class:`TreeEncoding`.
+        names: the background DataFrame's columns, checked against the names the model was fitted with.
+
+    Raises:
+        TypeError / ValueError: unsupported model, unknown encoding, a background of the wrong width or with
+            other columns (or another column order) than the model's, or non-binary rows under the binary encoding.
+    """
+    if isinstance(encoding, str) and encoding not in ENCODINGS:
+        raise ValueError(f"encoding must be one of {ENCODINGS} or a TreeEncoding, got {encoding[:40]!r}")
+    if not isinstance(encoding, (str, ThresholdEncoding)):
+        raise TypeError(f"encoding must be a string or a TreeEncoding, got {type(encoding).__name__}")
+    ensembles = parse_model_outputs(model, target)
+    outputs = Outputs(tuple(e.target for e in ensembles), tuple(e.output or e.description for e in ensembles))
+    if raw.shape[1] != ensembles[0].n_features:
+        raise ValueError(
+            f"background has {raw.shape[1]} features, but {ensembles[0].description} expects {ensembles[0].n_features}"
+        )
+    check_feature_names(ensembles[0].feature_names, names, "background")
+    if encoding == "auto":
+        binary = bool(((raw == 0) | (raw == 1)).all()) and all(splits_binary_inputs(e) for e in ensembles)
+        encoding = "binary" if binary else "thresholds"
+    if encoding == "thresholds":
+        encoding = TreeEncoding.from_ensembles(ensembles)  # every output's splits: one encoding serves them all
+    if isinstance(encoding, ThresholdEncoding):
+        spectra = [spectrum_of_ensemble(e, encoding, dtype=torch.float64, device=raw.device) for e in ensembles]
+        return ThresholdEncoder(encoding), spectra, outputs
+    encoder = BinaryEncoder(ensembles[0].n_features)
+    encoder.check(raw, "background")
+    spectra = [spectrum_of_ensemble(e, None, dtype=torch.float64, device=raw.device) for e in ensembles]
+    return encoder, spectra, outputs
+
+
+@dataclass(frozen=True)
+class TreeSource:
+    """What a Fourier explainer of a tree model is built from.
+
+    Attributes:
+        encoder: the input encoder; spectra: the (pruned) spectrum of each output in the explainer's dtype;
+        outputs: which outputs they are; background: ``(B, p)`` validated rows; bits: ``(B, n_binary)`` bool
+        encoding of them; feature_names: the background DataFrame's columns; pruning: what pruning kept (``None``:
+        not pruned; a tuple of one report per output for several outputs).
+    """
+
+    encoder: InputEncoder
+    spectra: list[FourierSpectrum]
+    outputs: Outputs
+    background: Tensor
+    bits: Tensor
+    feature_names: FeatureNames | None
+    pruning: PruningReport | tuple[PruningReport, ...] | None
+
+
+def tree_source(
+    model: Any,
+    background: Any,
+    target: int | None,
+    encoding: Any,
+    energy: float | None,
+    threshold: float | None,
+    relaxed: bool,
+) -> TreeSource:
+    """Validate the background once, encode it once, extract (and optionally prune) the spectrum."""
+    converted = rows(background, "background")
+    raw, names = converted.tensor, converted.feature_names
+    encoder, spectra, outputs = tree_encoder(model, raw, target, encoding, names)
+    if relaxed and not isinstance(encoder, BinaryEncoder):
+        raise ValueError("relaxed=True applies to binary inputs; continuous inputs are explained exactly")
+    bits = encoder.encode(raw, torch.float64)
+    reports = []
+    if energy is not None or threshold is not None:
+        pruned = [prune(s, bits, energy, threshold, None, None, None, 1024, 0) for s in spectra]
+        spectra, reports = [p[0] for p in pruned], [p[1] for p in pruned]
+    dtype = compute_dtype(raw.dtype, torch.get_default_dtype())
+    spectra = [s.to(dtype) for s in spectra]
+    pruning = None if not reports else reports[0] if len(reports) == 1 else tuple(reports)
+    return TreeSource(encoder, spectra, outputs, raw, bits.bool(), names, pruning)

@@ -1,0 +1,141 @@
+"""XGBoost adapter: ``Booster`` and the scikit-learn wrappers (``XGBRegressor``, ``XGBClassifier``, ...)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from torchxplain.fourier.trees.adapters._base import TreeEnsemble, concat_trees
+from torchxplain.fourier.trees.adapters._targets import OutputKind, choose_outputs, describe_output
+
+SUPPORTED = "xgboost Booster (gbtree), XGBRegressor, XGBClassifier, XGBRFRegressor, XGBRFClassifier"
+
+# How each objective turns the stored base_score into a margin (checked against predict(output_margin=True)).
+_LOGIT = {"binary:logistic", "reg:logistic"}
+_LOG = {"count:poisson", "reg:gamma", "reg:tweedie"}
+_IDENTITY = {
+    "reg:squarederror",
+    "reg:squaredlogerror",
+    "reg:pseudohubererror",
+    "reg:absoluteerror",
+    "reg:quantileerror",
+    "binary:logitraw",
+    "binary:hinge",
+    "multi:softmax",
+    "multi:softprob",
+}
+
+
+def matches(model: Any) -> bool:
+    """Whether ``model`` is an XGBoost booster or scikit-learn wrapper (False if xgboost is not installed)."""
+    try:
+        import xgboost
+    except ImportError:
+        return False
+    return isinstance(model, (xgboost.Booster, xgboost.XGBModel))
+
+
+def _margin(objective: str, base_score: float) -> float:
+    if objective in _LOGIT:
+        return float(np.log(base_score) - np.log1p(-base_score))
+    if objective in _LOG:
+        return float(np.log(base_score))
+    if objective in _IDENTITY:
+        return base_score
+    raise ValueError(
+        f"XGBoost objective {objective!r} is not supported (its base score link is unknown); "
+        f"supported objectives: {sorted(_LOGIT | _LOG | _IDENTITY)}"
+    )
+
+
+def _floats32(values: list[Any]) -> np.ndarray:
+    """XGBoost stores thresholds and leaves in float32: read them back exactly."""
+    return np.asarray(values, dtype=np.float64).astype(np.float32).astype(np.float64)
+
+
+def _scale(objective: str) -> str:
+    if objective in _LOGIT or objective == "binary:logitraw":
+        return "log-odds"
+    if objective.startswith("multi:"):
+        return "softmax logit"
+    if objective in _LOG:
+        return "log of the mean"
+    return "output units"
+
+
+def _tree_arrays(tree: dict[str, Any], name: str) -> dict[str, np.ndarray]:
+    if int(tree["tree_param"].get("size_leaf_vector", "1")) > 1:
+        raise ValueError(f"{name} has multi-output (vector-leaf) trees, which are not supported")
+    if any(int(t) != 0 for t in tree["split_type"]):
+        raise ValueError(f"{name} has categorical splits, which are not supported; one-hot encode the feature")
+    cond = _floats32(tree["split_conditions"])
+    return {
+        "left": tree["left_children"],
+        "right": tree["right_children"],
+        "feature": tree["split_indices"],
+        "threshold": cond,
+        "nan_right": ~np.asarray(tree["default_left"], dtype=bool),
+        "zero_is_missing": np.zeros(len(cond), dtype=bool),
+        "value": cond,
+    }
+
+
+def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
+    """Read an XGBoost tree model into one :class:`TreeEnsemble` per explained output, each the raw margin
+    ``predict(output_margin=True)`` of one output (class; see :mod:`~torchxplain.fourier.trees.adapters._targets`).
+
+    A scikit-learn wrapper fitted with early stopping keeps the trees up to ``best_iteration``, as its
+    ``predict`` does.
+    """
+    import xgboost
+
+    wrapper = isinstance(model, xgboost.XGBModel)
+    try:
+        booster = model.get_booster() if wrapper else model
+    except xgboost.core.XGBoostError as err:
+        raise ValueError(f"{type(model).__name__} is not fitted; call .fit() first") from err
+    learner = json.loads(booster.save_raw("json"))["learner"]
+    gbm = learner["gradient_booster"]
+    if gbm["name"] != "gbtree":
+        raise ValueError(f"XGBoost booster {gbm['name']!r} is not supported; only booster='gbtree' is")
+    name = type(model).__name__
+    params = learner["learner_model_param"]
+    objective = learner["objective"]["name"]
+    n_class = int(params["num_class"])
+    binary = n_class > 1 or objective.startswith("binary:")
+    kind: OutputKind = "margin" if binary else "outputs"
+    n = max(n_class, 2) if binary else max(int(params.get("num_target", 1)), 1)
+    base = [float(v) for v in params["base_score"].strip("[]").split(",")]
+    tree_model = gbm["model"]
+    n_trees = len(tree_model["trees"])
+    if wrapper:
+        try:
+            n_trees = int(tree_model["iteration_indptr"][int(model.best_iteration) + 1])
+        except AttributeError:
+            pass  # no early stopping: all trees
+    tree_info = np.asarray(tree_model["tree_info"][:n_trees])
+    names = booster.feature_names
+    out = []
+    for choice in choose_outputs(target, n, kind, name):
+        sign = -1.0 if choice.negate else 1.0
+        column = choice.column
+        offset = _margin(objective, np.float32(base[column if len(base) > 1 else 0]).item())
+        trees = [_tree_arrays(tree_model["trees"][int(i)], name) for i in np.flatnonzero(tree_info == column)]
+        output = describe_output(choice, kind, "predict(output_margin=True)", _scale(objective), n)
+        out.append(
+            concat_trees(
+                trees,
+                [sign] * len(trees),
+                offset=sign * offset,
+                n_features=int(params["num_feature"]),
+                strict=True,
+                input_dtype=np.dtype(np.float32),
+                description=f"{name} ({output})",
+                output=output,
+                target=choice.target,
+                feature_names=None if names is None else tuple(str(c) for c in names),
+            )
+        )
+    return out

@@ -1,0 +1,224 @@
+"""``ValuePlan``: the closed forms of one spectrum against one background, prepared once, reused per batch.
+
+The explainer builds one plan per (spectrum, background, players) and caches it; the public value functions
+build one per call (or per :func:`~torchxplain.fourier.precompute_background` term). A plan holds the
+background-only work of both exact kernels, made lazily and once: the dense kernel's signed amplitudes, and
+the small-support kernel's families, moments and — per kind of value — tables.
+
+**Choosing the kernel.** With ``kernel="auto"`` every call asks the cost model
+(:mod:`~torchxplain.fourier.values._cost`) for the predicted seconds of both kernels at the call's number of
+queries. Once the tables of a kind exist, the small-support kernel is used. Before that, the plan follows the
+ski-rental rule: it builds the tables as soon as the dense work spent so far plus this call's would exceed
+the build plus this call's small-support explain — so a stream of small batches pays at most about twice the
+better choice in hindsight, and one large call picks the cheaper kernel outright. ``"gemm"`` and
+``"small_support"`` force a kernel. :meth:`ValuePlan.describe` reports the sizes, the choices and the
+predictions.
+
+A plan's methods assume valid inputs — binary ``(Q, n)`` queries in the plan's dtype and on its device —
+because validation happens once, at the public boundary that called them. Memory is bounded by
+``tx.settings.max_memory`` in force when a method runs.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from torchxplain._core import parse_memory
+from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.values._background import BackgroundTerm
+from torchxplain.fourier.values._cost import (
+    MAX_SUPPORT,
+    Kernel,
+    Workload,
+    check_kernel,
+    family_work,
+    gemm_seconds,
+    report,
+    small_support_seconds,
+    workload,
+)
+from torchxplain.fourier.values._families import SupportFamilies, feature_lists, from_cover, support_families
+from torchxplain.fourier.values._gemm import FirstOrder, grouped_first_order, grouped_interactions, singleton_gemm
+from torchxplain.fourier.values._relaxed import relaxed_shapley
+from torchxplain.fourier.values._support import SupportLayout, build_tables, explain
+from torchxplain.fourier.values._weights import TableKind
+
+__all__ = ["Kernel", "ValuePlan", "check_kernel"]
+
+
+class ValuePlan:
+    """Shapley, Banzhaf and pairwise interaction values of ``spectrum`` against a fixed background.
+
+    Args:
+        spectrum: ``k`` frequencies on ``n`` binary features (its dtype is the working dtype).
+        background: ``(B, n)`` validated binary background.
+        groups: ``(n,)`` validated player id per feature in ``0..m-1`` (``None``: one player per feature).
+        m: number of players (``n`` when ``groups`` is ``None``).
+        kernel: ``"auto"`` (cost model; tables only when they fit in half of ``tx.settings.max_memory``),
+            ``"gemm"`` (dense two-GEMM form) or ``"small_support"`` (tables over the patterns of support
+            families, kept whatever their size).
+        families: support families of ``spectrum`` known already, so the plan skips their search: another
+            plan's :attr:`families`, or the ones a tree extraction records
+            (``tree_spectrum(model, return_families=True)``; any object with ``supports``, ``sizes`` and
+            ``family`` tensors is read as such a cover).
+    """
+
+    def __init__(
+        self,
+        spectrum: FourierSpectrum,
+        background: Tensor,
+        groups: Tensor | None,
+        m: int,
+        kernel: Kernel = "auto",
+        families: object | None = None,
+    ) -> None:
+        self._init(BackgroundTerm(spectrum, background), groups, m, kernel, families)
+
+    @classmethod
+    def from_term(
+        cls,
+        term: BackgroundTerm,
+        groups: Tensor | None,
+        m: int,
+        kernel: Kernel = "auto",
+        families: object | None = None,
+    ) -> ValuePlan:
+        """A plan on an existing :class:`BackgroundTerm` (sharing its cached signed amplitudes)."""
+        plan = cls.__new__(cls)
+        plan._init(term, groups, m, kernel, families)
+        return plan
+
+    def _init(self, term: BackgroundTerm, groups: Tensor | None, m: int, kernel: Kernel, families: object) -> None:
+        check_kernel(kernel)
+        self.term, self.spectrum, self.groups, self.m = term, term.spectrum, groups, m
+        self.kernel: Kernel = kernel
+        if families is not None and not isinstance(families, SupportFamilies):
+            supports, sizes, family = (getattr(families, a) for a in ("supports", "sizes", "family"))
+            families = from_cover(supports, sizes, family, self.spectrum.frequencies.sum(1, dtype=torch.int64))
+        self._families: SupportFamilies | None = families
+        self._lists: tuple[Tensor, Tensor] | None = None
+        self._work: Workload | None = None
+        self._layout: SupportLayout | None = None
+        self._tables: dict[TableKind, list[Tensor]] = {}
+        self._spent: dict[TableKind, float] = {}
+        self._choices: dict[TableKind, dict[str, object]] = {}
+
+    # --- the values ----------------------------------------------------------------------------------
+    def shapley(self, xq: Tensor, relaxed: bool = False) -> Tensor:
+        """``(Q, m)`` Shapley values; ``relaxed`` queries may be real-valued (singleton players only; dense)."""
+        if relaxed:
+            return relaxed_shapley(xq, self.term)
+        return self._first_order(xq, "shapley")
+
+    def banzhaf(self, xq: Tensor) -> Tensor:
+        """``(Q, m)`` Banzhaf values."""
+        return self._first_order(xq, "banzhaf")
+
+    def interactions(self, xq: Tensor) -> Tensor:
+        """``(Q, m, m)`` pairwise Shapley interaction index (zero diagonal)."""
+        if self._choose(xq, "interactions") == "small_support":
+            return explain(self.layout, self._tables_of("interactions"), xq, "interactions")
+        return grouped_interactions(xq, self.term, self.groups, self.m)
+
+    def _first_order(self, xq: Tensor, kind: FirstOrder) -> Tensor:
+        if self._choose(xq, kind) == "small_support":
+            return explain(self.layout, self._tables_of(kind), xq, kind)
+        if self.groups is None:
+            return singleton_gemm(xq, self.term, kind)
+        return grouped_first_order(xq, self.term, self.groups, self.m, kind)
+
+    # --- the structures the small-support kernel builds once -------------------------------------------
+    @property
+    def families(self) -> SupportFamilies:
+        """The spectrum's support families (searched on first use)."""
+        if self._families is None:
+            self._families = support_families(self._frequencies(), self._feature_lists())
+        return self._families
+
+    @property
+    def layout(self) -> SupportLayout:
+        """Families with player slots and the background's Walsh moments (built on first use)."""
+        if self._layout is None:
+            self._layout = SupportLayout(self.spectrum, self.term.background, self.groups, self.m, self.families)
+        return self._layout
+
+    def _tables_of(self, kind: TableKind) -> list[Tensor]:
+        if kind not in self._tables:
+            self._tables[kind] = build_tables(self.layout, self.spectrum.amplitudes, kind)
+        return self._tables[kind]
+
+    def _frequencies(self) -> Tensor:
+        return self.spectrum.frequencies.to(self.term.background.device)
+
+    def _feature_lists(self) -> tuple[Tensor, Tensor]:
+        """Each frequency's features and degree, computed once for the cost model and the family search."""
+        if self._lists is None:
+            self._lists = feature_lists(self._frequencies())
+        return self._lists
+
+    @property
+    def work(self) -> Workload:
+        """The sizes the cost model reads (computed on first use)."""
+        if self._work is None:
+            feats = self._feature_lists()[0]
+            self._work = workload(self._frequencies(), feats, self.groups, self.m, self.term.background.shape[0])
+        return self._work
+
+    # --- the choice ------------------------------------------------------------------------------------
+    def _choose(self, xq: Tensor, kind: TableKind) -> str:
+        q, device = xq.shape[0], xq.device.type
+        if self.kernel == "gemm":
+            return self._record(kind, "gemm", q, "forced")
+        if kind in self._tables:
+            return self._record(kind, "small_support", q, "tables built")
+        work = self.work
+        if work.max_degree > MAX_SUPPORT:
+            if self.kernel == "small_support":
+                raise ValueError(
+                    f"kernel='small_support' tabulates supports of at most {MAX_SUPPORT} features, but the "
+                    f"spectrum has a frequency of degree {work.max_degree}; pass kernel='gemm' or 'auto'"
+                )
+            return self._record(kind, "gemm", q, f"degree {work.max_degree} > {MAX_SUPPORT}")
+        dense = gemm_seconds(work, q, kind, device)
+        spent = self._spent.get(kind, 0.0)
+        if self.kernel == "auto":
+            build, per_call = small_support_seconds(work, None, q, kind, device)
+            if spent + dense <= build + per_call:  # cheaper than even a lower bound of the build
+                return self._spend(kind, dense, q, {"gemm": dense, "small_support_at_least": build + per_call})
+        fam = family_work(self.families)
+        build, per_call = small_support_seconds(work, fam, q, kind, device)
+        predicted = {"gemm": dense, "small_support": build + per_call, "small_support_build": build}
+        too_big = fam.table_elements(kind) * xq.element_size() > parse_memory() // 2
+        if self.kernel == "small_support":  # the tables are kept whatever their size when asked for by name
+            return self._record(kind, "small_support", q, "forced", predicted)
+        if too_big or spent + dense <= build + per_call:
+            return self._spend(kind, dense, q, predicted, "tables over half the budget" if too_big else "")
+        return self._record(kind, "small_support", q, "cost model", predicted)
+
+    def _spend(self, kind: TableKind, seconds: float, q: int, predicted: dict[str, float], reason: str = "") -> str:
+        self._spent[kind] = self._spent.get(kind, 0.0) + seconds
+        return self._record(kind, "gemm", q, reason or "cost model", predicted)
+
+    def _record(
+        self, kind: TableKind, kernel: str, q: int, reason: str, predicted: dict[str, float] | None = None
+    ) -> str:
+        self._choices[kind] = {"kernel": kernel, "queries": q, "reason": reason, "predicted_seconds": predicted}
+        return kernel
+
+    def describe(self) -> dict[str, object]:
+        """The kernel option, the sizes, and per kind of value the last choice with its predicted seconds
+        (JSON-able)."""
+        out: dict[str, object] = {
+            "kernel": self.kernel,
+            "k": len(self.spectrum),
+            "n": self.spectrum.n_features,
+            "background": int(self.term.background.shape[0]),
+            "players": self.m,
+            "choices": dict(self._choices),
+            "tables_built": sorted(self._tables),
+        }
+        if self._work is not None:
+            fam = None if self._families is None else family_work(self._families)
+            out["workload"] = report(self._work, fam)
+        return out

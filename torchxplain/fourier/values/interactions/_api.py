@@ -1,0 +1,76 @@
+"""``interaction_values``: the public, validating entry point of the interaction-index family."""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from torchxplain._core import settings
+from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.values._public import _plan
+from torchxplain.fourier.values.interactions._kernel import _interaction_values
+from torchxplain.fourier.values.interactions._weights import INDICES, Index
+
+_VALUES = ("SV", "BV")
+
+
+def check_index(index: object, max_order: object, m: int) -> int:
+    """Validate ``index`` and ``max_order`` for ``m`` players; return the order in force.
+
+    ``max_order=None`` means 1 for the values ``"SV"``/``"BV"`` and 2 for every interaction index.
+    """
+    if not isinstance(index, str) or index not in INDICES:
+        raise ValueError(f"index must be one of {list(INDICES)} (shapiq's names), got {str(index)[:40]!r}")
+    if max_order is None:
+        return 1 if index in _VALUES else min(2, m)
+    if isinstance(max_order, bool) or not isinstance(max_order, int):
+        raise TypeError(f"max_order must be an int, got {type(max_order).__name__} {str(max_order)[:40]!r}")
+    if index in _VALUES and max_order != 1:
+        raise ValueError(
+            f"index {index!r} is a value (order 1), got max_order={max_order}; pass max_order=1, or use "
+            f"{'SII' if index == 'SV' else 'BII'!r} / 'k-SII' for interactions"
+        )
+    if not 1 <= max_order <= m:
+        raise ValueError(f"max_order must be between 1 and the number of players ({m}), got {max_order}")
+    return max_order
+
+
+def interaction_values(
+    spectrum: FourierSpectrum,
+    x: object,
+    background: object,
+    index: Index = "k-SII",
+    max_order: int | None = None,
+    groups: object = None,
+    max_memory: int | str | None = None,
+    show_progress: bool | None = None,
+) -> dict[int, Tensor]:
+    """Exact interventional interaction indices of a sparse spectrum, every order up to ``max_order``.
+
+    The game of query ``x*`` is ``v(S) = mean_b h(x*_S, b_{~S})`` over the background rows ``b``; each index is
+    shapiq's definition of it (``shapiq.ExactComputer`` gives the same numbers), computed in closed form per
+    (background row, frequency) — see :mod:`torchxplain.fourier.values.interactions._weights` for the derivation.
+
+    Args:
+        spectrum: ``k`` frequencies on ``n`` binary features (its dtype is the working dtype).
+        x: ``(Q, n)`` binary queries (tensor, numpy, list or DataFrame).
+        background: ``(B, n)`` binary background, or its :func:`~torchxplain.fourier.precompute_background` term.
+        index: ``"k-SII"``, ``"STII"``, ``"FSII"``, ``"FBII"``, ``"BII"``, ``"SII"``, ``"SV"``, ``"BV"``,
+            ``"Moebius"`` or ``"Co-Moebius"``.
+        max_order: the largest order ``k`` (default 1 for ``"SV"``/``"BV"``, else 2); the order-dependent
+            indices (k-SII, STII, FSII, FBII) depend on it.
+        groups: optional ``(n,)`` non-negative integer player id per feature (players ordered by id, as in
+            :func:`~torchxplain.fourier.shapley_values`); a player's parity is the parity of the frequency
+            restricted to its features.
+        max_memory: byte budget of the chunked intermediates (e.g. ``"2GB"``); ``None``: ``tx.settings``.
+        show_progress: a tqdm bar over frequency blocks; ``None``: ``tx.settings``.
+
+    Returns:
+        ``{0: (Q,), 1: (Q, m), 2: (Q, m, m), 3: (Q, m, m, m), ...}`` up to ``max_order``, in the output's units;
+        order ``t ≥ 2`` is symmetric with zeros where a player repeats. Order 0 is shapiq's empty-set entry:
+        the baseline ``v(∅) = mean_b h(b)`` for SV, k-SII, STII, FSII, Moebius, Co-Moebius (and SII at
+        ``max_order=1``), the index's own empty-set value for SII, BII, BV and FBII.
+    """
+    with settings.using(max_memory=max_memory, show_progress=show_progress):
+        plan, xq = _plan(spectrum, x, background, groups, "auto", relaxed=False)  # the value functions' checks
+        order = check_index(index, max_order, plan.m)
+        return _interaction_values(xq, plan.term, plan.groups, plan.m, index, order)
