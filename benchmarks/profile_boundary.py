@@ -1,8 +1,13 @@
-"""How often each input is validated, encoded and each model run, on the public paths users call (issue 12).
+"""How often each input is converted, checked and encoded, and each model run, on the public paths (issues 12, 21).
 
-Every boundary helper is wrapped in a counter for one call of each path, so the table shows, per call, how many
-times the background and the queries were converted, shape-checked, value-checked (binary / finite) and encoded,
-and how many times the model (or classifier) ran forward. Run: ``python benchmarks/profile_boundary.py``.
+Every boundary helper of ``torchxplain._core.inputs`` and ``_core.validation`` is wrapped in a counter for one call
+of each path, so the table shows, per call and per argument, how many times it was converted (``to_tensor``),
+shape-checked (``check_matrix``), value-checked (``check_binary`` / ``check_finite``), resolved into players
+(``player_ids``) and encoded, and how many times the model (or classifier) ran forward. The paths:
+``FourierShap.from_trees(...).attribute``, the black-box ``FourierShap(model, ...)``, ``tx.fourier.shapley_values``,
+``tx.fourier.interaction_values``, ``idx.explain_batch`` and ``Goals.attribute``. A last table gives the rejection of
+the same bad players on every path that takes players (one contract: same type, same message but for the
+argument's name). Run: ``python benchmarks/profile_boundary.py``.
 """
 
 from __future__ import annotations
@@ -22,10 +27,11 @@ import torchxplain as tx
 
 WATCHED = {
     "to_tensor": [("torchxplain._core.inputs", "to_tensor")],
+    "player_ids": [("torchxplain._core.inputs", "player_ids")],
     "check_matrix": [("torchxplain._core.validation", "check_matrix")],
     "check_binary": [("torchxplain._core.validation", "check_binary")],
     "check_finite": [("torchxplain._core.validation", "check_finite")],
-    "TreeEncoding.transform": [("torchxplain.fourier.trees", "TreeEncoding.transform")],
+    "threshold_codes": [("torchxplain.fourier.encoding._thresholds", "threshold_codes")],
     "parse_model_outputs": [("torchxplain.fourier.trees.adapters._dispatch", "parse_model_outputs")],
 }
 
@@ -120,15 +126,135 @@ def _forward_name(bc: Any) -> str:
     raise AttributeError("the classifier exposes no forward method this profile knows")
 
 
+def black_box_path() -> dict[str, collections.Counter[str]]:
+    """The black-box constructor ``FourierShap(model, background, data=..., groups=...)`` (an exact fit on 8
+    players), then ``attribute``; the model's calls are counted too."""
+    rng = np.random.default_rng(2)
+    background, data = (torch.from_numpy(rng.integers(0, 2, size=(r, 8)).astype(np.float32)) for r in (20, 60))
+    calls = collections.Counter[str]()
+
+    def model(z: torch.Tensor) -> torch.Tensor:
+        calls["model forward"] += 1
+        return z[:, 0] * z[:, 1] - z[:, 2] + 0.5 * z[:, 3] * z[:, 4] * z[:, 5]
+
+    groups = torch.tensor([0, 0, 1, 2, 3, 4, 5, 6])
+    with counting() as build:
+        explainer = tx.FourierShap(model, background, data=data, groups=groups, method="exact")
+    build.update(calls)
+    calls.clear()
+    with counting() as explain:
+        explainer.attribute(data[:10])
+    explain.update(calls)
+    return {"FourierShap(model, bg, data=, groups=)": build, "  .attribute(data[:10])": explain}
+
+
+def value_function_paths() -> dict[str, collections.Counter[str]]:
+    """``tx.fourier.shapley_values`` and ``tx.fourier.interaction_values`` on numpy inputs with groups."""
+    rng = np.random.default_rng(3)
+    freq = torch.from_numpy(rng.random((40, 10)) < 0.3)
+    spec = tx.FourierSpectrum(freq, torch.from_numpy(rng.normal(size=40))).coalesce()
+    x, background = (rng.integers(0, 2, size=(r, 10)).astype(float) for r in (30, 20))
+    groups = np.repeat(np.arange(5), 2)
+    with counting() as shapley:
+        tx.fourier.shapley_values(spec, x, background, groups=groups)
+    with counting() as interactions:
+        tx.fourier.interaction_values(spec, x, background, index="k-SII", max_order=2, groups=groups)
+    return {
+        "tx.fourier.shapley_values(spec, x, bg, groups)": shapley,
+        "tx.fourier.interaction_values(...)": interactions,
+    }
+
+
+def idx_batch_path() -> dict[str, collections.Counter[str]]:
+    """``idx.explain_batch(bc, codes, kits)`` on Child's integer codes."""
+    from torchxplain import idx
+
+    bc = idx.datasets.child()
+    inputs = idx.datasets.all_inputs(bc)
+    with counting() as batch:
+        idx.explain_batch(bc, inputs, kits=["md", "sd", "cf"])
+    return {"idx.explain_batch(child, all inputs, md+sd+cf)": batch}
+
+
+def goals_path() -> dict[str, collections.Counter[str]]:
+    """``Goals(gp).attribute(x)`` on a DataFrame, for an exact GP on 5 features."""
+    import gpytorch
+    import pandas as pd
+
+    class GP(gpytorch.models.ExactGP):
+        def __init__(self, x: torch.Tensor, y: torch.Tensor) -> None:
+            super().__init__(x, y, gpytorch.likelihoods.GaussianLikelihood())
+            self.mean_module = gpytorch.means.ConstantMean()
+            self.covar_module = gpytorch.kernels.ScaleKernel(gpytorch.kernels.RBFKernel(ard_num_dims=5))
+
+        def forward(self, z: torch.Tensor) -> Any:
+            return gpytorch.distributions.MultivariateNormal(self.mean_module(z), self.covar_module(z))
+
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(80, 5, generator=gen, dtype=torch.float64)
+    gp = GP(x, torch.sin(x[:, 0]) + x[:, 1] * x[:, 2]).double().eval()
+    goals = tx.Goals(gp)
+    frame = pd.DataFrame(x[:20].numpy(), columns=[f"x{j}" for j in range(5)])
+    with counting() as attribute:
+        goals.attribute(frame)
+    return {"Goals(gp).attribute(DataFrame)": attribute}
+
+
+def same_rejection() -> list[tuple[str, str]]:
+    """``(path, "Type: message")`` for the same float player ids on every path that takes players."""
+    rng = np.random.default_rng(5)
+    spec = tx.FourierSpectrum(torch.from_numpy(rng.random((10, 4)) < 0.5), torch.from_numpy(rng.normal(size=10)))
+    background, x = (torch.from_numpy(rng.integers(0, 2, size=(r, 4)).astype(float)) for r in (6, 5))
+    forest = RandomForestRegressor(n_estimators=2, max_depth=3, random_state=0).fit(
+        background.numpy(), background[:, 0].numpy()
+    )
+    explainer = tx.FourierShap.from_spectrum(spec, background)
+    bad = torch.tensor([0.0, 0.0, 1.0, 1.0])
+
+    def model(z: torch.Tensor) -> torch.Tensor:
+        return z[:, 0] - z[:, 1] * z[:, 2]
+
+    paths: dict[str, Callable[[], Any]] = {
+        "tx.fourier.shapley_values(groups=)": lambda: tx.fourier.shapley_values(spec, x, background, groups=bad),
+        "tx.fourier.interaction_values(groups=)": lambda: tx.fourier.interaction_values(
+            spec, x, background, groups=bad
+        ),
+        "FourierShap.from_spectrum(groups=)": lambda: tx.FourierShap.from_spectrum(spec, background, groups=bad),
+        "FourierShap(model, groups=)": lambda: tx.FourierShap(model, background, method="exact", groups=bad),
+        "tx.fit_sparse_fourier(groups=)": lambda: tx.fit_sparse_fourier(model, 4, background=background, groups=bad),
+        "explainer.attribute(feature_mask=)": lambda: explainer.attribute(x, feature_mask=bad),
+        "FourierShap.from_trees(feature_groups=)": lambda: tx.FourierShap.from_trees(
+            forest, background, feature_groups=bad
+        ),
+    }
+    out = []
+    for path, call in paths.items():
+        try:
+            call()
+            out.append((path, "accepted"))
+        except (TypeError, ValueError) as err:
+            out.append((path, f"{type(err).__name__}: {err}"))
+    return out
+
+
+def all_paths(skip_idx: bool = False) -> dict[str, collections.Counter[str]]:
+    """Every profiled path's counters, in print order."""
+    rows = {**trees_path(), **binary_path(), **black_box_path(), **value_function_paths(), **goals_path()}
+    if not skip_idx:
+        rows.update(idx_path())
+        rows.update(idx_batch_path())
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--skip-idx", action="store_true", help="profile only the FourierSHAP paths")
+    parser.add_argument("--skip-idx", action="store_true", help="profile only the FourierSHAP and GOALS paths")
     args = parser.parse_args()
-    rows = {**trees_path(), **binary_path()}
-    if not args.skip_idx:
-        rows.update(idx_path())
-    for row, counts in rows.items():
+    for row, counts in all_paths(args.skip_idx).items():
         print(f"{row}: " + ", ".join(f"{label} x{n}" for label, n in sorted(counts.items())))
+    print("\nthe same bad players (float ids) on every path:")
+    for path, outcome in same_rejection():
+        print(f"  {path}: {outcome}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.fourier.test_values import random_case
+from tests.fourier.cases import random_case
 from torchxplain import FourierShap
 from torchxplain.fourier import banzhaf_values, shapley_interactions, shapley_values
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tests.fourier import brute_force
-from tests.fourier.test_values import random_case
+from tests.fourier.cases import random_case
 from torchxplain import FourierShap
 from torchxplain.fourier import shapley_values
 from torchxplain.testing import ExplainerTestCase

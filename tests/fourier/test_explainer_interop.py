@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from tests.fourier import brute_force  # noqa: E402
-from tests.fourier.test_values import random_case  # noqa: E402
+from tests.fourier.cases import random_case  # noqa: E402
 from torchxplain import FourierShap  # noqa: E402
 
 shap = pytest.importorskip("shap")

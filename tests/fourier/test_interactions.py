@@ -7,6 +7,7 @@ import pytest
 import torch
 from threadpoolctl import threadpool_limits
 
+from tests.fourier.cases import random_case, random_groups
 from tests.fourier.interaction_reference import (
     coalitions,
     exact_computer,
@@ -15,7 +16,6 @@ from tests.fourier.interaction_reference import (
     ours_at,
     spectrum_game,
 )
-from tests.fourier.test_values import random_case, random_groups
 from torchxplain import FourierSpectrum
 from torchxplain.fourier import INDICES, interaction_values
 from torchxplain.testing import tiny_memory_budget

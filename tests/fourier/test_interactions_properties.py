@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fourier import brute_force
+from tests.fourier.cases import random_case, random_groups
 from tests.fourier.interaction_reference import coalitions, game_table, ours_at, spectrum_game
-from tests.fourier.test_values import random_case, random_groups
 from torchxplain import FourierSpectrum
 from torchxplain.fourier import banzhaf_values, interaction_values, shapley_interactions, shapley_values
 from torchxplain.fourier.values._players import player_map

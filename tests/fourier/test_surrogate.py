@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from tests.fourier import brute_force
-from tests.fourier.test_values import random_case
+from tests.fourier.cases import random_case
 from torchxplain import FourierSpectrum, SparseFourierSurrogate
 from torchxplain.testing import tiny_memory_budget
 

@@ -9,32 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fourier import brute_force
+from tests.fourier.cases import random_case, random_groups
 from torchxplain import FourierSpectrum
 from torchxplain.fourier import banzhaf_values, precompute_background, shapley_interactions, shapley_values
 from torchxplain.fourier.values._background import BackgroundTerm
 from torchxplain.testing import tiny_memory_budget
-
-
-def random_case(seed: int, n: int, k: int, n_bg: int, n_q: int, max_degree: int | None = None):
-    rng = np.random.default_rng(seed)
-    max_degree = n if max_degree is None else max_degree
-    freq = np.zeros((k, n), dtype=bool)
-    for row in freq:
-        deg = rng.integers(0, max_degree + 1)
-        row[rng.choice(n, size=deg, replace=False)] = True
-    amp = rng.normal(size=k)
-    bg = rng.integers(0, 2, size=(n_bg, n)).astype(float)
-    xq = rng.integers(0, 2, size=(n_q, n)).astype(float)
-    spec = FourierSpectrum(torch.tensor(freq), torch.tensor(amp, dtype=torch.float64))
-    return spec, freq, amp, torch.tensor(xq), torch.tensor(bg)
-
-
-def random_groups(seed: int, n: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    m = int(rng.integers(1, n + 1))
-    groups = np.concatenate([np.arange(m), rng.integers(0, m, size=n - m)])
-    return rng.permutation(groups)
-
 
 CASES = [(0, 6, 20, 5, 3), (1, 8, 64, 8, 4), (2, 10, 40, 7, 2), (3, 4, 16, 1, 5), (4, 9, 64, 8, 3)]
 

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.fourier.test_values import random_case
-from tests.fourier.test_values_support import small_support_case
+from tests.fourier.cases import random_case, small_support_case
 from torchxplain.fourier import precompute_background, shapley_values
 from torchxplain.fourier.values._plan import ValuePlan
 

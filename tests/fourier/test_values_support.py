@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fourier import brute_force
-from tests.fourier.test_values import random_groups
+from tests.fourier.cases import random_groups, small_support_case
 from torchxplain import FourierSpectrum
 from torchxplain.fourier import banzhaf_values, shapley_interactions, shapley_values
 from torchxplain.fourier.values import _families as families_module
@@ -22,24 +22,6 @@ from torchxplain.testing import tiny_memory_budget
 
 VALUES = {"shapley": shapley_values, "banzhaf": banzhaf_values, "interactions": shapley_interactions}
 REFERENCE = {"shapley": brute_force.shapley, "banzhaf": brute_force.banzhaf, "interactions": brute_force.interactions}
-
-
-def small_support_case(seed: int, n: int, n_families: int, width: int, n_bg: int, n_q: int):
-    """A spectrum whose frequencies are random subsets of a few random supports of ``width`` features."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for _ in range(n_families):
-        support = rng.choice(n, size=min(width, n), replace=False)
-        for _ in range(int(rng.integers(1, 2 ** len(support) + 1))):
-            row = np.zeros(n, dtype=bool)
-            row[support[rng.random(len(support)) < 0.5]] = True
-            rows.append(row)
-    freq = np.unique(np.array(rows), axis=0)
-    amp = rng.normal(size=len(freq))
-    spec = FourierSpectrum(torch.tensor(freq), torch.tensor(amp, dtype=torch.float64))
-    bg = torch.tensor(rng.integers(0, 2, size=(n_bg, n)).astype(float))
-    xq = torch.tensor(rng.integers(0, 2, size=(n_q, n)).astype(float))
-    return spec, freq, amp, xq, bg
 
 
 @settings(max_examples=40, deadline=None)
