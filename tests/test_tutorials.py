@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # executes every tutorial in a subprocess
+
 ROOT = Path(__file__).resolve().parents[1]
 ALL = sorted((ROOT / "tutorials").glob("*.py"))
 # goals_bnn runs in tests/goals/test_bnn_tutorial.py, which also checks what it finds

@@ -19,6 +19,7 @@ shap = pytest.importorskip("shap")
 shapiq = pytest.importorskip("shapiq")
 
 
+@pytest.mark.slow
 def test_to_shap_values_plus_base_equal_the_model_and_plots_render(tmp_path):
     pd = pytest.importorskip("pandas")
     from sklearn.datasets import load_diabetes

@@ -128,6 +128,7 @@ def test_exact_degree_cap_keeps_only_low_degree_terms():
 # ---------------------------------------------------------------- hashing (sparse WHT)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_degree", [None, 3])
 def test_hashing_recovers_k50_degree3_spectrum_on_40_features(max_degree):
     terms = random_spectrum(40, 50, 3, seed=11)

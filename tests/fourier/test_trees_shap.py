@@ -91,6 +91,7 @@ def test_random_forest_every_depth(depth: int) -> None:
     _compare(model, "rf_reg", x[:10], x[200:230], None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", MODEL_KINDS)
 @pytest.mark.parametrize("data", ["diabetes", "breast_cancer"])
 def test_continuous_inputs_match_tree_explainer(kind: str, data: str) -> None:

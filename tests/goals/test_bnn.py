@@ -55,6 +55,7 @@ def fitted(request):
 # ---------------------------------------------------------------- closed form vs Monte Carlo over the guide
 
 
+@pytest.mark.slow
 def test_global_moments_match_monte_carlo_over_the_guide(fitted):
     bnn, x, _ = fitted
     xi = 0.7
@@ -234,6 +235,7 @@ def test_fit_is_seeded_and_leaves_the_global_param_store_alone():
     pyro.clear_param_store()
 
 
+@pytest.mark.slow
 def test_fit_learns_a_regression_and_keeps_features_fixed_by_default():
     x, y = make_data(n=150)
     net = make_net()

@@ -168,6 +168,7 @@ def test_float32_matches_float64():
     torch.testing.assert_close(a32.double(), a64, atol=2e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_n1200_fitted_model_uses_exact_solve():
     import gpytorch
 

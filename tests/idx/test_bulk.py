@@ -52,6 +52,7 @@ def test_child_bulk_equals_per_input(child):
             assert torch.equal(batch.relations(kit)[name], mask)
 
 
+@pytest.mark.slow
 def test_votes_and_car_bulk_equal_per_input():
     from sklearn.naive_bayes import CategoricalNB
 

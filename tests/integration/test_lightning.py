@@ -312,6 +312,7 @@ def test_pytorch_lightning_trainer_accepts_the_callback_the_writer_and_the_modul
         explain_module_class("lightning")
 
 
+@pytest.mark.slow
 def test_import_torchxplain_imports_no_lightning_and_a_pytorch_lightning_only_install_runs_the_callback(tmp_path):
     """One subprocess (each costs seconds of imports): ``import torchxplain`` loads neither Lightning package; then,
     with ``lightning`` made unimportable, the integration falls back to ``pytorch_lightning`` and a fit runs."""

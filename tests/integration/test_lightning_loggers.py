@@ -225,6 +225,7 @@ def _read_wandb(run_dir: Path) -> Read:
     return {"scalars": scalars, "figures": figures, "records": _records(run_dir / "files" / "explanations" / "xai")}
 
 
+@pytest.mark.slow
 def test_wandb_offline_run_receives_every_scalar_figure_and_file(tmp_path, monkeypatch):
     wandb = pytest.importorskip("wandb")
     for key, value in {"WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "WANDB_SILENT": "true"}.items():
