@@ -31,6 +31,21 @@ def model(x: torch.Tensor) -> torch.Tensor:
     return x[:, 0] - 2.0 * x[:, 1] * x[:, 2]
 
 
+@case("torchxplain.fourier.FitOptions", "a float batch size", TypeError, "batch_size must be an int")
+def _():
+    tx.fourier.FitOptions(batch_size=4.0)
+
+
+@case("torchxplain.fourier.FitOptions", "a zero time budget", ValueError, "time_budget must be a positive number")
+def _():
+    tx.fourier.FitOptions(time_budget=0)
+
+
+@case("torchxplain.fourier.FitOptions", "an unknown option by name", TypeError, r"unexpected fit options \['budget'\]")
+def _():
+    tx.fit_sparse_fourier(model, 4, background=bits(5), budget=3)
+
+
 @case("torchxplain.FourierSpectrum", "amplitudes of the wrong length", ValueError, r"amplitudes must have shape \(4,\)")
 def _():
     tx.FourierSpectrum(torch.zeros(4, 3, dtype=torch.bool), torch.zeros(3))

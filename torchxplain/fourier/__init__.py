@@ -19,6 +19,7 @@ The code is arranged by concept; each subpackage's modules are private:
 from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder, ThresholdEncoder
 from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
 from torchxplain.fourier.explainer._bridges import to_shap_explanation, to_shapiq_values
+from torchxplain.fourier.fit._options import FitOptions
 from torchxplain.fourier.fit._report import FitQualityWarning, FitReport
 from torchxplain.fourier.trees._encoding import TreeEncoding
 from torchxplain.fourier.trees._pruning import PruningReport, prune_tree_spectrum
@@ -40,6 +41,7 @@ __all__ = [
     "SUPPORTED_MODELS",
     "BackgroundTerm",
     "BinaryEncoder",
+    "FitOptions",
     "FitQualityWarning",
     "FitReport",
     "InputEncoder",

@@ -70,6 +70,7 @@ class FourierExplainerCore(ExplainerBase):
         outputs: Outputs,
         groups: Any,
         groups_name: str = "groups",
+        groups_checked: bool = False,
         relaxed: bool,
         max_memory: int | str | None,
         differentiable: bool,
@@ -77,8 +78,8 @@ class FourierExplainerCore(ExplainerBase):
         pruning: PruningReport | tuple[PruningReport, ...] | None = None,
         fit_report: Any = None,
     ) -> None:
-        """Hold the validated state (``raw``: background rows, ``bits``: their encoding; one spectrum per output);
-        all constructors end here."""
+        """Hold the validated state (``raw``: background rows, ``bits``: their encoding; one spectrum per output;
+        ``groups`` already through ``player_ids`` when ``groups_checked``); all constructors end here."""
         spectra = [spectra] if isinstance(spectra, FourierSpectrum) else list(spectra)
         if len(spectra) != len(outputs) or any(s.n_features != encoder.n_binary for s in spectra):
             raise ValueError(
@@ -92,7 +93,8 @@ class FourierExplainerCore(ExplainerBase):
         self.encoder = encoder.to(raw.device)
         self.register_buffer("background", raw.to(dtype))
         self.register_buffer("background_bits", bits.to(device=raw.device, dtype=torch.bool))
-        self.register_buffer("groups", player_ids(groups, encoder.n_inputs, groups_name, raw.device))
+        ids = groups if groups_checked else player_ids(groups, encoder.n_inputs, groups_name, raw.device)
+        self.register_buffer("groups", ids)
         self.outputs = outputs
         self.relaxed = relaxed
         self.max_memory = max_memory

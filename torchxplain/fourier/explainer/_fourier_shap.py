@@ -22,17 +22,22 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, cast
 
+import torch
 from torch import Tensor
 
 from torchxplain._core import settings
-from torchxplain._core.inputs import rows
+from torchxplain._core.inputs import dense_players, player_ids, rows
+from torchxplain._core.validation import check_int
 from torchxplain.fourier.encoding._encoders import BinaryEncoder
 from torchxplain.fourier.explainer._core import FourierExplainerCore
 from torchxplain.fourier.explainer._outputs import single_output
 from torchxplain.fourier.explainer._persistence import explainer_config, explainer_from_config
-from torchxplain.fourier.fit._api import Method, fit_sparse_fourier
+from torchxplain.fourier.fit._api import Method, fit_validated, resolve_auto_groups
+from torchxplain.fourier.fit._options import FitOptions, fit_options_from
+from torchxplain.fourier.fit._oracle import model_placement
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.trees._source import tree_source
 from torchxplain.fourier.values._plan import Kernel
@@ -53,11 +58,13 @@ class FourierShap(FourierExplainerCore):
         k: most Fourier coefficients to keep (``None``: as many as ``target_r2`` needs).
         max_degree: optional cap on the frequency degree.
         n_queries: query budget for the fit (``None``: the method's default).
-        method: ``"auto"``, ``"hybrid"``, ``"exact"``, ``"hashing"`` or ``"regression"`` (see ``fit_sparse_fourier``).
+        method: ``"auto"``, ``"tabulate"``, ``"hybrid"``, ``"exact"``, ``"hashing"`` or ``"regression"`` (see
+            ``fit_sparse_fourier``).
         target: output column for multi-output models.
-        groups: default players, an ``(n,)`` integer id per input feature (e.g. one-hot blocks); a
-            ``feature_mask`` passed to :meth:`attribute` overrides it. The fit is held to hybrid points of these
-            players, so explain with the same players (the fit report's ``n_players``).
+        groups: default players, an ``(n,)`` integer id per input feature (e.g. one-hot blocks), or ``"auto"`` to
+            find the one-hot blocks of ``data`` and ``background`` (the fit report's ``players`` says what was
+            found); a ``feature_mask`` passed to :meth:`attribute` overrides it. The fit is held to hybrid points of
+            these players, so explain with the same players (the fit report's ``n_players``).
         seed: seed of the fit's random queries.
         relaxed: accept non-binary queries and explain the multilinear extension (needed by ``NoiseTunnel`` and
             ``sensitivity_max``, which add continuous noise).
@@ -68,8 +75,11 @@ class FourierShap(FourierExplainerCore):
         kernel: closed-form kernel, ``"auto"`` (chosen by a cost model) or a kernel name (see ``ValuePlan``).
         data: ``(R, n)`` binary rows like the ones to be explained (e.g. the training set): the fit is held to
             hybrids of these rows with the background (default: the background's own hybrids).
-        **fit_options: passed to ``fit_sparse_fourier`` (``target_r2=0.99`` by default: a fit whose held-out
-            hybrid R² misses it raises a ``FitQualityWarning``; ``time_budget``, ``one_hot``, ``n_validation``, ...).
+        target_r2: the estimated R² of the SHAP values on held-out rows the fit is held to (``None``: no check);
+            a fit below it raises a ``FitQualityWarning`` that says what to change.
+        options: the fit's other knobs (:class:`~torchxplain.fourier.FitOptions`).
+        **fit_options: :class:`~torchxplain.fourier.FitOptions` fields by name (``time_budget=``, ``one_hot=``,
+            ``n_validation=``, ...), merged into ``options``.
 
     Attributes:
         spectrum: the explained spectrum; ``encoder``: the input encoding; ``fit_report``: the black-box fit's
@@ -94,6 +104,8 @@ class FourierShap(FourierExplainerCore):
         differentiable: bool = False,
         kernel: Kernel = "auto",
         data: Any = None,
+        target_r2: float | None = 0.99,
+        options: FitOptions | None = None,
         **fit_options: Any,
     ) -> None:
         super().__init__(forward_func)
@@ -102,6 +114,7 @@ class FourierShap(FourierExplainerCore):
                 "forward_func must be the model to fit (a callable on (B, n) binary tensors); for a known spectrum "
                 "use FourierShap.from_spectrum, for a tree ensemble FourierShap.from_trees"
             )
+        options = fit_options_from({**fit_options, "options": options}, max_memory, show_progress)
         with settings.using(max_memory=max_memory, show_progress=show_progress):
             converted = rows(background, "background")
             raw, names = converted.tensor, converted.feature_names
@@ -110,33 +123,47 @@ class FourierShap(FourierExplainerCore):
             data_rows = None if data is None else rows(data, "data", n_features=raw.shape[1]).tensor
             if data_rows is not None:
                 encoder.check(data_rows, "data")
-            spectrum, report = cast(
-                tuple[FourierSpectrum, Any],
-                fit_sparse_fourier(
-                    forward_func,
-                    raw.shape[1],
-                    k=k,
-                    max_degree=max_degree,
-                    n_queries=n_queries,
-                    method=method,
-                    target=target,
-                    seed=seed,
-                    device=raw.device,
-                    return_report=True,
-                    background=raw,
-                    data=data_rows,
-                    groups=groups,
-                    **fit_options,
-                ),
+            bits = raw.bool()
+            device, dtype = model_placement(forward_func, options.device, options.dtype, raw)
+            found = None
+            if isinstance(groups, str):
+                tables = [bits] if data_rows is None else [data_rows.to(raw.device).bool(), bits]
+                found = resolve_auto_groups(groups, tables, names)
+                ids: Tensor | None = found.ids
+            else:
+                ids = player_ids(groups, raw.shape[1], "groups", raw.device)
+            index, m = (
+                (torch.arange(raw.shape[1], device=raw.device), raw.shape[1])
+                if ids is None
+                else dense_players(ids)[::2]
+            )
+            spectrum, report = fit_validated(
+                forward_func,
+                raw.shape[1],
+                background=bits,
+                data=None if data_rows is None else data_rows.to(raw.device).bool(),
+                players=index,
+                m=m,
+                k=check_int(k, "k", minimum=1, optional=True),
+                max_degree=check_int(max_degree, "max_degree", minimum=0, optional=True),
+                n_queries=check_int(n_queries, "n_queries", minimum=1, optional=True),
+                method=method,
+                seed=seed,
+                target=check_int(target, "target", minimum=0, optional=True),
+                target_r2=target_r2,
+                eval_data=None,
+                options=replace(options, device=device, dtype=dtype),
+                found=found,
             )
         self._setup(
             spectrum,
             encoder,
             raw,
-            raw.bool(),
+            bits,
             names=names,
             outputs=single_output(target, "model output" if target is None else f"model output {target}"),
-            groups=groups,
+            groups=ids,
+            groups_checked=True,
             relaxed=relaxed,
             max_memory=max_memory,
             differentiable=differentiable,

@@ -108,6 +108,11 @@ class FourierSpectrum:
         """
         check_matrix(x, "x", self.n_features)
         check_binary(x, "x")
+        return self.evaluate_unchecked(x, max_memory)
+
+    def evaluate_unchecked(self, x: Tensor, max_memory: int | str | None = None) -> Tensor:
+        """:meth:`evaluate` on inputs known to be valid ``(B, n)`` 0/1 tensors (internal callers, which validated
+        them at the boundary)."""
         dtype = self.dtype
         amp = self.amplitudes.to(x.device)
         xf = x.to(dtype)

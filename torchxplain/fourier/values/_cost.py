@@ -21,7 +21,7 @@ from torch import Tensor
 from torchxplain.fourier.values._families import MAX_FAMILY_SIZE, SupportFamilies
 from torchxplain.fourier.values._weights import TableKind, order
 
-Kernel = Literal["auto", "gemm", "small_support"]
+Kernel = Literal["auto", "gemm", "small_support", "grid"]
 
 MAX_SUPPORT = MAX_FAMILY_SIZE
 """Largest number of features the small-support kernel tabulates in one family (``2^16`` patterns)."""
@@ -179,6 +179,20 @@ def small_support_seconds(
         gathers = work.max_degree_count * work.max_degree ** order(kind)
     explain = queries * (gathers * rate.gather + work.n * rate.elementwise) + rate.launch * 10
     return build, explain
+
+
+def grid_seconds(
+    grid: int, restrictions: int, table_entries: int, work: Workload, queries: int, kind: TableKind, device_type: str
+) -> tuple[float, float]:
+    """Predicted ``(build, explain)`` seconds of the level-grid kernel (:mod:`~torchxplain.fourier.values._grid`):
+    ``h`` on the grid (``grid · restrictions`` multiply-adds), the coalition tables (``table_entries`` products of
+    each coalition's table with the background histogram), and per query ``2^m`` gathers and one small product."""
+    rate = RATES.get(device_type, RATES["cuda"])
+    coalitions = 2.0**work.players
+    build = rate.flop * 2.0 * grid * restrictions + rate.flop * 2.0 * grid * coalitions + rate.launch * coalitions * 4
+    width = work.players ** order(kind)
+    explain = queries * coalitions * (rate.gather + 2.0 * width * rate.flop) + rate.launch * coalitions
+    return build + rate.key * table_entries, explain
 
 
 def report(work: Workload, families: FamilyWork | None) -> dict[str, object]:

@@ -34,12 +34,14 @@ from torchxplain.fourier.values._cost import (
     check_kernel,
     family_work,
     gemm_seconds,
+    grid_seconds,
     report,
     small_support_seconds,
     workload,
 )
 from torchxplain.fourier.values._families import SupportFamilies, feature_lists, from_cover, support_families
 from torchxplain.fourier.values._gemm import FirstOrder, grouped_first_order, grouped_interactions, singleton_gemm
+from torchxplain.fourier.values._grid import GRID_MAX_PLAYERS, GridKernel
 from torchxplain.fourier.values._relaxed import relaxed_shapley
 from torchxplain.fourier.values._support import SupportLayout, build_tables, explain
 from torchxplain.fourier.values._weights import TableKind
@@ -103,6 +105,7 @@ class ValuePlan:
         self._tables: dict[TableKind, list[Tensor]] = {}
         self._spent: dict[TableKind, float] = {}
         self._choices: dict[TableKind, dict[str, object]] = {}
+        self._grid: GridKernel | None = None
 
     # --- the values ----------------------------------------------------------------------------------
     def shapley(self, xq: Tensor, relaxed: bool = False) -> Tensor:
@@ -117,18 +120,31 @@ class ValuePlan:
 
     def interactions(self, xq: Tensor) -> Tensor:
         """``(Q, m, m)`` pairwise Shapley interaction index (zero diagonal)."""
-        if self._choose(xq, "interactions") == "small_support":
+        choice = self._choose(xq, "interactions")
+        if choice == "grid":
+            return self.grid.values(xq, "interactions")
+        if choice == "small_support":
             return explain(self.layout, self._tables_of("interactions"), xq, "interactions")
         return grouped_interactions(xq, self.term, self.groups, self.m)
 
     def _first_order(self, xq: Tensor, kind: FirstOrder) -> Tensor:
-        if self._choose(xq, kind) == "small_support":
+        choice = self._choose(xq, kind)
+        if choice == "grid":
+            return self.grid.values(xq, kind)
+        if choice == "small_support":
             return explain(self.layout, self._tables_of(kind), xq, kind)
         if self.groups is None:
             return singleton_gemm(xq, self.term, kind)
         return grouped_first_order(xq, self.term, self.groups, self.m, kind)
 
-    # --- the structures the small-support kernel builds once -------------------------------------------
+    # --- the structures the small-support and grid kernels build once ---------------------------------
+    @property
+    def grid(self) -> GridKernel:
+        """The level-grid kernel's tables (built on first use, grown by new query levels)."""
+        if self._grid is None:
+            self._grid = GridKernel(self.spectrum, self.term.background, self.groups, self.m)
+        return self._grid
+
     @property
     def families(self) -> SupportFamilies:
         """The spectrum's support families (searched on first use)."""
@@ -170,6 +186,12 @@ class ValuePlan:
         q, device = xq.shape[0], xq.device.type
         if self.kernel == "gemm":
             return self._record(kind, "gemm", q, "forced")
+        if self.kernel == "grid":
+            if not GridKernel.fits(self.m):
+                raise ValueError(f"kernel='grid' handles at most {GRID_MAX_PLAYERS} players, got {self.m}")
+            return self._record(kind, "grid", q, "forced")
+        if self._grid is not None and self._grid.tables is not None:
+            return self._record(kind, "grid", q, "tables built")
         if kind in self._tables:
             return self._record(kind, "small_support", q, "tables built")
         work = self.work
@@ -182,6 +204,15 @@ class ValuePlan:
             return self._record(kind, "gemm", q, f"degree {work.max_degree} > {MAX_SUPPORT}")
         dense = gemm_seconds(work, q, kind, device)
         spent = self._spent.get(kind, 0.0)
+        if self.kernel == "auto" and GridKernel.fits(self.m):
+            grid = self.grid.grid_size(xq)
+            build, per_call = grid_seconds(
+                grid, self.grid.restriction_count(), self.grid.table_entries(), work, q, kind, device
+            )
+            small = small_support_seconds(work, None, q, kind, device)
+            if build + per_call < min(spent + dense, sum(small)) and grid * 8 < parse_memory() // 2:
+                predicted = {"gemm": dense, "grid": build + per_call, "small_support_at_least": sum(small)}
+                return self._record(kind, "grid", q, "cost model", predicted)
         if self.kernel == "auto":
             build, per_call = small_support_seconds(work, None, q, kind, device)
             if spent + dense <= build + per_call:  # cheaper than even a lower bound of the build
