@@ -240,6 +240,35 @@ def test_fit_is_deterministic_per_seed():
     assert not (a.frequencies.shape == c.frequencies.shape and torch.equal(a.amplitudes, c.amplitudes))
 
 
+@pytest.mark.slow
+def test_the_same_seed_gives_a_bit_identical_spectrum_while_another_process_loads_the_machine():
+    """Budgets count queries and terms, never seconds: a loaded machine changes no decision of the ladder."""
+    import subprocess
+    import sys
+
+    terms, coef = planted(seed=25, n_terms=60, max_order=4)
+    noise = torch.tensor(np.random.default_rng(26).normal(size=(2**17,)) * 0.02)
+
+    def f(x: torch.Tensor) -> torch.Tensor:  # a sparse part and a fixed rough part: the ladder takes stages
+        return planted_function(terms, coef)(x) + noise[(x.long() * (1 << torch.arange(17))).sum(1)]
+
+    data = random_rows(24, 400)
+    kwargs = dict(background=data[:10], data=data, groups=GROUPS, method="hybrid", n_queries=40_000, seed=3)
+    kwargs |= dict(n_validation=2048, return_report=True, target_r2=0.99999)
+    with pytest.warns(FitQualityWarning):
+        quiet, _ = fit_sparse_fourier(f, 17, **kwargs)
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
+    try:
+        with pytest.warns(FitQualityWarning):
+            loaded, report = fit_sparse_fourier(f, 17, **kwargs)
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    assert torch.equal(quiet.frequencies, loaded.frequencies) and torch.equal(quiet.amplitudes, loaded.amplitudes)
+    assert len(report.stages) >= 2  # more than one stage: the decisions between stages were taken under load
+
+
 def _held_out(f, data, background, budget, seed=0):
     return HeldOut(data.bool(), background.bool(), GROUPS, len(SIZES), budget, torch.Generator().manual_seed(seed), f)
 
@@ -323,6 +352,7 @@ def test_target_metric_hybrid_holds_the_pointwise_fit_to_the_target():
     assert report.n_terms <= 12 and report.r2_hybrid < 0.999
 
 
+@pytest.mark.slow
 def test_a_fit_below_target_warns_with_the_achieved_r2_and_what_to_change():
     from torchxplain.data.landscapes import load_gb1
     from torchxplain.demo import train_mlp

@@ -28,6 +28,8 @@ from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder
 from torchxplain.fourier.explainer._bridges import to_shap_explanation, to_shapiq_values
 from torchxplain.fourier.explainer._outputs import Outputs
 from torchxplain.fourier.explainer._plan_cache import PlanCache
+from torchxplain.fourier.fit._enumerate import EnumerationPlan
+from torchxplain.fourier.fit._oracle import Oracle
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.spectrum._surrogate import SparseFourierSurrogate
 from torchxplain.fourier.trees._pruning import PruningReport
@@ -45,6 +47,7 @@ class FourierExplainerCore(ExplainerBase):
 
     background: Tensor
     background_bits: Tensor
+    enumerator: Oracle | None = None  # FourierShap(model, ..., method="enumerate"): values through the model
     groups: Tensor | None
     encoder: InputEncoder
     _plans: PlanCache
@@ -113,6 +116,8 @@ class FourierExplainerCore(ExplainerBase):
     @property
     def spectrum(self) -> FourierSpectrum:
         """The explained spectrum (on the encoder's binary features); one per output: :meth:`output_spectrum`."""
+        if self.enumerator is not None:
+            raise ValueError("an explainer with method='enumerate' enumerates coalitions: it holds no spectrum")
         return self.surrogate.spectrum
 
     def output_spectrum(self, output: int) -> FourierSpectrum:
@@ -140,7 +145,10 @@ class FourierExplainerCore(ExplainerBase):
         """The explained function on raw inputs ``(B, n_features)`` -> ``(B,)``, or ``(B, C)`` for ``C`` outputs
         (the model itself for an exact spectrum). No autograd graph unless the explainer is ``differentiable``."""
         x, _ = self._inputs((self._convert(inputs),))
-        out = self.surrogate.evaluate_checked(self.encoder.encode(x, self.dtype))
+        bits = self.encoder.encode(x, self.dtype)
+        if self.enumerator is not None:  # the model itself
+            return self.enumerator(bits.bool()).to(self.dtype)
+        out = self.surrogate.evaluate_checked(bits)
         return out if self.differentiable else out.detach()
 
     # --- values ------------------------------------------------------------------------------------------
@@ -211,6 +219,8 @@ class FourierExplainerCore(ExplainerBase):
         or ``(C,)`` for ``C`` outputs."""
         bits = self._background_bits(baselines)
         bits = self.background_bits.to(self.dtype) if bits is None else bits
+        if self.enumerator is not None:
+            return self.enumerator(bits.bool()).to(self.dtype).mean(0)
         return self.surrogate.evaluate_checked(bits).detach().mean(0)
 
     def to_shap(
@@ -298,6 +308,11 @@ class FourierExplainerCore(ExplainerBase):
                     f"{kind.replace('_', ' ')} and grouped players need binary inputs"
                 )
             if kind == "interaction_values":
+                if self.enumerator is not None:
+                    raise ValueError(
+                        "interaction_values needs a spectrum; with method='enumerate' use interactions() (pairwise "
+                        "Shapley interactions), shapley or banzhaf values, or fit one (method='auto')"
+                    )
                 order = check_index(index, max_order, players.m)
                 # dummies add nothing: above the active players' count every index is 0 (expanded below)
                 kernel_order = min(order, players.m_active)
@@ -311,6 +326,7 @@ class FourierExplainerCore(ExplainerBase):
                 elif kind == "interactions":
                     values.append(plan.interactions(bits))
                 else:
+                    assert isinstance(plan, ValuePlan)  # enumeration was refused above
                     result = _interaction_values(bits, plan.term, plan.groups, plan.m, index, kernel_order)
                     for t in range(kernel_order + 1, order + 1):
                         result[t] = bits.new_zeros((bits.shape[0],) + (players.m_active,) * t)
@@ -344,8 +360,12 @@ class FourierExplainerCore(ExplainerBase):
         self.encoder.check(converted.tensor, "baselines")
         return self.encoder.encode(converted.tensor, self.dtype)
 
-    def _plan(self, players: PlayerMap, baselines_bits: Tensor | None, column: int) -> ValuePlan:
-        """The closed forms of output ``column`` against the background (cached) or encoded baselines (per call)."""
+    def _plan(self, players: PlayerMap, baselines_bits: Tensor | None, column: int) -> ValuePlan | EnumerationPlan:
+        """The closed forms of output ``column`` against the background (cached) or encoded baselines (per call);
+        with ``method="enumerate"``, enumeration through the model instead."""
+        if self.enumerator is not None:
+            bits = self.background_bits if baselines_bits is None else baselines_bits
+            return EnumerationPlan(self.enumerator, bits, players.binary_groups, players.m_active)
         amplitudes: Tensor = self.surrogate.amplitudes
         if not self.differentiable:
             amplitudes = amplitudes.detach()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import torch
 from torch import Tensor
@@ -37,10 +37,36 @@ from torchxplain.fourier.explainer._outputs import single_output
 from torchxplain.fourier.explainer._persistence import explainer_config, explainer_from_config
 from torchxplain.fourier.fit._api import Method, fit_validated, resolve_auto_groups
 from torchxplain.fourier.fit._options import FitOptions, fit_options_from
-from torchxplain.fourier.fit._oracle import model_placement
+from torchxplain.fourier.fit._oracle import Oracle, model_placement
+from torchxplain.fourier.fit._report import FitReport
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.trees._source import tree_source
 from torchxplain.fourier.values._plan import Kernel
+
+
+def _enumeration_source(n: int, m: int, found: Any, dtype: torch.dtype) -> tuple[FourierSpectrum, FitReport]:
+    """The (empty) spectrum and the report of an explainer that enumerates coalitions through the model."""
+    spectrum = FourierSpectrum.trusted(torch.zeros(0, n, dtype=torch.bool), torch.zeros(0, dtype=dtype))
+    report = FitReport(
+        method="enumerate",
+        reason=(
+            "requested: exact values by enumerating, for each (row, background row) pair, every coalition of the "
+            "players they differ in (2^d model queries per pair, made when values are asked for)"
+        ),
+        n_features=n,
+        k=None,
+        n_terms=0,
+        max_degree=None,
+        n_queries=0,
+        n_validation_queries=0,
+        wall_time_s=0.0,
+        validation_time_s=0.0,
+        r2_uniform=None,
+        r2_eval=None,
+        n_players=m,
+        players=None if found is None else found.description,
+    )
+    return spectrum, report
 
 
 class FourierShap(FourierExplainerCore):
@@ -59,7 +85,10 @@ class FourierShap(FourierExplainerCore):
         max_degree: optional cap on the frequency degree.
         n_queries: query budget for the fit (``None``: the method's default).
         method: ``"auto"``, ``"tabulate"``, ``"hybrid"``, ``"exact"``, ``"hashing"`` or ``"regression"`` (see
-            ``fit_sparse_fourier``).
+            ``fit_sparse_fourier``), or ``"enumerate"``: no fit; Shapley, Banzhaf and pairwise interaction values are
+            exact, by enumerating each (row, background row) pair's coalitions through the model when asked for
+            (``2^d`` queries per pair for its ``d`` differing players: for few players and few rows; the library's
+            reference).
         target: output column for multi-output models.
         groups: default players, an ``(n,)`` integer id per input feature (e.g. one-hot blocks), or ``"auto"`` to
             find the one-hot blocks of ``data`` and ``background`` (the fit report's ``players`` says what was
@@ -94,7 +123,7 @@ class FourierShap(FourierExplainerCore):
         k: int | None = None,
         max_degree: int | None = None,
         n_queries: int | None = None,
-        method: Method = "auto",
+        method: Method | Literal["enumerate"] = "auto",
         target: int | None = None,
         groups: Any = None,
         seed: int = 0,
@@ -137,24 +166,31 @@ class FourierShap(FourierExplainerCore):
                 if ids is None
                 else dense_players(ids)[::2]
             )
-            spectrum, report = fit_validated(
-                forward_func,
-                raw.shape[1],
-                background=bits,
-                data=None if data_rows is None else data_rows.to(raw.device).bool(),
-                players=index,
-                m=m,
-                k=check_int(k, "k", minimum=1, optional=True),
-                max_degree=check_int(max_degree, "max_degree", minimum=0, optional=True),
-                n_queries=check_int(n_queries, "n_queries", minimum=1, optional=True),
-                method=method,
-                seed=seed,
-                target=check_int(target, "target", minimum=0, optional=True),
-                target_r2=target_r2,
-                eval_data=None,
-                options=replace(options, device=device, dtype=dtype),
-                found=found,
-            )
+            if method == "enumerate":
+                if relaxed:
+                    raise ValueError("relaxed=True explains a spectrum's extension; method='enumerate' has none")
+                oracle = Oracle(forward_func, raw.shape[1], device, dtype, options.batch_size, target)
+                spectrum, report = _enumeration_source(raw.shape[1], m, found, dtype)
+                self.__dict__["enumerator"] = oracle  # plain attribute: the user's model is never registered
+            else:
+                spectrum, report = fit_validated(
+                    forward_func,
+                    raw.shape[1],
+                    background=bits,
+                    data=None if data_rows is None else data_rows.to(raw.device).bool(),
+                    players=index,
+                    m=m,
+                    k=check_int(k, "k", minimum=1, optional=True),
+                    max_degree=check_int(max_degree, "max_degree", minimum=0, optional=True),
+                    n_queries=check_int(n_queries, "n_queries", minimum=1, optional=True),
+                    method=method,
+                    seed=seed,
+                    target=check_int(target, "target", minimum=0, optional=True),
+                    target_r2=target_r2,
+                    eval_data=None,
+                    options=replace(options, device=device, dtype=dtype),
+                    found=found,
+                )
         self._setup(
             spectrum,
             encoder,
@@ -266,6 +302,11 @@ class FourierShap(FourierExplainerCore):
 
     def _config(self) -> dict[str, Any]:
         """JSON-able metadata for ``save`` (see :func:`torchxplain.fourier.explainer._persistence.explainer_config`)."""
+        if self.enumerator is not None:
+            raise ValueError(
+                "an explainer with method='enumerate' holds no spectrum to save (it queries the model); save the "
+                "model, or fit a spectrum (method='auto') to save the explainer"
+            )
         return explainer_config(self)
 
     @classmethod

@@ -10,39 +10,18 @@ pairs (also the held-out check of a fit, :mod:`~torchxplain.fourier.fit.hybrid._
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 
 import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, rows_per_chunk
+from torchxplain.fourier.values._grid import coalition_weights
+from torchxplain.fourier.values._weights import TableKind
 
 MAX_DIFFERING = 20
 """Most differing players a pair may have to be enumerated (``2^20`` queries for one pair)."""
-
-
-@lru_cache(maxsize=32)
-def _shapley_weights(d: int) -> Tensor:
-    """``(2^d, d)`` float64 ``W`` with ``φ = v @ W`` for a game ``v`` tabulated over coalitions (bit ``i`` of the
-    index = player ``i``): ``W[S, i] = w(|S| - 1)`` if ``i ∈ S`` else ``-w(|S|)``, ``w(s) = s!(d-s-1)!/d!``."""
-    coalitions = torch.arange(2**d)
-    member = ((coalitions[:, None] >> torch.arange(d)) & 1).bool()
-    size = member.sum(1)
-    weight = torch.tensor(
-        [math.factorial(s) * math.factorial(d - s - 1) / math.factorial(d) for s in range(d)] + [0.0],
-        dtype=torch.float64,
-    )
-    inside = weight[(size - 1).clamp(min=0)][:, None].expand(-1, d)
-    outside = -weight[size.clamp(max=d)][:, None].expand(-1, d)
-    return torch.where(member, inside, outside)
-
-
-def shapley_weights(d: int, device: torch.device) -> Tensor:
-    """:func:`_shapley_weights` on ``device``."""
-    return _shapley_weights(d).to(device)
 
 
 def differing_players(x: Tensor, b: Tensor, players: Tensor, m: int) -> Tensor:
@@ -102,13 +81,30 @@ class PairGames:
     def shapley(self, values: Tensor) -> Tensor:
         """``(P, m)`` float64 Shapley values of the pair games of a function given by its ``values`` on
         :attr:`points`."""
-        out = torch.zeros(self.n_pairs, self.m, dtype=torch.float64, device=self.device)
+        return self.values(values, "shapley")
+
+    def values(self, values: Tensor, kind: TableKind) -> Tensor:
+        """``(P, m)`` Shapley or Banzhaf, or ``(P, m, m)`` pairwise interaction values of the pair games (the
+        players a pair does not differ in are null: they take no value and change no other)."""
+        shape = (self.n_pairs, self.m) if kind != "interactions" else (self.n_pairs, self.m, self.m)
+        out = torch.zeros(shape, dtype=torch.float64, device=self.device)
         for block in self.blocks:
             d = block.members.shape[1]
             if d == 0:
                 continue
             games = values[block.start : block.stop].to(torch.float64).reshape(block.pairs.numel(), 2**d)
-            out[block.pairs] = out[block.pairs].scatter_add(1, block.members, games @ shapley_weights(d, self.device))
+            weights = coalition_weights(kind, d).to(self.device)
+            local = (games @ weights.reshape(2**d, -1)).reshape(block.pairs.numel(), *weights.shape[1:])
+            if kind != "interactions":
+                out[block.pairs] = out[block.pairs].scatter_add(1, block.members, local)
+                continue
+            rows = block.members[:, :, None].expand(-1, d, d)
+            cols = block.members[:, None, :].expand(-1, d, d)
+            flat = (rows * self.m + cols).reshape(block.pairs.numel(), -1)
+            target = out[block.pairs].reshape(block.pairs.numel(), -1)
+            out[block.pairs] = target.scatter_add(1, flat, local.reshape(block.pairs.numel(), -1)).reshape(
+                -1, self.m, self.m
+            )
         return out
 
 
@@ -129,7 +125,15 @@ def enumeration_queries(x: Tensor, background: Tensor, players: Tensor, m: int) 
 def enumerate_shapley(
     query: Callable[[Tensor], Tensor], x: Tensor, background: Tensor, players: Tensor, m: int
 ) -> Tensor:
-    """``(Q, m)`` exact interventional Shapley values of ``query`` at rows ``x`` against ``background``.
+    """``(Q, m)`` exact interventional Shapley values of ``query`` at rows ``x`` against ``background``."""
+    return enumerate_values(query, x, background, players, m, "shapley")
+
+
+def enumerate_values(
+    query: Callable[[Tensor], Tensor], x: Tensor, background: Tensor, players: Tensor, m: int, kind: TableKind
+) -> Tensor:
+    """``(Q, m)`` exact interventional Shapley or Banzhaf values, or ``(Q, m, m)`` pairwise Shapley interactions,
+    of ``query`` at rows ``x`` against ``background``.
 
     Args:
         query: the model, ``(N, n)`` bool -> ``(N,)`` float64 (an :class:`~torchxplain.fourier.fit._oracle.Oracle`).
@@ -148,7 +152,7 @@ def enumerate_shapley(
             f"queries per pair and stops at d = {MAX_DIFFERING}: group the features into fewer players, or fit a "
             "spectrum instead (method='auto')"
         )
-    out = torch.zeros(q_rows, m, dtype=torch.float64, device=x.device)
+    out = torch.zeros((q_rows, m) if kind != "interactions" else (q_rows, m, m), dtype=torch.float64, device=x.device)
     cost = torch.cumsum((2**sizes).sum(1), 0)  # points up to each row
     budget = rows_per_chunk(4 * (x.shape[1] + m), int(cost[-1]) if q_rows else 1)
     a = 0
@@ -157,6 +161,37 @@ def enumerate_shapley(
         c = max(a + 1, int(torch.searchsorted(cost, done + budget, right=True)))
         xr = x[a:c].repeat_interleave(d_rows, 0)
         games = PairGames(xr, background.repeat(c - a, 1), players, m)
-        out[a:c] = games.shapley(query(games.points)).reshape(c - a, d_rows, m).mean(1)
+        pair_values = games.values(query(games.points), kind)
+        out[a:c] = pair_values.reshape(c - a, d_rows, *pair_values.shape[1:]).mean(1)
         a = c
     return out
+
+
+class EnumerationPlan:
+    """Values by enumeration through the model, with the interface the explainer's value path expects of a plan.
+
+    Args:
+        query: the model on bool points (an :class:`~torchxplain.fourier.fit._oracle.Oracle`).
+        background: ``(D, n)`` binary background (any dtype); groups: ``(n,)`` player index per feature
+            (``None``: singletons); m: the number of players.
+    """
+
+    def __init__(self, query: Callable[[Tensor], Tensor], background: Tensor, groups: Tensor | None, m: int) -> None:
+        self.query, self.background, self.m = query, background.bool(), m
+        self.groups = torch.arange(background.shape[1], device=background.device) if groups is None else groups
+
+    def _values(self, xq: Tensor, kind: TableKind) -> Tensor:
+        out = enumerate_values(self.query, xq.bool(), self.background, self.groups, self.m, kind)
+        return out.to(xq.dtype)
+
+    def shapley(self, xq: Tensor, relaxed: bool = False) -> Tensor:
+        """``(Q, m)`` exact Shapley values of binary queries (``relaxed`` inputs are refused upstream)."""
+        return self._values(xq, "shapley")
+
+    def banzhaf(self, xq: Tensor) -> Tensor:
+        """``(Q, m)`` exact Banzhaf values."""
+        return self._values(xq, "banzhaf")
+
+    def interactions(self, xq: Tensor) -> Tensor:
+        """``(Q, m, m)`` exact pairwise Shapley interaction index (zero diagonal)."""
+        return self._values(xq, "interactions")

@@ -112,6 +112,10 @@ class FitReport:
         return value >= self.target_r2
 
     def __str__(self) -> str:
+        if self.method == "enumerate":
+            lines = [f"FourierShap: method='enumerate' ({self.reason})", f"  players: {self.players or self.n_players}"]
+            return "\n".join(lines)
+
         def r2(value: float | None) -> str:
             return "not computed" if value is None else f"{value:.6f}"
 
