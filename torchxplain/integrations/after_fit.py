@@ -10,9 +10,13 @@ import torch
 from torch import Tensor, nn
 
 from torchxplain._core import check_finite, check_matrix
-from torchxplain._core.inputs import is_dataframe, to_tensor
+from torchxplain._core.inputs import dense_players, is_dataframe, to_tensor
 from torchxplain._core.seeding import make_generator
 from torchxplain.fourier.explainer._fourier_shap import FourierShap
+from torchxplain.fourier.fit._api import DEFAULT_QUERIES, TABULATE_LIMIT
+from torchxplain.fourier.fit._enumerate import enumeration_queries
+from torchxplain.fourier.fit._levels import PlayerLevels
+from torchxplain.fourier.fit._one_hot import find_one_hot_blocks
 from torchxplain.fourier.trees.adapters._dispatch import supports
 from torchxplain.goals import Goals, LastLayerBNN
 from torchxplain.idx import BayesianClassifier
@@ -54,7 +58,11 @@ def explain_after_fit(
     * tree ensembles (scikit-learn, XGBoost, LightGBM) → exact tree spectrum (``FourierShap.from_trees``);
     * a ``gpytorch.models.ExactGP`` or a :class:`~torchxplain.goals.LastLayerBNN` → :class:`~torchxplain.Goals`;
     * a :class:`~torchxplain.idx.BayesianClassifier` → :func:`torchxplain.idx.explain`;
-    * a torch module or callable on binary (one-hot) data → :class:`~torchxplain.FourierShap` fitted by queries.
+    * a torch module or callable on binary (one-hot) data → :class:`~torchxplain.FourierShap` by queries: one
+      player per one-hot block found in ``X_train`` (``groups="auto"``, unless ``groups=`` is given; the reason says
+      what was found), fitted on hybrids of ``X_train`` with the background — tabulated exactly when the players'
+      level grid is small — or, when enumerating ``X_test``'s coalitions costs fewer queries than a fit,
+      ``method="enumerate"`` (exact).
 
     Args:
         model: the fitted model.
@@ -87,8 +95,40 @@ def explain_after_fit(
     if chosen == "trees":
         explainer = FourierShap.from_trees(model, background, target=target, **options)
     else:
-        explainer = FourierShap(forward, _floating(background), target=target, seed=seed, **options)
+        route, why = _fourier_route(train, test, background, options)
+        options.setdefault("method", route)
+        explainer = FourierShap(
+            forward, _floating(background), data=_floating(X_train), target=target, seed=seed, **options
+        )
+        report = explainer.fit_report
+        reason = "; ".join(r for r in (reason, report.players if report is not None else None, why) if r)
     return AfterFitResult(chosen, reason, explainer, explainer.attribute(_floating(X_test)).detach())
+
+
+def _fourier_route(train: Tensor, test: Tensor, background: Any, options: dict[str, Any]) -> tuple[str, str]:
+    """The black-box route with the rows to explain known (``method`` unless given, and why): a fit (tabulated
+    when the players' level grid is small), or exact enumeration of ``X_test``'s coalitions when that costs fewer
+    queries than a fit's default budget. ``groups`` default to ``"auto"`` (one-hot blocks found in the data)."""
+    options.setdefault("groups", "auto")
+    if "method" in options:
+        return str(options["method"]), ""
+    bits = to_tensor(background, "background").tensor.bool()
+    rows, test_bits = train.bool(), test.bool()
+    if isinstance(options["groups"], str):
+        players = find_one_hot_blocks(torch.cat((rows, bits)), None).ids
+    else:
+        players = to_tensor(options["groups"], "groups").tensor.long()
+    index, _, m = dense_players(players)
+    levels = PlayerLevels(torch.cat((rows, bits)), index, m)
+    if levels.grid_size <= TABULATE_LIMIT:
+        return "auto", ""
+    needed = enumeration_queries(test_bits, bits, index, m)
+    if needed <= DEFAULT_QUERIES:
+        return "enumerate", (
+            f"the rows to explain are known and enumerating their coalitions takes {needed:,} queries, within a "
+            f"fit's {DEFAULT_QUERIES:,}: exact values by enumeration"
+        )
+    return "auto", ""
 
 
 def _floating(x: Any) -> Any:

@@ -317,6 +317,7 @@ class _HybridRegime:
     ) -> None:
         self.oracle, self.background, self.players, self.m, self.options = oracle, background, players, m, options
         rows = background if data is None else data
+        self.has_data = data is not None
         if options.one_hot:
             check_one_hot(background, players, m, "background")
             if data is not None:
@@ -406,7 +407,7 @@ class _HybridRegime:
             result = ladder.run()
             fit, spectrum, stages, stopped = result.fit, result.spectrum, result.stages, result.stopped
             design = ladder.check_design
-            hint = _advice(stopped, n_queries, self.m)
+            hint = _advice(stopped, n_queries, self.m, self.has_data)
         else:
             fit = None
             cube = _cube_options(self.options, seed, self.background.device, None)
@@ -452,8 +453,13 @@ class _HybridRegime:
         return cut, fields, hint
 
 
-def _advice(stopped: str, n_queries: int | None, m: int) -> str:
+def _advice(stopped: str, n_queries: int | None, m: int, has_data: bool) -> str:
     """What to change when the ladder stopped below the target."""
+    if not has_data:
+        return (
+            "No data= was given, so the fit holds only for hybrids of the background with itself: pass data= (rows "
+            "like the ones you explain, e.g. the training set)."
+        )
     if stopped.startswith("query budget"):
         return f"The query budget ran out: raise n_queries (now {n_queries or DEFAULT_QUERIES:,})."
     if stopped.startswith("time budget"):
