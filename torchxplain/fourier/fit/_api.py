@@ -60,6 +60,9 @@ DEFAULT_QUERIES = 2**21
 """The hybrid fit's query budget when ``n_queries=None`` (the held-out check's queries come on top)."""
 TABULATE_LIMIT = 2**20
 """``method="auto"`` tabulates grids up to this many points when ``n_queries=None`` (up to ``n_queries`` else)."""
+TABULATE_CHECK = 4096
+"""Queries of the held-out check of a tabulated spectrum (exact on the grid: the check confirms the model is
+deterministic, and costs little)."""
 HOLD_OUT_MIN_DATA = 4 * MIN_ROWS
 """``data`` rows needed before the held-out rows are kept out of the fit (else the check reuses the fit's rows)."""
 
@@ -211,7 +214,7 @@ def fit_validated(
     goal = Target(None if target_r2 is None else float(target_r2), options.target_metric)
     with settings.using(max_memory=options.max_memory, show_progress=options.show_progress):
         oracle = Oracle(f, n, device, dtype, options.batch_size, target)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         if background is None:
             spectrum, fields, hint = _fit_cube(oracle, n, k, max_degree, n_queries, method, seed, options, device)
             check = None
@@ -220,7 +223,9 @@ def fit_validated(
             spectrum, fields, hint = regime.fit(k, max_degree, n_queries, method, goal, seed, start)
             check = regime.check
         fields["wall_time_s"] = time.perf_counter() - start
-        fields["model_time_s"] = oracle.seconds + (0.0 if background is None else regime.check_seconds)
+        fields["cpu_time_s"] = time.process_time() - cpu
+        fields["model_time_s"] = oracle.seconds + (0.0 if background is None else regime.check_seconds[0])
+        fields["model_cpu_time_s"] = oracle.cpu_seconds + (0.0 if background is None else regime.check_seconds[1])
         fields["n_queries"] = oracle.rows
         report = _report(
             spectrum,
@@ -324,17 +329,22 @@ class _HybridRegime:
                 check_one_hot(data, players, m, "data")
         self.levels = PlayerLevels(torch.cat((rows, background)), players, m)
         self.found = found
-        generator = make_generator(validation_seed(seed), background.device)
+        self.generator = make_generator(validation_seed(seed), background.device)
         held = min(MAX_ROWS, max(MIN_ROWS, rows.shape[0] // 10))
         if data is not None and rows.shape[0] >= HOLD_OUT_MIN_DATA:
-            order = torch.randperm(rows.shape[0], generator=generator, device=rows.device)
+            order = torch.randperm(rows.shape[0], generator=self.generator, device=rows.device)
             self.check_rows, self.fit_rows, self.held_out = rows[order[:held]], rows[order[held:]], True
         else:
             self.check_rows, self.fit_rows, self.held_out = rows, rows, False
+
+    def _held_out(self, budget: int) -> HeldOut:
+        """Query the held-out check (its queries and seconds are counted apart from the fit's)."""
+        oracle = self.oracle
         oracle.phase = "validation"
-        self.check = HeldOut(self.check_rows, background, players, m, options.n_validation, generator, oracle)
-        self.check_queries, self.check_seconds = oracle.rows, oracle.seconds
-        oracle.rows, oracle.seconds = 0, 0.0  # the fit's counts start here (the check's are reported apart)
+        check = HeldOut(self.check_rows, self.background, self.players, self.m, budget, self.generator, oracle)
+        self.check_seconds = (oracle.seconds, oracle.cpu_seconds)
+        oracle.rows, oracle.seconds, oracle.cpu_seconds = 0, 0.0, 0.0  # the fit's counts start here
+        return check
 
     def route(self, method: str, n_queries: int | None) -> _Route:
         grid = self.levels.grid_size
@@ -373,6 +383,8 @@ class _HybridRegime:
         start: float,
     ) -> tuple[FourierSpectrum, dict[str, Any], str]:
         route = self.route(method, n_queries)
+        budget = self.options.n_validation
+        self.check = self._held_out(min(budget, TABULATE_CHECK) if route.method == "tabulate" else budget)
         self.oracle.phase = "fit"
         params: dict[str, Any] = {"levels": sum(self.levels.level_count()), "grid": self.levels.grid_size}
         stages: list[dict[str, Any]] = []

@@ -39,7 +39,8 @@ class FitReport:
         n_validation_queries: further queries spent on the held-out R² checks.
         wall_time_s: seconds for the fit, the model's own time included; validation_time_s: seconds for the final
             R² checks. model_time_s: of ``wall_time_s``, the seconds spent inside the model (the rest is the fit's
-            own work).
+            own work). cpu_time_s, model_cpu_time_s: the same in process CPU seconds (a loaded machine inflates wall
+            time, not these).
         r2_uniform: R² against ``f`` on uniform inputs of the cube (``exact``: from Parseval on the whole cube).
         r2_eval: R² on ``eval_data`` (``None`` without it).
         r2_hybrid: R² on fresh held-out hybrid points ``(x_S, b_{~S})`` (``None`` without a background): where
@@ -81,6 +82,8 @@ class FitReport:
     stages: tuple[dict[str, Any], ...] = ()
     params: dict[str, Any] = field(default_factory=dict)
     model_time_s: float | None = None
+    cpu_time_s: float | None = None
+    model_cpu_time_s: float | None = None
     stopped: str | None = None
     players: str | None = None
 
@@ -134,6 +137,11 @@ class FitReport:
             f"  queries: {self.n_queries:,} for the fit, {self.n_validation_queries:,} for validation",
             f"  wall time: {self.wall_time_s:.3f} s fit"
             + ("" if self.model_time_s is None else f" ({self.model_time_s:.3f} s in the model)")
+            + (
+                ""
+                if self.cpu_time_s is None
+                else f"; CPU {self.cpu_time_s:.3f} s ({self.model_cpu_time_s:.3f} in the model)"
+            )
             + f", {self.validation_time_s:.3f} s validation",
             *([f"  stopped: {self.stopped}"] if self.stopped else []),
             *([f"  players: {self.players}"] if self.players else []),

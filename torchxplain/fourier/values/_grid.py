@@ -237,6 +237,12 @@ def _member(keys: Tensor, known: Tensor) -> Tensor:
 
 def _index_in(keys: Tensor, known: Tensor, missing: int | None = None) -> Tensor:
     """Row index of each packed key in ``known`` (``missing`` where absent; every key present otherwise)."""
+    if keys.shape[1] == 1:  # one word per row (players of <= 62 bits): a sorted search
+        order = torch.argsort(known[:, 0])
+        ordered = known[order, 0]
+        pos = torch.searchsorted(ordered, keys[:, 0]).clamp(max=max(ordered.numel() - 1, 0))
+        hit = ordered[pos] == keys[:, 0]
+        return torch.where(hit, order[pos], -1 if missing is None else missing)
     _, inverse = torch.unique(torch.cat((known, keys)), dim=0, return_inverse=True)
     lookup = torch.full((int(inverse.max()) + 1,), -1 if missing is None else missing, device=keys.device)
     lookup[inverse[: known.shape[0]]] = torch.arange(known.shape[0], device=keys.device)
@@ -245,7 +251,10 @@ def _index_in(keys: Tensor, known: Tensor, missing: int | None = None) -> Tensor
 
 def _first_rows(keys: Tensor) -> tuple[Tensor, Tensor]:
     """Distinct packed rows of ``keys`` in order of first appearance, and their first positions."""
-    _, inverse = torch.unique(keys, dim=0, return_inverse=True)
+    if keys.shape[1] == 1:
+        _, inverse = torch.unique(keys[:, 0], return_inverse=True)
+    else:
+        _, inverse = torch.unique(keys, dim=0, return_inverse=True)
     first = torch.full((int(inverse.max()) + 1,), keys.shape[0], dtype=torch.long, device=keys.device)
     first.scatter_reduce_(0, inverse, torch.arange(keys.shape[0], device=keys.device), reduce="amin")
     first = torch.sort(first).values
