@@ -70,7 +70,7 @@ class Regressor(pl.LightningModule):
 # %%
 background, probe = x[torch.randperm(len(x))[:40]], x[torch.randperm(len(x))[:32]]
 callback = ExplanationCallback(
-    lambda module: tx.FourierShap(module, background, k=256, method="exact"),
+    lambda module: tx.FourierShap(module, background),
     probe,
     feature_names=[f"site{j}" for j in range(13)],
 )
@@ -91,7 +91,7 @@ print("importance at the last epoch:", callback.history[-1]["importance"])
 # ## Explain a whole dataset with `Trainer.predict`
 
 # %%
-explainer = tx.FourierShap(model.eval(), background, k=256, method="exact")
+explainer = tx.FourierShap(model.eval(), background)
 writer = ExplanationWriter(os.path.join(out, "shards"))
 pl.Trainer(logger=False, callbacks=[writer], enable_progress_bar=False).predict(
     ExplainModule(explainer), DataLoader(TensorDataset(x[:2000]), batch_size=500), return_predictions=False

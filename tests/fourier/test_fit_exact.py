@@ -12,7 +12,7 @@ from tests.fourier import brute_force
 from torchxplain.fourier.fit._enumerate import enumerate_shapley, enumeration_queries
 from torchxplain.fourier.fit._levels import PlayerLevels
 from torchxplain.fourier.fit._oracle import Oracle
-from torchxplain.fourier.fit._tabulate import tabulate
+from torchxplain.fourier.fit._tabulate import table_spectrum, tabulate
 from torchxplain.fourier.fit._walsh import UnitWalsh
 
 
@@ -63,8 +63,16 @@ def test_tabulation_and_enumeration_equal_brute_force(kinds):
     truth = brute_force.model_shapley(predict, queries, background, groups)
     oracle = Oracle(_torch_model(predict), x.shape[1], torch.device("cpu"), torch.float64, 4096, None)
     levels = PlayerLevels(torch.as_tensor(np.concatenate((data, background))).bool(), players, m)
-    spectrum = tabulate(oracle, levels)[0].spectrum(UnitWalsh(levels))
-    assert oracle.rows == levels.grid_size  # every grid point queried once
+    fit, values = tabulate(oracle, levels)
+    spectrum = fit.spectrum(UnitWalsh(levels))
+    assert oracle.rows == levels.grid_size
+    direct = table_spectrum(levels, values)  # the fast route of a whole table: the same spectrum
+    order = lambda s: s.frequencies.long().numpy() @ (2 ** np.arange(s.n_features))  # noqa: E731
+    a, b = np.argsort(order(spectrum)), np.argsort(order(direct))
+    np.testing.assert_array_equal(spectrum.frequencies.numpy()[a], direct.frequencies.numpy()[b])
+    np.testing.assert_allclose(
+        spectrum.amplitudes.numpy()[a], direct.amplitudes.numpy()[b], atol=1e-12
+    )  # every grid point queried once
     tabulated = tx.fourier.shapley_values(spectrum, torch.as_tensor(queries), torch.as_tensor(background), groups)
     enumerated = enumerate_shapley(
         oracle, torch.as_tensor(queries).bool(), torch.as_tensor(background).bool(), players, m

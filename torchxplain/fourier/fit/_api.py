@@ -38,7 +38,7 @@ from torchxplain.fourier.fit._one_hot import FoundPlayers, check_one_hot, find_o
 from torchxplain.fourier.fit._options import FitOptions, binary_rows, fit_options_from, players, validation_seed
 from torchxplain.fourier.fit._oracle import Oracle, model_placement
 from torchxplain.fourier.fit._report import FitQualityWarning, FitReport, TargetMetric, r2_score, warn_if_below_target
-from torchxplain.fourier.fit._tabulate import grid_index, tabulate
+from torchxplain.fourier.fit._tabulate import grid_index, table_spectrum, tabulate
 from torchxplain.fourier.fit._walsh import UnitWalsh
 from torchxplain.fourier.fit.cube._regression import uniform_inputs
 from torchxplain.fourier.fit.cube._uniform import choose_uniform, fit_uniform
@@ -395,7 +395,7 @@ class _HybridRegime:
         if route.method == "tabulate":
             fit, values = tabulate(self.oracle, self.levels)
             check_values = values[grid_index(self.levels.codes(self.check.points), self.levels.level_count())]
-            spectrum = fit.spectrum(UnitWalsh(self.levels))
+            spectrum = table_spectrum(self.levels, values)
             stopped = "every level combination queried"
             hint = (
                 f"Raise k (now {k}), or leave k=None for the exact spectrum."

@@ -20,6 +20,7 @@ from torchxplain.fourier.fit._keys import TermKeys
 from torchxplain.fourier.fit._levels import PlayerLevels
 from torchxplain.fourier.fit._oracle import Oracle
 from torchxplain.fourier.fit.hybrid._regression import TermFit
+from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 
 RELATIVE_ZERO = 1e-12
 """Coefficients below this fraction of the largest are the rounding of exact cancellations (dropped)."""
@@ -73,3 +74,23 @@ def grid_index(codes: Tensor, sizes: list[int]) -> Tensor:
     for g, size in enumerate(sizes):
         flat = flat * size + codes[:, g]
     return flat
+
+
+def table_spectrum(levels: PlayerLevels, values: Tensor) -> FourierSpectrum:
+    """The exact Walsh spectrum of the model's values on the grid, by one mode product per player with its matrix
+    of level-indicator Walsh amplitudes (``G · Σ_g L_g`` work; the frequencies are distinct by construction, so
+    nothing is merged — the fast route of a whole table, :meth:`TermFit.spectrum` the general one)."""
+    table = values.reshape(levels.level_count())
+    frequencies = []
+    for g in range(levels.m):
+        walsh = levels.walsh(g)
+        table = torch.tensordot(walsh.amplitudes, table.movedim(g, 0), dims=([1], [0])).movedim(0, g)
+        frequencies.append(walsh.frequencies)
+    amplitudes = table.reshape(-1)
+    top = float(amplitudes.abs().max()) if amplitudes.numel() else 0.0
+    keep = (amplitudes.abs() > RELATIVE_ZERO * top).nonzero()[:, 0]
+    codes = grid_codes(keep, [f.shape[0] for f in frequencies])
+    union = torch.zeros(keep.numel(), levels.n_features, dtype=torch.bool, device=values.device)
+    for g, freq in enumerate(frequencies):
+        union |= freq[codes[:, g]]
+    return FourierSpectrum.trusted(union, amplitudes[keep])

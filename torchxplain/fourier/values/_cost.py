@@ -185,14 +185,14 @@ def grid_seconds(
     grid: int, restrictions: int, table_entries: int, work: Workload, queries: int, kind: TableKind, device_type: str
 ) -> tuple[float, float]:
     """Predicted ``(build, explain)`` seconds of the level-grid kernel (:mod:`~torchxplain.fourier.values._grid`):
-    ``h`` on the grid (``grid · restrictions`` multiply-adds), the coalition tables (``table_entries`` products of
-    each coalition's table with the background histogram), and per query ``2^m`` gathers and one small product."""
+    ``h`` on the grid (``grid · restrictions`` multiply-adds), the coalition table (``table_entries`` cells, each
+    gathered from every background row), and per query ``2^m`` gathers and one small product."""
     rate = RATES.get(device_type, RATES["cuda"])
     coalitions = 2.0**work.players
     build = rate.flop * 2.0 * grid * restrictions + rate.flop * 2.0 * grid * coalitions + rate.launch * coalitions * 4
     width = work.players ** order(kind)
     explain = queries * coalitions * (rate.gather + 2.0 * width * rate.flop) + rate.launch * coalitions
-    return build + rate.key * table_entries, explain
+    return build + rate.gather * table_entries * work.background, explain
 
 
 def report(work: Workload, families: FamilyWork | None) -> dict[str, object]:
