@@ -145,9 +145,18 @@ class FitReport:
             + f", {self.validation_time_s:.3f} s validation",
             *([f"  stopped: {self.stopped}"] if self.stopped else []),
             *([f"  players: {self.players}"] if self.players else []),
-            f"  R^2 on uniform inputs: {r2(self.r2_uniform)}; on the background: {r2(self.r2_background)}; "
-            f"on eval_data: {r2(self.r2_eval)}",
         ]
+        extra = [
+            (label, v)
+            for label, v in (
+                ("uniform inputs", self.r2_uniform),
+                ("the background", self.r2_background),
+                ("eval_data", self.r2_eval),
+            )
+            if v is not None and label != name
+        ]
+        if extra:
+            lines.append("  R^2 on " + "; on ".join(f"{label}: {r2(v)}" for label, v in extra))
         for stage in self.stages:
             lines.append("  stage: " + ", ".join(f"{key}={_fmt(value)}" for key, value in stage.items()))
         lines.append("  parameters: " + ", ".join(f"{key}={value}" for key, value in self.params.items()))
