@@ -30,12 +30,11 @@ from torch import Tensor
 
 from torchxplain._core import settings
 from torchxplain._core.inputs import dense_players, player_ids, rows
-from torchxplain._core.validation import check_int
 from torchxplain.fourier.encoding._encoders import BinaryEncoder
 from torchxplain.fourier.explainer._core import FourierExplainerCore
 from torchxplain.fourier.explainer._outputs import single_output
 from torchxplain.fourier.explainer._persistence import explainer_config, explainer_from_config
-from torchxplain.fourier.fit._api import Method, fit_validated, resolve_auto_groups
+from torchxplain.fourier.fit._api import Method, checked_sizes, fit_validated, resolve_auto_groups
 from torchxplain.fourier.fit._options import FitOptions, fit_options_from
 from torchxplain.fourier.fit._oracle import Oracle, model_placement
 from torchxplain.fourier.fit._report import FitReport
@@ -180,12 +179,9 @@ class FourierShap(FourierExplainerCore):
                     data=None if data_rows is None else data_rows.to(raw.device).bool(),
                     players=index,
                     m=m,
-                    k=check_int(k, "k", minimum=1, optional=True),
-                    max_degree=check_int(max_degree, "max_degree", minimum=0, optional=True),
-                    n_queries=check_int(n_queries, "n_queries", minimum=1, optional=True),
+                    **checked_sizes(k, max_degree, n_queries, target),
                     method=method,
                     seed=seed,
-                    target=check_int(target, "target", minimum=0, optional=True),
                     target_r2=target_r2,
                     eval_data=None,
                     options=replace(options, device=device, dtype=dtype),

@@ -148,12 +148,9 @@ def fit_sparse_fourier(
         data=rows,
         players=player_index,
         m=m,
-        k=check_int(k, "k", minimum=1, optional=True),
-        max_degree=check_int(max_degree, "max_degree", minimum=0, optional=True),
-        n_queries=check_int(n_queries, "n_queries", minimum=1, optional=True),
+        **checked_sizes(k, max_degree, n_queries, target),
         method=method,
         seed=seed,
-        target=_target(target),
         target_r2=target_r2,
         eval_data=None if eval_data is None else binary_rows(eval_data, "eval_data", n, device),
         options=opts,
@@ -176,10 +173,16 @@ def _names(*frames: Any) -> tuple[str, ...] | None:
     return None
 
 
-def _target(target: object) -> int | None:
+def checked_sizes(k: object, max_degree: object, n_queries: object, target: object) -> dict[str, int | None]:
+    """The fit's integer arguments, checked (a one-element integer tensor ``target`` is taken as an int)."""
     if isinstance(target, Tensor) and target.numel() == 1 and not target.is_floating_point():
         target = int(target)
-    return check_int(target, "target", minimum=0, optional=True)
+    return {
+        "k": check_int(k, "k", minimum=1, optional=True),
+        "max_degree": check_int(max_degree, "max_degree", minimum=0, optional=True),
+        "n_queries": check_int(n_queries, "n_queries", minimum=1, optional=True),
+        "target": check_int(target, "target", minimum=0, optional=True),
+    }
 
 
 def fit_validated(

@@ -21,20 +21,10 @@ from torchxplain.fourier.fit._levels import PlayerLevels
 from torchxplain.fourier.fit._oracle import Oracle
 from torchxplain.fourier.fit.hybrid._regression import TermFit
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.values._grid import mixed_radix_digits
 
 RELATIVE_ZERO = 1e-12
 """Coefficients below this fraction of the largest are the rounding of exact cancellations (dropped)."""
-
-
-def grid_codes(flat: Tensor, sizes: list[int]) -> Tensor:
-    """``(N, m)`` int64 level indices of the grid points with flat indices ``flat`` (row-major: the last player
-    varies fastest)."""
-    codes = torch.zeros(flat.numel(), len(sizes), dtype=torch.long, device=flat.device)
-    rest = flat.clone()
-    for g in range(len(sizes) - 1, -1, -1):
-        codes[:, g] = rest % sizes[g]
-        rest = rest // sizes[g]
-    return codes
 
 
 def tabulate(oracle: Oracle, levels: PlayerLevels) -> tuple[TermFit, Tensor]:
@@ -46,13 +36,13 @@ def tabulate(oracle: Oracle, levels: PlayerLevels) -> tuple[TermFit, Tensor]:
 
     Returns:
         ``(fit, values)``: a :class:`TermFit` equal to the model on every grid point (float64, without
-        rounding-level terms), and the model's ``(G,)`` values in grid order (:func:`grid_index`).
+        rounding-level terms), and the model's ``(G,)`` values in row-major grid order (:func:`grid_index`).
     """
     sizes = levels.level_count()
     total, device = levels.grid_size, levels.device
     values = torch.empty(total, dtype=torch.float64, device=device)
     for a, b in chunk_bounds(total, rows_per_chunk(levels.n_features + 8 * len(sizes), total)):
-        values[a:b] = oracle(levels.points(grid_codes(torch.arange(a, b, device=device), sizes)))
+        values[a:b] = oracle(levels.points(mixed_radix_digits(torch.arange(a, b, device=device), sizes)))
     table = values.reshape(sizes).clone()
     for g in range(levels.m):  # reference coding: each non-reference slice minus the reference slice
         moved = table.movedim(g, 0)
@@ -64,12 +54,12 @@ def tabulate(oracle: Oracle, levels: PlayerLevels) -> tuple[TermFit, Tensor]:
     constant = float(flat[0])
     keep = keep[keep > 0]
     codec = TermKeys.for_levels(levels)  # the grid is small: a term's key is its flat grid index
-    degrees = (grid_codes(keep, sizes) > 0).sum(1)
+    degrees = (mixed_radix_digits(keep, sizes) > 0).sum(1)
     return TermFit(keep, degrees, flat[keep], constant, codec), values
 
 
 def grid_index(codes: Tensor, sizes: list[int]) -> Tensor:
-    """Flat grid indices of level indices ``(N, m)`` (the inverse of :func:`grid_codes`)."""
+    """Flat grid indices of level indices ``(N, m)`` (the inverse of :func:`mixed_radix_digits`)."""
     flat = torch.zeros(codes.shape[0], dtype=torch.long, device=codes.device)
     for g, size in enumerate(sizes):
         flat = flat * size + codes[:, g]
@@ -89,7 +79,7 @@ def table_spectrum(levels: PlayerLevels, values: Tensor) -> FourierSpectrum:
     amplitudes = table.reshape(-1)
     top = float(amplitudes.abs().max()) if amplitudes.numel() else 0.0
     keep = (amplitudes.abs() > RELATIVE_ZERO * top).nonzero()[:, 0]
-    codes = grid_codes(keep, [f.shape[0] for f in frequencies])
+    codes = mixed_radix_digits(keep, [f.shape[0] for f in frequencies])
     union = torch.zeros(keep.numel(), levels.n_features, dtype=torch.bool, device=values.device)
     for g, freq in enumerate(frequencies):
         union |= freq[codes[:, g]]

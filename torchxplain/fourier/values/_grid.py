@@ -198,7 +198,7 @@ class GridKernel:
         table = torch.empty(cells, dtype=torch.float64, device=self.device)
         step = rows_per_chunk(16 * background.shape[0] * self.m, cells)
         for a, b in chunk_bounds(cells, step):
-            digits = _digits(torch.arange(a, b, device=self.device), [s + 1 for s in sizes])  # (c, m)
+            digits = mixed_radix_digits(torch.arange(a, b, device=self.device), [s + 1 for s in sizes])  # (c, m)
             star = digits == torch.tensor(sizes, device=self.device)
             chosen = torch.where(star[:, None, :], background[None], digits[:, None, :])  # (c, D', m)
             table[a:b] = grid[(chosen * grid_strides).sum(-1)] @ weight
@@ -213,8 +213,9 @@ def _strides(sizes: list[int], device: torch.device) -> Tensor:
     return strides
 
 
-def _digits(flat: Tensor, sizes: list[int]) -> Tensor:
-    """``(N, len(sizes))`` mixed-radix digits of flat indices (row-major)."""
+def mixed_radix_digits(flat: Tensor, sizes: list[int]) -> Tensor:
+    """``(N, len(sizes))`` mixed-radix digits of flat indices into a row-major grid of shape ``sizes`` (the last
+    axis varies fastest)."""
     out = torch.zeros(flat.numel(), len(sizes), dtype=torch.long, device=flat.device)
     rest = flat.clone()
     for g in range(len(sizes) - 1, -1, -1):
