@@ -1,7 +1,8 @@
 """Fitting where SHAP looks: a ladder of stages over hybrid samples, held to a target on held-out rows.
 
 Stage ``s`` holds ``FIRST_SAMPLES · 2^s`` hybrid samples (each stage queries only the new ones: earlier samples
-are kept) and allows terms up to degree ``min(2 + s, cap)``; its pool is every term active on enough samples and
+are kept) and allows terms up to degree ``min(2 + s, cap)`` — kept at the previous stage's degree when the higher
+one's design would not fit the memory budget; its pool is every term active on enough samples and
 its selection (:mod:`._regression`) starts from the previous stage's terms. After each stage the held-out check
 (:mod:`._checks`) scores the surrogate. The ladder stops at the first stage that meets the :class:`Target`, when
 the next stage would exceed the query budget, when two stages in a row gained nothing, or — only with a
@@ -137,15 +138,17 @@ class Ladder:
             model_before = self.oracle.seconds
             new = self.sampler.sample(size - int(self.y.numel()), self.generator)
             active = _stack_units(self.active, self.levels.active_units(new), self.levels.n_units)
+            floor = stages[-1]["degree"] if stages else 1  # a stage never goes below the degree before it
             entries = count_subsets(active, self.levels.n_units, degree)
             if entries > pool_entry_limit():
-                if stages:  # the next stage's design does not fit the memory budget: stop before querying it
+                degree = max(_affordable(active, self.levels.n_units, degree), floor)
+                entries = count_subsets(active, self.levels.n_units, degree)
+                if stages and entries > pool_entry_limit():  # not even the last degree fits: stop before querying
                     stopped = (
                         f"memory budget (the next stage's design would hold {entries:,} (sample, term) entries, "
                         f"over the {pool_entry_limit():,} that tx.settings.max_memory allows; raise max_memory)"
                     )
                     break
-                degree = _affordable(active, self.levels.n_units, degree)
             self.active = active
             self.y = torch.cat((self.y, self.oracle(new)))
             pool = TermPool(self.codec, active, degree)
@@ -221,7 +224,7 @@ def pool_entry_limit() -> int:
 
 
 def _affordable(active: Tensor, n_units: int, degree: int) -> int:
-    """The first stage's degree, lowered while its pool's entries exceed :func:`pool_entry_limit`."""
+    """The stage's degree, lowered while its pool's entries exceed :func:`pool_entry_limit`."""
     while degree > 1 and count_subsets(active, n_units, degree) > pool_entry_limit():
         degree -= 1
     return degree
