@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import torch
 
 import torchxplain as tx
-from tests.robustness.harness import case, exempt
+from tests.robustness.harness import case, exempt, result_case
 from torchxplain import data, testing
 
 S, T = "torchxplain.settings.", "torchxplain.testing."
@@ -47,6 +49,79 @@ def _():
 def _():
     with tx.settings.using(max_memory=512):
         pass
+
+
+def _budget_block(budget: str):
+    with tx.settings.max_memory(budget):
+        yield tx.settings.max_memory.value()
+        yield tx.settings.max_memory.value()
+
+
+@result_case(S + "max_memory", "two generators whose blocks interleave")
+def _():
+    default = tx.settings.DEFAULT_MAX_MEMORY
+    a, b = _budget_block("8MB"), _budget_block("16MB")
+    assert next(a) == 8 * 2**20 and next(b) == 16 * 2**20
+    assert next(a) == 16 * 2**20  # b's block, entered later, is still open
+    next(a, None)  # a's block exits first: b's stays in force
+    assert tx.settings.max_memory.value() == 16 * 2**20
+    next(b, None)
+    next(b, None)
+    assert tx.settings.max_memory.value() == default, "the budget left behind is not the default"
+
+
+@result_case(S + "using", "two generators whose using() blocks interleave")
+def _():
+    def block(budget: str):
+        with tx.settings.using(max_memory=budget, show_progress=False):
+            yield
+
+    a, b = block("8MB"), block("16MB")
+    next(a), next(b), next(a, None)
+    assert tx.settings.max_memory.value() == 16 * 2**20 and tx.settings.show_progress.value() is False
+    next(b, None)
+    assert tx.settings.max_memory.value() == tx.settings.DEFAULT_MAX_MEMORY
+    assert tx.settings.show_progress.value() is tx.settings.show_progress._default()
+
+
+@result_case(S + "max_memory", "one setting object entered by two threads, exited out of order")
+def _():
+    shared = tx.settings.max_memory("8MB")
+    entered, first_out = threading.Barrier(2), threading.Event()
+    seen: dict[str, object] = {}
+
+    def worker(name: str, leaves_first: bool) -> None:
+        try:
+            seen[f"{name} before"] = tx.settings.max_memory.value()
+            with shared:
+                entered.wait(timeout=10)
+                if not leaves_first:
+                    first_out.wait(timeout=10)
+                seen[f"{name} inside"] = tx.settings.max_memory.value()
+            seen[f"{name} after"] = tx.settings.max_memory.value()
+        except Exception as err:  # noqa: BLE001 - reported below
+            seen[f"{name} error"] = repr(err)
+        finally:
+            first_out.set()
+
+    with tx.settings.max_memory("1GB"):  # the threads do not inherit the main thread's block
+        threads = [
+            threading.Thread(target=worker, args=("t1", True)),
+            threading.Thread(target=worker, args=("t2", False)),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=20)
+        assert tx.settings.max_memory.value() == 2**30
+    default = tx.settings.DEFAULT_MAX_MEMORY
+    expected = {
+        f"{t} {when}": v
+        for t in ("t1", "t2")
+        for when, v in (("before", default), ("inside", 8 * 2**20), ("after", default))
+    }
+    assert seen == expected, seen
+    assert tx.settings.max_memory.value() == default
 
 
 @case(T + "tiny_memory_budget", "zero bytes", ValueError, "n_bytes must be a positive int")
