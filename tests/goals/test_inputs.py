@@ -66,9 +66,11 @@ def test_nan_hyperparameters_name_the_hyperparameter(name):
 
 def test_bad_numbers_are_refused_early():
     model = make_gp(n=10)
-    for jitter in (-1e-6, float("nan"), float("inf"), True):
+    for jitter in (-1e-6, float("nan"), float("inf")):
         with pytest.raises(ValueError, match=r"jitter must be a finite number >= 0.*got"):
             Goals(model, jitter=jitter)
+    with pytest.raises(TypeError, match=r"jitter must be a finite number >= 0, got bool"):
+        Goals(model, jitter=True)
     with pytest.raises(TypeError, match="xi must be a nonzero number.*bool"):
         Goals(model, xi=True)
     with pytest.raises(ValueError, match="xi must be finite"):
@@ -109,7 +111,7 @@ def test_bnn_fit_options_are_checked():
         (dict(lr=0.0), ValueError, "lr must be a finite number > 0"),
         (dict(epochs=-3), ValueError, "epochs must be a positive int"),
         (dict(batch_size=0), ValueError, "batch_size must be a positive int"),
-        (dict(seed=1.7), TypeError, "seed must be an int"),
+        (dict(seed=1.7), TypeError, "seed must be a non-negative int, got float"),
     ]
     for options, error, message in bad:
         with pytest.raises(error, match=message):

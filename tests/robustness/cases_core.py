@@ -171,6 +171,11 @@ def _():
     tx.explain_after_fit(lambda x: x.sum(1), np.zeros((4, 2)), np.zeros((2, 2)), n_background=-1)
 
 
+@case("torchxplain.explain_after_fit", "a float n_background", TypeError, r"n_background must be a positive int")
+def _():
+    tx.explain_after_fit(lambda x: x.sum(1), np.zeros((4, 2)), np.zeros((2, 2)), n_background=2.0)
+
+
 @case("torchxplain.explain_after_fit", "a float seed", TypeError, r"seed must be a non-negative int")
 def _():
     tx.explain_after_fit(lambda x: x.sum(1), np.zeros((4, 2)), np.zeros((2, 2)), seed=1.7)

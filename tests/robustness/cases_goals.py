@@ -52,7 +52,7 @@ def _():
     goals.Goals(model)
 
 
-@case(f"{G}.Goals", "a negative jitter", ValueError, r"jitter must be a finite number >= 0 \(e.g. 1e-6\), got -0.1")
+@case(f"{G}.Goals", "a negative jitter", ValueError, r"jitter must be a finite number >= 0, got -0.1; e.g. 1e-6")
 def _():
     goals.Goals(_gp(), jitter=-0.1)
 
@@ -93,7 +93,7 @@ def _():
     goals.GPBackend(_gp()).global_importance(covariance_features=[7])
 
 
-@case(f"{G}.LastLayerBNN", "num_particles=0", ValueError, r"num_particles must be a positive int .*got 0")
+@case(f"{G}.LastLayerBNN", "num_particles=0", ValueError, r"num_particles must be a positive int, got int 0")
 def _():
     _bnn().fit(np.zeros((8, 3)), np.zeros(8), num_particles=0)
 
@@ -141,3 +141,34 @@ def _():
 @case(f"{G}.GlobalImportance", "an unknown reduction", ValueError, r"reduction must be one of")
 def _():
     goals.GlobalImportance(mean=torch.zeros(2), score=torch.zeros(2), reduction="max")
+
+
+@case(f"{G}.LastLayerBNN", "a string flag", TypeError, r"train_features must be True or False, got str 'no'")
+def _():
+    _bnn().fit(np.zeros((8, 3)), np.zeros(8), train_features="no")
+
+
+@case(f"{G}.LastLayerBNN", "a NaN learning rate", ValueError, r"lr must be a finite number > 0, got nan")
+def _():
+    _bnn().fit(np.zeros((8, 3)), np.zeros(8), lr=float("nan"))
+
+
+@case(f"{G}.LastLayerBNN", "bias given as a string", TypeError, r"bias must be True or False, got str 'no'")
+def _():
+    goals.LastLayerBNN(nn.Linear(3, 2), 2, bias="no")
+
+
+@case(f"{G}.LastLayerBNN", "a float seed", TypeError, r"seed must be a non-negative int, got float")
+def _():
+    _bnn().fit(np.zeros((8, 3)), np.zeros(8), seed=0.5)
+
+
+@case(f"{G}.GlobalImportance", "a level given as a string", TypeError, r"level must be a finite number in \(0, 1\)")
+def _():
+    goals.GlobalImportance(mean=torch.zeros(2), score=torch.zeros(2), variance=torch.ones(2)).interval("0.95")
+
+
+@case(f"{G}.rate", "a jitter given as a string", TypeError, r"jitter must be a finite number >= 0, got str")
+def _():
+    goals.rate(np.zeros((5, 2)), np.zeros(5), np.eye(5), jitter="1e-6")
+

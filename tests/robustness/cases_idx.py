@@ -97,6 +97,13 @@ CASES = {
     ),
     "explanandum": (idx.explain, (BC, A), {"explanandum": "w"}, ValueError, r"explanandum must be a classification"),
     "unknown option": (idx.explain, (BC, A), {"threshold": -1}, TypeError, r"unexpected options \['threshold'\]"),
+    "as_frame given as a string": (
+        idx.explain,
+        (BC, A),
+        {"as_frame": "no"},
+        TypeError,
+        r"as_frame must be True or False, got str 'no'",
+    ),
     "batch kits empty": (
         idx.explain_batch,
         (BC, A),
@@ -111,7 +118,7 @@ CASES = {
         (BC, A),
         {"background_size": 0},
         ValueError,
-        r"background_size must be an int",
+        r"background_size must be a positive int, got int 0",
     ),
     "shap empty background": (
         idx.shap_values,
@@ -120,7 +127,7 @@ CASES = {
         ValueError,
         r"background must hold at least one",
     ),
-    "shap seed float": (idx.shap_values, (BC, A), {"seed": 1.7}, ValueError, r"seed must be an int.*1\.7"),
+    "shap seed float": (idx.shap_values, (BC, A), {"seed": 1.7}, TypeError, r"seed must be a non-negative int.*1\.7"),
     "shap method": (idx.shap_values, (BC, A), {"method": "kernel"}, ValueError, r"method must be one of"),
     "shap outputs": (idx.shap_values, (BC, A), {"outputs": ["w"]}, ValueError, r"outputs must name classifications"),
     "lime kernel_width=0": (
@@ -132,6 +139,21 @@ CASES = {
     ),
     "lime num_samples=0": (idx.lime_values, (BC, A), {"num_samples": 0}, ValueError, r"num_samples must be an int"),
     "lime alpha": (idx.lime_values, (BC, A), {"alpha": -1.0}, ValueError, r"alpha must be a finite number > 0"),
+    "lime kernel_width as a string": (
+        idx.lime_values,
+        (BC, A),
+        {"kernel_width": "wide"},
+        TypeError,
+        r"kernel_width must be a finite number > 0, got str",
+    ),
+    "shap max_players as a float": (
+        idx.shap_values,
+        (BC, A),
+        {"max_players": 4.0},
+        TypeError,
+        r"max_players must be a positive int, got float",
+    ),
+    "rtol as a string": (idx.explain, (BC, A), {"rtol": "0"}, TypeError, r"rtol must be a finite number >= 0, got str"),
     "lime sampling": (
         idx.lime_values,
         (BC, A),
@@ -173,6 +195,13 @@ CASES = {
         ValueError,
         r"alpha must be",
     ),
+    "fit NaN alpha": (
+        BayesianClassifier.fit,
+        (datasets.play_outside_data(), "o"),
+        {"alpha": float("nan")},
+        ValueError,
+        r"alpha must be a finite number > 0, got nan",
+    ),
     "fit frame": (BayesianClassifier.fit, ([{"o": "+"}], "o"), {}, TypeError, r"frame must be a pandas DataFrame"),
     "relation_tensors lime": (idx.relation_tensors, (BC, A, "lime"), {}, ValueError, r"attribution-based.*explain"),
     "shares kits": (idx.stats.relation_shares, (BC, A), {"kits": ["zz"]}, ValueError, r"unknown kit 'zz'"),
@@ -188,6 +217,6 @@ for _what, (_fn, _args, _kwargs, _error, _pattern) in CASES.items():
     _register(_what, _fn, _args, _kwargs, _error, _pattern)
 
 
-@case(X + "counterfactual_tables", "a zero budget", ValueError, r"max_cf_assignments must be an int in 1\.\.")
+@case(X + "counterfactual_tables", "a zero budget", ValueError, r"max_cf_assignments must be a positive int, got int 0")
 def _():
     idx.counterfactual_tables(BC, 0)

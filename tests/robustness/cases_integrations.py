@@ -52,7 +52,7 @@ def _():
     _lightning().ExplanationWriter(3)
 
 
-@case(f"{I}.MeanAbsAttribution", "n_features=True", ValueError, r"n_features must be a positive int")
+@case(f"{I}.MeanAbsAttribution", "n_features=True", TypeError, r"n_features must be a positive int, got bool")
 def _():
     _lightning().MeanAbsAttribution(True)
 
@@ -106,7 +106,7 @@ def _():
     g(torch.tensor([[1.0, -1e9]]))
 
 
-@case(f"{I}.background_averaged", "a sentinel given as True", TypeError, r"sentinel must be a real number")
+@case(f"{I}.background_averaged", "a sentinel given as True", TypeError, r"sentinel must be a finite number, got bool")
 def _():
     from torchxplain.integrations import background_averaged
 
@@ -118,3 +118,27 @@ def _():
     from torchxplain.integrations import BackgroundAveraged
 
     BackgroundAveraged(lambda z: z.sum(1), np.zeros(3))
+
+
+@case(f"{I}.ExplanationCallback", "figures given as a string", TypeError, r"figures must be True or False, got str")
+def _():
+    _lightning().ExplanationCallback(lambda m: None, np.zeros((2, 2)), figures="no")
+
+
+@case(
+    f"{I}.ExplanationCallback", "a float every_n_epochs", TypeError, r"every_n_epochs must be a positive int, got float"
+)
+def _():
+    _lightning().ExplanationCallback(lambda m: None, np.zeros((2, 2)), every_n_epochs=1.5)
+
+
+@case(f"{I}.ExplanationWriter", "a float rows_per_file", TypeError, r"rows_per_file must be a positive int, got float")
+def _():
+    _lightning().ExplanationWriter("out", rows_per_file=2.0)
+
+
+@case(f"{I}.background_averaged", "a NaN sentinel", ValueError, r"sentinel must be a finite number, got nan")
+def _():
+    from torchxplain.integrations import background_averaged
+
+    background_averaged(lambda z: z.sum(1), np.zeros((3, 2)), sentinel=float("nan"))

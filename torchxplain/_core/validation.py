@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from numbers import Integral, Real
+
 import torch
 from torch import Tensor
 
@@ -107,3 +110,82 @@ def check_flag(value: object, name: str) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, got {type(value).__name__} {str(value)[:40]!r}")
     return value
+
+
+def _shown(value: object) -> str:
+    return f"{type(value).__name__} {str(value)[:40]!r}"
+
+
+def _int_range(minimum: int | None, maximum: int | None) -> str:
+    if maximum is None:
+        return {None: "an int", 0: "a non-negative int", 1: "a positive int"}.get(minimum, f"an int >= {minimum}")
+    return f"an int <= {maximum}" if minimum is None else f"an int in {minimum}..{maximum}"
+
+
+def check_int(value: object, name: str, minimum: int | None = None, maximum: int | None = None, hint: str = "") -> int:
+    """``value`` as an int in ``minimum..maximum`` (either bound optional); numpy integers are accepted.
+
+    Bools, floats (even ``2.0``), strings and ``None`` are refused, never truncated or read as truth values.
+    ``hint`` (e.g. ``"e.g. 100"``) ends the message.
+
+    Raises:
+        TypeError: not an integer.
+        ValueError: out of range.
+    """
+    want = _int_range(minimum, maximum)
+    tail = f"; {hint}" if hint else ""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{name} must be {want}, got {_shown(value)}{tail}")
+    number = int(value)
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+        raise ValueError(f"{name} must be {want}, got {type(value).__name__} {number}{tail}")
+    return number
+
+
+def _number_range(low: tuple[str, float] | None, high: tuple[str, float] | None, nonzero: bool) -> str:
+    kind = "a nonzero finite number" if nonzero else "a finite number"
+    if low is not None and high is not None:
+        return f"{kind} in {'(' if low[0] == '>' else '['}{low[1]:g}, {high[1]:g}{')' if high[0] == '<' else ']'}"
+    bound = low or high
+    return kind if bound is None else f"{kind} {bound[0]} {bound[1]:g}"
+
+
+def check_number(
+    value: object,
+    name: str,
+    *,
+    greater_than: float | None = None,
+    at_least: float | None = None,
+    less_than: float | None = None,
+    at_most: float | None = None,
+    nonzero: bool = False,
+    hint: str = "",
+) -> float:
+    """``value`` as a finite float within the given bounds (ints and numpy scalars accepted).
+
+    Bools, strings, ``None``, complex numbers and tensors are refused; NaN and infinities too. Give at most one
+    lower (``greater_than``/``at_least``) and one upper (``less_than``/``at_most``) bound. ``hint`` (e.g.
+    ``"e.g. 1e-6"``) ends the message.
+
+    Raises:
+        TypeError: not a real number.
+        ValueError: NaN, infinite, zero (with ``nonzero``) or out of the bounds.
+    """
+    low = (">", greater_than) if greater_than is not None else (">=", at_least) if at_least is not None else None
+    high = ("<", less_than) if less_than is not None else ("<=", at_most) if at_most is not None else None
+    want = _number_range(low, high, nonzero)
+    tail = f"; {hint}" if hint else ""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be {want}, got {_shown(value)}{tail}")
+    number = float(value)
+    bad = (
+        not math.isfinite(number)
+        or (greater_than is not None and not number > greater_than)
+        or (at_least is not None and not number >= at_least)
+        or (less_than is not None and not number < less_than)
+        or (at_most is not None and not number <= at_most)
+        or (nonzero and number == 0)
+    )
+    if bad:
+        raise ValueError(f"{name} must be {want}, got {value!r}{tail}")
+    return number

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import gpytorch
 import torch
 from torch import Tensor
+
+from torchxplain._core import check_number
 
 SUPPORTED_LIKELIHOODS = (
     gpytorch.likelihoods.GaussianLikelihood,
@@ -51,9 +52,7 @@ def check_xi(xi: float | Tensor, n_features: int) -> Tensor:
 
 def check_jitter(jitter: object) -> float:
     """``jitter`` as a float: a finite number ``>= 0`` (bool refused)."""
-    if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or not math.isfinite(jitter) or jitter < 0:
-        raise ValueError(f"jitter must be a finite number >= 0 (e.g. 1e-6), got {jitter!r}")
-    return float(jitter)
+    return check_number(jitter, "jitter", at_least=0, hint="e.g. 1e-6")
 
 
 def _looks_unfitted(model: gpytorch.models.ExactGP) -> bool:

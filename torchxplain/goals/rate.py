@@ -13,12 +13,12 @@ the centred inputs (use it on screened features, or pass a ``jitter``).
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
 import torch
 from torch import Tensor
 
+from torchxplain._core import check_number
 from torchxplain._core.inputs import to_tensor
 
 KL_TERMS = ("full", "mean")
@@ -33,8 +33,7 @@ def check_rate_options(projection: object, kl: object, jitter: object) -> None:
         raise ValueError(f"projection must be one of {list(PROJECTIONS)}, got {str(projection)[:40]!r}")
     if kl not in KL_TERMS:
         raise ValueError(f"kl must be one of {list(KL_TERMS)}, got {str(kl)[:40]!r}")
-    if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or not math.isfinite(jitter) or jitter < 0:
-        raise ValueError(f"jitter must be a finite number >= 0 (e.g. 1e-6), got {jitter!r}")
+    check_number(jitter, "jitter", at_least=0, hint="e.g. 1e-6")
 
 
 def rate_kld(mu: Tensor, cov: Tensor, kl: KLTerm = "full") -> Tensor:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from torchxplain._core import settings
+from torchxplain._core import check_int, settings
 from torchxplain._core.inputs import is_dataframe, to_tensor
 
 BinMethod = Literal["same_size", "same_length"]
@@ -61,8 +61,7 @@ def discretize(frame: Any, bins: int | Mapping[str, int] = 5, method: BinMethod 
         if not pd.api.types.is_numeric_dtype(frame[col]) or n is None:
             out[col] = frame[col].astype(str)
             continue
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"bins for column {col!r} must be an int >= 1, got {n!r}")
+        check_int(n, f"bins for column {str(col)[:40]!r}", 1, hint="e.g. 5")
         if method == "same_size":
             _, e = pd.qcut(frame[col], q=n, retbins=True, duplicates="drop")
         else:

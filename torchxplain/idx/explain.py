@@ -13,12 +13,12 @@ from typing import Any, Literal, overload
 
 from torch import Tensor
 
-from torchxplain._core import settings
+from torchxplain._core import check_flag, check_int, settings
 from torchxplain.idx.attribution import attribution_relations
 from torchxplain.idx.classifier import BayesianClassifier
 from torchxplain.idx.counterfactual import DEFAULT_MAX_CF_ASSIGNMENTS
 from torchxplain.idx.explanation import Explanation, ExplanationBatch, KitRelations
-from torchxplain.idx.kits import KITS, RELATION_KITS, check_explanandum, check_int, check_kit, check_kits, check_rtol
+from torchxplain.idx.kits import KITS, RELATION_KITS, check_explanandum, check_kit, check_kits, check_rtol
 from torchxplain.idx.relations import connected, evaluate
 
 ATTRIBUTION_OPTIONS = {
@@ -82,7 +82,7 @@ def explain_batch(
     kits = check_kits(kits, KITS)
     explanandum = check_explanandum(bc, explanandum)
     rtol = check_rtol(rtol)
-    check_int(max_cf_assignments, "max_cf_assignments", 1, DEFAULT_MAX_CF_ASSIGNMENTS)
+    check_int(max_cf_assignments, "max_cf_assignments", 1, hint=f"e.g. {DEFAULT_MAX_CF_ASSIGNMENTS}")
     allowed = set().union(*(ATTRIBUTION_OPTIONS.get(k, set()) for k in kits))
     unknown = sorted(set(attribution_options) - allowed)
     if unknown:
@@ -153,5 +153,6 @@ def explain(
             lime/shap options, as in :func:`explain_batch`.
     """
     kit = check_kit(kit)
+    check_flag(as_frame, "as_frame")
     batch = explain_batch(bc, inputs, (kit,), explanandum, **kwargs)
     return batch.to_frame() if as_frame else batch.explanations(kit)

@@ -7,7 +7,6 @@ Each function returns a validated :class:`~torchxplain.idx.spec.ClassifierSpec`;
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchxplain._core import progress
+from torchxplain._core import check_number, progress
 from torchxplain._core.inputs import is_dataframe
 from torchxplain.idx.encoding import BinMethod, bin_names, discretize
 from torchxplain.idx.spec import ClassifierSpec
@@ -179,8 +178,7 @@ def spec_from_frame(
 
     if not is_dataframe(frame):
         raise TypeError(f"frame must be a pandas DataFrame with one column per variable, got {type(frame).__name__}")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha <= 0:
-        raise ValueError(f"alpha must be a finite number > 0 (additive smoothing), got {alpha!r}; e.g. alpha=1.0")
+    check_number(alpha, "alpha", greater_than=0, hint="additive smoothing, e.g. alpha=1.0")
     edges: dict[str, np.ndarray] = {}
     if bins is not None:
         frame, edges = discretize(frame, bins, method)

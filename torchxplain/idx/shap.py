@@ -14,9 +14,9 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, make_generator, progress, rows_per_chunk, settings
+from torchxplain._core import check_int, chunk_bounds, make_generator, progress, rows_per_chunk, seeding, settings
 from torchxplain.idx.classifier import BayesianClassifier
-from torchxplain.idx.kits import check_choice, check_int
+from torchxplain.idx.kits import check_choice
 
 DEFAULT_MAX_PLAYERS = 12
 DEFAULT_MAX_TABLE = 2**22
@@ -37,9 +37,7 @@ def check_outputs(bc: BayesianClassifier, outputs: str | Sequence[str] | None) -
 
 def check_seed(seed: Any) -> int | torch.Generator:
     """An int >= 0 or a ``torch.Generator`` (floats and bools are refused, not truncated)."""
-    if isinstance(seed, torch.Generator):
-        return seed
-    return check_int(seed, "seed", 0, 0)
+    return seed if isinstance(seed, torch.Generator) else seeding.check_seed(seed)
 
 
 def output_proba(bc: BayesianClassifier, rows: Tensor, out_idx: Tensor) -> Tensor:
@@ -133,11 +131,11 @@ def shap_from_decisions(
     """:func:`shap_values` for validated codes ``(B, |O|)`` whose decisions ``sigma (B, n)`` are known."""
     outs = check_outputs(bc, outputs)
     check_choice(method, "method", ("exact", "fourier"))
-    check_int(background_size, "background_size", 1, 100)
+    check_int(background_size, "background_size", 1, hint="e.g. 100")
     seed = check_seed(seed)
-    check_int(max_players, "max_players", 1, DEFAULT_MAX_PLAYERS)
-    check_int(max_table, "max_table", 1, DEFAULT_MAX_TABLE)
-    check_int(max_bits, "max_bits", 1, DEFAULT_MAX_BITS)
+    check_int(max_players, "max_players", 1, hint=f"e.g. {DEFAULT_MAX_PLAYERS}")
+    check_int(max_table, "max_table", 1, hint=f"e.g. {DEFAULT_MAX_TABLE}")
+    check_int(max_bits, "max_bits", 1, hint=f"e.g. {DEFAULT_MAX_BITS}")
     out_idx = torch.tensor([bc.index_of(y) for y in outs], device=codes.device)
     bg = background_codes(bc, codes, background, seed, background_size)
     if codes.shape[0] == 0:

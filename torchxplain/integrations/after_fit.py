@@ -9,7 +9,7 @@ import gpytorch
 import torch
 from torch import Tensor, nn
 
-from torchxplain._core import check_finite, check_matrix
+from torchxplain._core import check_finite, check_int, check_matrix
 from torchxplain._core.inputs import is_dataframe, to_tensor
 from torchxplain._core.seeding import make_generator
 from torchxplain.fourier import FourierShap
@@ -69,8 +69,7 @@ def explain_after_fit(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {list(METHODS)}, got {str(method)[:40]!r}")
-    if isinstance(n_background, bool) or not isinstance(n_background, int) or n_background < 1:
-        raise ValueError(f"n_background must be a positive number of rows, got {str(n_background)[:40]!r}")
+    check_int(n_background, "n_background", 1, hint="the number of background rows")
     if method == "idx" or (method == "auto" and isinstance(model, BayesianClassifier)):
         reason = "requested" if method == "idx" else "a Bayesian network classifier: influence-driven explanations"
         return AfterFitResult("idx", reason, None, idx_explain(model, X_test, **options))

@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-
-def _positive_finite(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
-def _positive_int(name: str, value: Any, hint: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int ({hint}), got {value!r}")
-    return value
+from torchxplain._core import check_flag, check_int, check_number
 
 
 def check_model_options(
@@ -36,24 +25,27 @@ def check_model_options(
     if guide not in guides:
         raise ValueError(f"guide must be one of {list(guides)}, got {str(guide)[:40]!r}")
     if likelihood == "categorical":
-        if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 2:
-            raise ValueError(f"likelihood='categorical' needs n_classes >= 2 (an int), got {n_classes!r}")
+        check_int(n_classes, "n_classes", 2, hint="likelihood='categorical' needs the number of classes")
     elif n_classes is not None:
         raise ValueError(f"n_classes is only used with likelihood='categorical', got {n_classes!r}; drop it")
-    _positive_int("feature_dim", feature_dim, "the width L of the features' output")
-    _positive_finite("prior_scale", prior_scale)
-    _positive_finite("init_scale", init_scale)
-    if not bias:
+    check_int(feature_dim, "feature_dim", 1, hint="the width L of the features' output")
+    check_number(prior_scale, "prior_scale", greater_than=0)
+    check_number(init_scale, "init_scale", greater_than=0)
+    if not check_flag(bias, "bias"):
         return float(prior_scale)
-    return _positive_finite("bias_prior_scale", prior_scale if bias_prior_scale is None else bias_prior_scale)
+    return check_number(
+        prior_scale if bias_prior_scale is None else bias_prior_scale, "bias_prior_scale", greater_than=0
+    )
 
 
-def check_fit_options(epochs: Any, lr: Any, batch_size: Any, num_particles: Any, seed: Any) -> None:
+def check_fit_options(
+    epochs: Any, lr: Any, batch_size: Any, num_particles: Any, seed: Any, train_features: Any
+) -> None:
     """Check ``fit``'s optimisation options."""
-    _positive_int("epochs", epochs, "passes over the data")
-    _positive_finite("lr", lr)
+    check_int(epochs, "epochs", 1, hint="passes over the data")
+    check_number(lr, "lr", greater_than=0, hint="e.g. 1e-2")
     if batch_size is not None:
-        _positive_int("batch_size", batch_size, "or None for full batches")
-    _positive_int("num_particles", num_particles, "ELBO samples per step, e.g. 1")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
+        check_int(batch_size, "batch_size", 1, hint="or None for full batches")
+    check_int(num_particles, "num_particles", 1, hint="ELBO samples per step, e.g. 1")
+    check_int(seed, "seed", 0)
+    check_flag(train_features, "train_features")

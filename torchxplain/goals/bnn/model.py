@@ -19,7 +19,7 @@ from pyro.infer.autoguide import AutoMultivariateNormal, AutoNormal, init_to_fea
 from pyro.nn import PyroModule, PyroParam, PyroSample
 from torch import Tensor, nn
 
-from torchxplain._core import check_finite, check_matrix, chunk_bounds, make_generator, progress, settings
+from torchxplain._core import check_finite, check_flag, check_matrix, chunk_bounds, make_generator, progress, settings
 from torchxplain._core.inputs import check_feature_names, to_tensor
 from torchxplain.goals.bnn.fit_checks import check_fit_options, check_model_options
 from torchxplain.goals.bnn.modes import local_params, train_mode
@@ -225,7 +225,7 @@ class LastLayerBNN(_LocalParams, PyroModule):
         Returns ``self``; ``self.losses`` holds the mean negative ELBO (full-data estimate) of every epoch.
         Calling ``fit`` again continues from the current posterior (with a fresh optimiser).
         """
-        check_fit_options(epochs, lr, batch_size, num_particles, seed)
+        check_fit_options(epochs, lr, batch_size, num_particles, seed, train_features)
         X, y = self._check_data(X, y)
         n = X.shape[0]
         step = n if batch_size is None else min(batch_size, n)
@@ -343,6 +343,7 @@ class LastLayerBNN(_LocalParams, PyroModule):
 
         Returns ``(Q,)`` tensors (``(Q, K)`` for categorical), exact for the Gaussian head posterior.
         """
+        check_flag(return_std, "return_std")
         x, _ = self._inputs(x, "x")
         names = ["head.weight"] + (["head.bias"] if self.has_bias else [])
         loc, cov = guide_moments(self.guide, names)

@@ -10,6 +10,7 @@ from matplotlib.axes import Axes
 from torch import Tensor
 
 from torchxplain import viz
+from torchxplain._core import check_flag, check_int
 from torchxplain.integrations.lightning._compat import Callback
 from torchxplain.integrations.lightning.outputs import RunOutputs
 from torchxplain.integrations.lightning.predict import check_attribute_kwargs
@@ -17,7 +18,6 @@ from torchxplain.integrations.lightning.probe import (
     check_prefix,
     check_probe,
     nonfinite_rows,
-    positive_int,
     scalar_keys,
 )
 
@@ -107,11 +107,10 @@ class ExplanationCallback(Callback):
             raise TypeError(f"explainer_factory must be callable (module -> explainer), got {explainer_factory!r}")
         if on not in ("validation", "train"):
             raise ValueError(f"on must be 'validation' or 'train', got {on!r}")
-        if not isinstance(figures, bool):
-            raise TypeError(f"figures must be True or False, got {figures!r}")
+        check_flag(figures, "figures")
         self.probe, self.feature_names = check_probe(probe, feature_names)
-        self.every_n_epochs = positive_int(every_n_epochs, "every_n_epochs")
-        self.max_plot_features = positive_int(max_plot_features, "max_plot_features")
+        self.every_n_epochs = check_int(every_n_epochs, "every_n_epochs", 1)
+        self.max_plot_features = check_int(max_plot_features, "max_plot_features", 1)
         self.prefix = check_prefix(prefix)
         self.scalar_keys = scalar_keys(self.prefix, self.feature_names)
         self.explainer_factory = explainer_factory
