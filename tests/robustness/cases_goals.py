@@ -3,6 +3,11 @@ global-importance container."""
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
+from typing import Any
+
 import gpytorch
 import numpy as np
 import pandas as pd
@@ -11,6 +16,7 @@ from torch import nn
 
 from tests.robustness.harness import case
 from torchxplain import goals
+from torchxplain._core.saved_fields import SavedFieldError
 
 G = "torchxplain.goals"
 
@@ -172,3 +178,125 @@ def _():
 def _():
     goals.rate(np.zeros((5, 2)), np.zeros(5), np.eye(5), jitter="1e-6")
 
+
+# ---------------------------------------------------------------- crafted or damaged saved files
+def _saved(kind: str, tmp: str) -> str:
+    """A saved GOALS explainer of a GP (RBF or linear kernel) or a network, in ``tmp``."""
+    names = ["a", "b", "c"]
+    if kind == "bnn":
+        bnn = _bnn()
+        x = torch.randn(10, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+        bnn.fit(x, x[:, 0], epochs=2, show_progress=False)
+        explainer = goals.Goals(bnn, xi=0.5, feature_names=names)
+    else:
+        model = _gp()
+        if kind == "linear":
+            model.covar_module.base_kernel = gpytorch.kernels.LinearKernel().double()
+        explainer = goals.Goals(model, xi=0.5, feature_names=names)
+    return explainer.save(os.path.join(tmp, f"{kind}.pt"))
+
+
+def _load_crafted(kind: str, edit: Any) -> None:
+    """Save, apply ``edit(config, state)`` to the file's contents, write it back and load it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _saved(kind, tmp)
+        data = torch.load(path, weights_only=True)
+        meta = json.loads(data["metadata"])
+        edit(meta["config"], data["state"])
+        data["metadata"] = json.dumps(meta)
+        torch.save(data, path)
+        goals.Goals.load(path, forward_func=_bnn().features if kind == "bnn" else None)
+
+
+def _set(key: str, index: Any, value: float) -> Any:
+    def edit(config: dict, state: dict) -> None:
+        state[key] = state[key].clone()
+        state[key][index] = value
+
+    return edit
+
+
+def _config(key: str, value: Any) -> Any:
+    return lambda config, state: config.__setitem__(key, value)
+
+
+def _state(key: str, make: Any) -> Any:
+    return lambda config, state: state.__setitem__(key, make(state[key]))
+
+
+CRAFTED = [
+    ("gp", "a NaN Cholesky factor", _set("backend.chol", (2, 1), float("nan")), r"'backend.chol' holds NaN"),
+    ("gp", "an upper-triangular entry in the factor", _set("backend.chol", (0, 3), 0.5), r"not lower triangular"),
+    (
+        "gp",
+        "a Cholesky factor of another matrix",
+        _set("backend.chol", (5, 2), 0.3),
+        r"'backend.chol' is not a Cholesky factor of the saved kernel matrix",
+    ),
+    ("gp", "a zero on the factor's diagonal", _set("backend.chol", (4, 4), 0.0), r"diagonal entry <= 0"),
+    (
+        "gp",
+        "a kernel matrix unlike the inputs'",
+        _set("backend.gram", (1, 2), 0.0),
+        r"'backend.gram' is not the kernel",
+    ),
+    (
+        "gp",
+        "a negative lengthscale (theta)",
+        _set("backend.kernel.theta", 1, -0.3),
+        r"'backend.kernel.theta' must hold values > 0",
+    ),
+    ("gp", "a zero outputscale", _set("backend.kernel.outputscale", (), 0.0), r"outputscale' must hold values > 0"),
+    (
+        "linear",
+        "a negative kernel variance",
+        _set("backend.kernel.variance", (), -1.0),
+        r"variance' must hold values > 0",
+    ),
+    ("gp", "xi = 0", _set("backend.xi", 1, 0.0), r"'backend.xi' must hold nonzero values"),
+    ("gp", "a NaN training input", _set("backend.x", (3, 0), float("nan")), r"'backend.x' holds NaN"),
+    ("gp", "NaN weights alpha", _set("backend.alpha", 0, float("nan")), r"'backend.alpha' holds NaN"),
+    (
+        "gp",
+        "an infinite mean constant",
+        _set("backend.mean_constant", (), float("inf")),
+        r"'backend.mean_constant' holds",
+    ),
+    ("gp", "shifts of another width", _state("backend.xi", lambda t: t[:2].clone()), r"'backend.xi' has J = 2, but"),
+    (
+        "gp",
+        "shifts as float32",
+        _state("backend.xi", lambda t: t.float()),
+        r"'backend.xi' must be a torch.float64 tensor",
+    ),
+    (
+        "gp",
+        "a stride-0 (expanded) training input of 2^28 rows",
+        _state("backend.x", lambda t: t[:1].expand(2**28, 3)),
+        r"'backend.x' is an expanded \(stride-0\) view",
+    ),
+    ("gp", "a missing factor", lambda config, state: state.pop("backend.chol"), r"'backend.chol' is missing"),
+    ("gp", "feature names of the wrong length", _config("feature_names", ["a", "b"]), r"has 2 names, expected 3"),
+    ("gp", "feature names that are not strings", _config("feature_names", [1, 2, 3]), r"must be a list of strings"),
+    ("gp", "show_progress: 'no'", _config("show_progress", "no"), r"'show_progress' must be true or false, got str"),
+    ("gp", "a budget under 1 MiB", _config("max_memory", 10), r"'max_memory' is not a memory budget"),
+    ("gp", "an unknown kernel", _config("kernel", "matern"), r"'kernel' must be one of \['rbf', 'linear'\]"),
+    ("gp", "an unknown backend", _config("backend", "svm"), r"'backend' must be one of \['gp', 'bnn'\]"),
+    ("bnn", "NaN head weights", _set("backend.loc", 2, float("nan")), r"'backend.loc' holds NaN"),
+    ("bnn", "a negative posterior variance", _set("backend.cov", 0, -1.0), r"'backend.cov' holds a negative variance"),
+    (
+        "bnn",
+        "a covariance of the wrong shape",
+        _state("backend.cov", lambda t: t[:3].clone()),
+        r"'backend.cov' must have shape \(5,\) or \(5, 5\)",
+    ),
+    ("bnn", "xi = 0", _set("backend.xi", 0, 0.0), r"'backend.xi' must hold nonzero values"),
+    ("bnn", "shortcut: 1", _config("shortcut", 1), r"'shortcut' must be true or false, got int"),
+    ("bnn", "feature names of the wrong length", _config("feature_names", ["a"]), r"has 1 names, expected 3"),
+]
+
+for _kind, _what, _edit, _match in CRAFTED:
+
+    @case(f"{G}.Goals", f"load: {_what} ({_kind})", SavedFieldError, r"\.pt': saved field .*" + _match)
+    def _(kind=_kind, edit=_edit):
+        _load_crafted(kind, edit)

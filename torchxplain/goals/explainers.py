@@ -13,6 +13,7 @@ from torch import Tensor
 
 from torchxplain._core import ExplainerBase, settings
 from torchxplain._core.inputs import check_feature_names, to_tensor
+from torchxplain._core.saved_fields import SavedFields
 from torchxplain.goals.bnn.backend import BNNBackend
 from torchxplain.goals.bnn.model import LastLayerBNN
 from torchxplain.goals.bnn.pyro_head import PyroHead
@@ -287,8 +288,9 @@ class Goals(ExplainerBase):
     def _from_config(
         cls, config: dict[str, Any], state: dict[str, Tensor], forward_func: Callable[..., Tensor] | None
     ) -> Goals:
+        fields = SavedFields(config, state)
         goals = cls.__new__(cls)
-        defaults = {"max_memory": config["max_memory"], "show_progress": config["show_progress"]}
-        backend = backend_from(config, state, forward_func)
-        goals._setup(backend, forward_func, config["feature_names"], defaults)
+        defaults = {"max_memory": fields.memory("max_memory"), "show_progress": fields.flag("show_progress", True)}
+        backend = backend_from(fields, forward_func)
+        goals._setup(backend, forward_func, fields.names("feature_names", "J", optional=True), defaults)
         return goals

@@ -97,14 +97,14 @@ class GPBackend(nn.Module):
 
     @classmethod
     def from_state(cls, kernel: KernelOps, state: dict[str, Tensor]) -> GPBackend:
-        """A backend rebuilt from saved buffers (``x``, ``xi``, ``mean_constant``, ``gram``, ``chol``,
-        ``alpha``; the shapes are taken from ``state``) and a kernel whose buffers are loaded separately."""
+        """A backend rebuilt from checked saved buffers (``x``, ``xi``, ``mean_constant``, ``gram``, ``chol``,
+        ``alpha``; see :mod:`torchxplain.goals.persistence`) and its kernel."""
         backend = cls.__new__(cls)
         nn.Module.__init__(backend)
         backend.kernel = kernel
         backend.mean_module = None
         for name in ("x", "xi", "mean_constant", "gram", "chol", "alpha"):
-            backend.register_buffer(name, torch.empty_like(state[f"{name}"]))
+            backend.register_buffer(name, state[name])
         backend._cache = {}
         return backend
 
