@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from torchxplain._core import chunk_bounds, rows_per_chunk
 from torchxplain._core.saved_fields import SavedFields
 from torchxplain.goals.bnn.backend import BNNBackend
 from torchxplain.goals.bnn.model import LastLayerBNN
@@ -73,28 +74,34 @@ def _check_factor(fields: SavedFields, kernel: KernelOps, x: Tensor, gram: Tenso
     ``d >= 0`` (noise plus jitter), as the constructor computed them.
 
     The factor is checked by Freivalds' test (two Gaussian probe vectors, seeded): ``O(N^2)`` instead of the
-    ``O(N^3)`` product, and a wrong factor passes only with probability zero.
+    ``O(N^3)`` product, and a wrong factor passes only with probability zero. Row blocks keep every
+    intermediate within ``tx.settings.max_memory``.
     """
-    fields.require(
-        torch.allclose(gram, kernel.cross(x.double(), x.double()), rtol=1e-8, atol=1e-10 * float(gram.abs().max())),
-        "backend.gram",
-        "is not the kernel matrix of the saved training inputs and hyperparameters",
-    )
-    diag = chol.diagonal()
-    fields.require(bool((chol.triu(1) == 0).all()), "backend.chol", "is not lower triangular")
-    fields.require(bool((diag > 0).all()), "backend.chol", "has a diagonal entry <= 0 (not a Cholesky factor)")
-    extra = chol.square().sum(1) - gram.diagonal()  # noise + jitter on the diagonal
+    n = x.shape[0]
+    x64 = x.double()
     scale = float(gram.diagonal().abs().max())
-    fields.require(bool((extra >= -1e-8 * scale).all()), "backend.chol", "gives a negative noise variance")
-    probes = torch.randn(chol.shape[0], 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    probes = probes.to(chol.device)
-    residual = chol @ (chol.T @ probes) - gram @ probes - extra[:, None] * probes
-    bound = chol.abs() @ (chol.abs().T @ probes.abs()) + gram.abs() @ probes.abs()
+    probes = torch.randn(n, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64).to(chol.device)
+    extra = chol.square().sum(1) - gram.diagonal()  # noise + jitter on the diagonal
     fields.require(
-        bool((residual.abs() <= 1e-8 * bound + 1e-300).all()),
-        "backend.chol",
-        "is not a Cholesky factor of the saved kernel matrix plus a noise diagonal",
+        bool((chol.diagonal() > 0).all()), "backend.chol", "has a diagonal entry <= 0 (not a Cholesky factor)"
     )
+    fields.require(bool((extra >= -1e-8 * scale).all()), "backend.chol", "gives a negative noise variance")
+    back, back_abs = chol.T @ probes, chol.abs().T @ probes.abs()
+    for a, b in chunk_bounds(n, rows_per_chunk(8 * 4 * n, n)):
+        fields.require(
+            torch.allclose(gram[a:b], kernel.cross(x64[a:b], x64), rtol=1e-8, atol=1e-10 * scale),
+            "backend.gram",
+            "is not the kernel matrix of the saved training inputs and hyperparameters",
+        )
+        rows = chol[a:b]
+        fields.require(bool((rows.triu(a + 1) == 0).all()), "backend.chol", "is not lower triangular")
+        residual = rows @ back - gram[a:b] @ probes - extra[a:b, None] * probes[a:b]
+        bound = rows.abs() @ back_abs + gram[a:b].abs() @ probes.abs()
+        fields.require(
+            bool((residual.abs() <= 1e-8 * bound).all()),
+            "backend.chol",
+            "is not a Cholesky factor of the saved kernel matrix plus a noise diagonal",
+        )
 
 
 def _gp_backend(fields: SavedFields) -> GPBackend:
