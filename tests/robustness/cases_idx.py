@@ -6,10 +6,15 @@ be (or the fix). The rows register as harness cases under the callable's public 
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
+
 import torch
 
 from tests.robustness.harness import case, exempt
 from torchxplain import idx
+from torchxplain._core.saved_fields import SavedFieldError
 from torchxplain.idx import BayesianClassifier, datasets
 
 X = "torchxplain.idx."
@@ -187,6 +192,20 @@ CASES = {
     "unknown child": (_build, (), {"structure": {"b": ["z"], "c": ["b"]}}, ValueError, r"unknown variable 'z'.*add it"),
     "values as a string": (_build, (), {"values": {**VALUES, "a": "01"}}, TypeError, r"values\['a'\] must be a list"),
     "integer dtype": (_build, (), {"dtype": torch.int64}, TypeError, r"dtype must be a floating torch dtype"),
+    "NaN bin edges": (
+        _build,
+        (),
+        {"bin_edges": {"a": [0.0, float("nan")]}},
+        ValueError,
+        r"bin_edges\['a'\] must hold at least two finite, strictly increasing edges",
+    ),
+    "bin edges of a classification": (
+        _build,
+        (),
+        {"bin_edges": {"b": [0.0, 1.0, 2.0]}},
+        ValueError,
+        r"bin_edges names 'b', which is not an observation",
+    ),
     "sd weights unknown": (BC.with_sd_weights, ({"zz": [1.0]},), {}, ValueError, r"unknown variable"),
     "fit alpha": (
         BayesianClassifier.fit,
@@ -220,3 +239,69 @@ for _what, (_fn, _args, _kwargs, _error, _pattern) in CASES.items():
 @case(X + "counterfactual_tables", "a zero budget", ValueError, r"max_cf_assignments must be a positive int, got int 0")
 def _():
     idx.counterfactual_tables(BC, 0)
+
+
+# ---------------------------------------------------------------- crafted or damaged classifier files
+def _load_edited(edit) -> None:
+    """Save the play-outside classifier, apply ``edit(data)`` to its JSON, write it back and load it."""
+    data = json.loads(json.dumps(BC.to_dict()))
+    edit(data)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "bc.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        BayesianClassifier.load(path)
+
+
+def _put(*keys_and_value):
+    *keys, value = keys_and_value
+
+    def edit(data):
+        node = data
+        for k in keys[:-1]:
+            node = node[k]
+        node[keys[-1]] = value
+
+    return edit
+
+
+def _many_values(data):
+    """Observation 'w' with 20,000 values (consistent tables): the padded (E, V, V) tables would take 36 GiB."""
+    k = 20_000
+    data["values"]["w"] = [f"v{i}" for i in range(k)]
+    data["priors"]["w"] = data["sd_weights"]["w"] = [1.0 / k] * k
+    data["cpts"][2][2] = [[1.0 / k] * k, [1.0 / k] * k]
+
+
+CRAFTED = {
+    "a dtype no torch has": (_put("dtype", "no_such_dtype"), r"'dtype' must name a dtype from \['bfloat16'"),
+    "an integer dtype": (_put("dtype", "int64"), r"'dtype' must name a dtype"),
+    "value names that are numbers": (_put("values", "p", [0, 1]), r"values\['p'\] must be a list of strings"),
+    "a NaN prior": (_put("priors", "r", [float("nan"), 0.33]), r"priors\['r'\] holds NaN"),
+    "priors given as bools": (_put("priors", "p", [True, False]), r"priors\['p'\] must be numbers"),
+    "a ragged table": (_put("cpts", 0, 2, [[0.25, 0.75], [0.5]]), r"cpts\[0\]\['table'\] is a ragged"),
+    "cpts as a mapping": (_put("cpts", {"r": {}}), r"'cpts' must be a list of \[classification, child, table\]"),
+    "a table for an unknown child": (_put("cpts", 0, 1, "zz"), r"cpts\[0\]\['child'\] must be one of"),
+    "a row that does not sum to 1": (_put("cpts", 1, 2, [[0.5, 0.6], [0.02, 0.98]]), r"sums to 1\.1, expected 1"),
+    "structure as a string": (_put("structure", "r", "tp"), r"structure\['r'\] must be a list of strings"),
+    "NaN bin edges": (_put("bin_edges", {"w": [0.0, float("nan"), 2.0]}), r"bin_edges\['w'\] holds NaN"),
+    "unsorted bin edges": (_put("bin_edges", {"w": [0.0, 2.0, 1.0]}), r"strictly increasing edges"),
+    "bin edges of a classification": (_put("bin_edges", {"o": [0.0, 1.0, 2.0]}), r"names 'o', which is not an obs"),
+    "bin edges given as a string": (_put("bin_edges", {"w": "0,1,2"}), r"bin_edges\['w'\] must be numbers"),
+    "bins that are no value names": (_put("bin_edges", {"w": [0.0, 1.0, 2.0]}), r"defines bins \['b0', 'b1'\]"),
+    "20,000 values of one variable (36 GiB of padded tables)": (_many_values, r"padded tables need 36621 MiB"),
+}
+
+for _what, (_edit, _match) in CRAFTED.items():
+    case(X + "BayesianClassifier", f"load: {_what}", SavedFieldError, r"bc\.json': .*" + _match)(
+        lambda edit=_edit: _load_edited(edit)
+    )
+
+
+@case(X + "BayesianClassifier", "load: a file that is not UTF-8", ValueError, r"not a saved Bayesian classifier")
+def _():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "bc.json")
+        with open(path, "wb") as f:
+            f.write(b"\xff\xfe\x00garbage")
+        BayesianClassifier.load(path)

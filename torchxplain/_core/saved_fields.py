@@ -13,6 +13,9 @@ What the readers guarantee:
   infinities and bools refused), :meth:`~SavedFields.choice`, :meth:`~SavedFields.names` (a list of strings of
   a given length), :meth:`~SavedFields.memory` (a budget :func:`~torchxplain._core.settings.parse_memory`
   accepts), :meth:`~SavedFields.dtype` (a dtype name from an allow-list, never ``getattr(torch, name)``);
+* nested JSON: :meth:`~SavedFields.section` reads a nested mapping (its fields are named ``priors['b']``),
+  :meth:`~SavedFields.numbers` nested lists of finite numbers as a float64 tensor (bools and ragged lists
+  refused), :meth:`~SavedFields.require` any cross-field condition;
 * tensors (:meth:`~SavedFields.tensor`): the dtype kind (floating, integer, bool), finite values, value bounds,
   binary values, and the shape, whose named dimensions (``("N", "J")``) bind on first use so every later field
   is checked against them (:meth:`~SavedFields.dim`). A tensor whose elements outnumber its storage (a stride-0
@@ -36,7 +39,7 @@ bounded: a field's value is shown truncated.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import torch
 from torch import Tensor
@@ -73,6 +76,8 @@ class SavedFields:
         state: the tensors by name (``None``: a JSON-only object).
         prefix: prepended to every state key read (e.g. ``"backend."``); :meth:`sub` makes such views.
         dims: named dimensions already bound (shared with the views made by :meth:`sub`).
+        where: the path of ``config`` inside the saved object, for messages (``"priors"`` names fields
+            ``priors['b']``); :meth:`section` makes such readers of nested mappings.
 
     Raises:
         SavedFieldError: ``config`` is not a mapping or ``state`` not a mapping of tensors.
@@ -84,9 +89,11 @@ class SavedFields:
         state: Mapping[str, Any] | None = None,
         prefix: str = "",
         dims: dict[str, int] | None = None,
+        where: str = "",
     ) -> None:
         if not isinstance(config, Mapping):
-            raise SavedFieldError(f"the saved config must be a mapping, got {_short(config)}; {_FIX}")
+            name = f"saved field {where}" if where else "the saved config"
+            raise SavedFieldError(f"{name} must be a mapping, got {_short(config)}; {_FIX}")
         if state is not None and (
             not isinstance(state, Mapping) or not all(isinstance(v, Tensor) for v in state.values())
         ):
@@ -95,14 +102,30 @@ class SavedFields:
         self.state: Mapping[str, Tensor] = state or {}
         self.prefix = prefix
         self.dims: dict[str, int] = {} if dims is None else dims
+        self.where = where
 
     def sub(self, prefix: str) -> SavedFields:
         """A view reading state keys under ``prefix`` (config keys unchanged), sharing the bound dimensions."""
-        return SavedFields(self.config, self.state, self.prefix + prefix, self.dims)
+        return SavedFields(self.config, self.state, self.prefix + prefix, self.dims, self.where)
+
+    def name(self, key: str) -> str:
+        """The field's name in messages: ``'key'``, or ``where['key']`` inside a section."""
+        return f"{self.where}[{key!r}]" if self.where else repr(key)
+
+    def section(self, key: str) -> SavedFields:
+        """A reader of the nested mapping at config ``key`` (its fields are named ``key['...']``)."""
+        return SavedFields(self.value(key), None, "", self.dims, self.name(key) if self.where else key)
+
+    def keys(self) -> list[str]:
+        """The config's keys, which must be strings."""
+        bad = [k for k in self.config if not isinstance(k, str)]
+        if bad:
+            raise SavedFieldError(f"saved field {self.where} has a key {_short(bad[0])} that is not a string; {_FIX}")
+        return list(self.config)
 
     def fail(self, key: str, problem: str) -> SavedFieldError:
         """The error for field ``key``: ``saved field 'key' <problem>; <the fix>``."""
-        return SavedFieldError(f"saved field {key!r} {problem}; {_FIX}")
+        return SavedFieldError(f"saved field {self.name(key)} {problem}; {_FIX}")
 
     def require(self, condition: bool, key: str, problem: str) -> None:
         """Raise :meth:`fail` unless ``condition`` (a cross-field check, e.g. two tensors that must agree)."""
@@ -130,7 +153,7 @@ class SavedFields:
         """An int in ``minimum..maximum`` (floats and bools refused)."""
         value = self.value(key)
         try:
-            return check_int(value, f"saved field {key!r}", minimum, maximum)
+            return check_int(value, f"saved field {self.name(key)}", minimum, maximum)
         except (TypeError, ValueError) as err:
             raise SavedFieldError(f"{err}; {_FIX}") from None
 
@@ -138,7 +161,7 @@ class SavedFields:
         """A finite float within ``bounds`` (those of :func:`~torchxplain._core.validation.check_number`)."""
         value = self.value(key)
         try:
-            return check_number(value, f"saved field {key!r}", **bounds)
+            return check_number(value, f"saved field {self.name(key)}", **bounds)
         except (TypeError, ValueError) as err:
             raise SavedFieldError(f"{err}; {_FIX}") from None
 
@@ -148,6 +171,15 @@ class SavedFields:
         if not isinstance(value, str) or value not in options:
             raise self.fail(key, f"must be one of {list(options)}, got {_short(value)}")
         return value
+
+    @overload
+    def names(self, key: str, length: Dim | None = ..., optional: Literal[False] = ...) -> list[str]: ...
+
+    @overload
+    def names(self, key: str, length: Dim | None = ..., *, optional: bool) -> list[str] | None: ...
+
+    @overload
+    def names(self, key: str, length: Dim | None, optional: bool) -> list[str] | None: ...
 
     def names(self, key: str, length: Dim | None = None, optional: bool = False) -> list[str] | None:
         """A list of strings (feature names, ...) of ``length`` entries (an int or a bound dimension's name)."""
@@ -161,6 +193,25 @@ class SavedFields:
             if len(value) != want:
                 raise self.fail(key, f"has {len(value)} names, expected {want} (one per feature)")
         return list(value)
+
+    def numbers(self, key: str, shape: Sequence[Dim] | None = None) -> Tensor:
+        """A float64 tensor from nested JSON lists of finite numbers (bools, strings and ragged lists refused)."""
+        value = self.value(key)
+
+        def ok(v: Any) -> bool:
+            if isinstance(v, list):
+                return all(ok(u) for u in v)
+            return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+        if not ok(value):
+            raise self.fail(key, f"must be numbers or (nested) lists of numbers, got {_short(value)}")
+        try:
+            t = torch.tensor(value, dtype=torch.float64)
+        except (TypeError, ValueError):
+            raise self.fail(key, "is a ragged nested list (rows of different lengths)") from None
+        self._check_shape(self.name(key), t, shape)
+        self._check_values(self.name(key), t, True, False, None, None, False, False)
+        return t
 
     def memory(self, key: str) -> int | None:
         """A memory budget (bytes or a string such as ``"1GB"``, at least 1 MiB) or ``None``."""
@@ -187,17 +238,10 @@ class SavedFields:
         return self.prefix + key in self.state
 
     def dim(self, name: str) -> int:
-        """The size bound to dimension ``name`` by an earlier :meth:`tensor` or :meth:`bind`."""
+        """The size bound to dimension ``name`` by an earlier :meth:`tensor` or :meth:`numbers`."""
         if name not in self.dims:
             raise LookupError(f"dimension {name!r} is not bound yet; read a tensor that has it first")
         return self.dims[name]
-
-    def bind(self, name: str, size: int, key: str) -> int:
-        """Bind dimension ``name`` to ``size`` (read from field ``key``), or check it against its binding."""
-        held = self.dims.setdefault(name, size)
-        if held != size:
-            raise self.fail(key, f"has {name} = {size}, but an earlier field has {name} = {held}")
-        return size
 
     def tensor(
         self,
@@ -225,7 +269,7 @@ class SavedFields:
         full = self.prefix + key
         t = self.state.get(full)
         if t is None:
-            raise self.fail(full, "is missing from the state")
+            raise SavedFieldError(f"saved field {full!r} is missing from the state; {_FIX}")
         kinds = {
             "float": t.is_floating_point(),
             "int": not t.is_floating_point() and not t.is_complex() and t.dtype != torch.bool,
@@ -233,24 +277,38 @@ class SavedFields:
         }
         if not kinds[kind] or (dtype is not None and t.dtype != dtype):
             want = str(dtype) if dtype is not None else {"float": "floating", "int": "integer", "bool": "bool"}[kind]
-            raise self.fail(full, f"must be a {want} tensor, got dtype {t.dtype}")
+            raise SavedFieldError(f"saved field {full!r} must be a {want} tensor, got dtype {t.dtype}; {_FIX}")
         if t.numel() * t.element_size() > t.untyped_storage().nbytes():
-            raise self.fail(
-                full,
-                f"is an expanded (stride-0) view: shape {tuple(t.shape)} over a storage of "
-                f"{t.untyped_storage().nbytes()} bytes; saved files hold dense tensors",
+            raise SavedFieldError(
+                f"saved field {full!r} is an expanded (stride-0) view: shape {tuple(t.shape)} over a storage of "
+                f"{t.untyped_storage().nbytes()} bytes; saved files hold dense tensors; {_FIX}"
             )
-        if shape is not None:
-            if t.ndim != len(shape):
-                raise self.fail(full, f"must have {len(shape)} dimensions {tuple(shape)}, got shape {tuple(t.shape)}")
-            for want_size, size in zip(shape, t.shape):
-                if isinstance(want_size, str):
-                    self.bind(want_size, int(size), full)
-                elif size != want_size:
-                    raise self.fail(full, f"must have shape {tuple(shape)}, got {tuple(t.shape)}")
+        self._check_shape(repr(full), t, shape)
         t = t.contiguous()
-        self._check_values(full, t, finite, binary, minimum, maximum, positive, nonzero)
+        self._check_values(repr(full), t, finite, binary, minimum, maximum, positive, nonzero)
         return t
+
+    def _check_shape(self, name: str, t: Tensor, shape: Sequence[Dim] | None) -> None:
+        """``name`` is the field's display name (a quoted key or a section path)."""
+        if shape is None:
+            return
+        if t.ndim != len(shape):
+            raise SavedFieldError(
+                f"saved field {name} must have {len(shape)} dimensions {tuple(shape)}, got shape {tuple(t.shape)}; "
+                f"{_FIX}"
+            )
+        for want_size, size in zip(shape, t.shape):
+            if isinstance(want_size, str):
+                held = self.dims.setdefault(want_size, int(size))
+                if held != size:
+                    raise SavedFieldError(
+                        f"saved field {name} has {want_size} = {size}, but an earlier field has {want_size} = "
+                        f"{held}; {_FIX}"
+                    )
+            elif size != want_size:
+                raise SavedFieldError(
+                    f"saved field {name} must have shape {tuple(shape)}, got {tuple(t.shape)}; {_FIX}"
+                )
 
     def _check_values(
         self,
@@ -281,7 +339,9 @@ class SavedFields:
         for bad, problem in checks:
             if bool(bad.any()):
                 where = tuple(int(i) for i in bad.nonzero()[0])
-                raise self.fail(key, f"{problem} (first offending entry at index {where}: {t[where].item()!r})")
+                raise SavedFieldError(
+                    f"saved field {key} {problem} (first offending entry at index {where}: {t[where].item()!r}); {_FIX}"
+                )
 
 
 __all__ = ["FLOAT_DTYPES", "SavedFieldError", "SavedFields"]

@@ -23,6 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from torchxplain._core import check_float_dtype, settings
+from torchxplain._core.saved_fields import SavedFieldError, SavedFields
 from torchxplain.idx.encoding import BinMethod, InputEncoder
 from torchxplain.idx.io import spec_from_frame, spec_from_pgmpy, spec_from_sklearn
 from torchxplain.idx.spec import ClassifierSpec
@@ -68,7 +69,11 @@ class BayesianClassifier(nn.Module):
             (Def. 8); defaults to ``priors`` where given, else uniform.
         dtype: floating dtype of the stored tables (``.to(torch.float32)`` converts later).
         bin_edges: numeric column -> bin edges, applied when a DataFrame holds numbers for that observation
-            (set by :meth:`fit` with ``bins=``).
+            (set by :meth:`fit` with ``bins=``): at least two finite, strictly increasing edges per observation,
+            whose bins ``"b0", "b1", ...`` are values of it.
+
+    The tables are padded to the most values ``V`` of any variable (``2 (E + 1) V^2`` floats); a classifier whose
+    padded tables would exceed ``tx.settings.max_memory`` is refused with the variable named.
 
     Inputs to :meth:`forward` are validated integer codes ``(B, |O|)``, one column per observation in
     :attr:`observations` order; :meth:`encode` turns any accepted input form into codes.
@@ -115,6 +120,15 @@ class BayesianClassifier(nn.Module):
 
         card = [len(spec.values[v]) for v in self.variables]
         n_values = max(card)
+        table_bytes = 8 * 2 * (len(self.influences) + 1) * n_values * n_values  # log_cpt and cpt_rows, float64
+        if table_bytes > settings.max_memory.value():
+            widest = self.variables[card.index(n_values)]
+            raise ValueError(
+                f"the classifier's padded tables need {table_bytes / 2**20:.0f} MiB ({len(self.influences)} influences "
+                f"x {n_values}^2, {n_values} = the values of {widest!r}), above max_memory "
+                f"({settings.max_memory.value() / 2**20:.0f} MiB); merge values of {widest!r} or raise "
+                "tx.settings.max_memory"
+            )
         log_prior = torch.full((len(card), n_values), -math.inf, dtype=torch.float64)
         weights = torch.zeros((len(card), n_values), dtype=torch.float64)
         for i, var in enumerate(self.variables):
@@ -229,11 +243,26 @@ class BayesianClassifier(nn.Module):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BayesianClassifier:
-        """Rebuild a classifier from :meth:`to_dict` output (on the CPU; identical tables and explanations)."""
-        dtype = getattr(torch, str(data.get("dtype", "float64")), None)
-        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-            raise ValueError(f"saved dtype must be a floating torch dtype name, got {data.get('dtype')!r}")
-        return cls.from_spec(ClassifierSpec.from_dict(data), dtype, data.get("bin_edges") or {})
+        """Rebuild a classifier from :meth:`to_dict` output (on the CPU; identical tables and explanations).
+
+        Every field is checked as strictly as the constructor's arguments (see
+        :meth:`~torchxplain.idx.spec.ClassifierSpec.from_dict`); ``dtype`` must name a floating dtype and
+        ``bin_edges`` hold finite, increasing edges of observations.
+
+        Raises:
+            ValueError: not a saved classifier or another version;
+                :class:`~torchxplain._core.saved_fields.SavedFieldError` (a ``ValueError``) naming a bad field.
+        """
+        spec = ClassifierSpec.from_dict(data)
+        fields = SavedFields(data)
+        dtype = fields.dtype("dtype", default="float64")
+        edges = fields.section("bin_edges") if fields.value("bin_edges", optional=True) is not None else None
+        try:
+            return cls.from_spec(spec, dtype, {c: edges.numbers(c) for c in edges.keys()} if edges else {})
+        except (TypeError, ValueError) as err:
+            if isinstance(err, SavedFieldError):
+                raise
+            raise SavedFieldError(f"saved classifier: {err}") from None
 
     def save(self, path: str | os.PathLike[str]) -> str:
         """Write :meth:`to_dict` as JSON to ``path`` (no pickle); returns the path."""
@@ -248,9 +277,12 @@ class BayesianClassifier(nn.Module):
         with open(os.fspath(path), encoding="utf-8") as f:
             try:
                 data = json.load(f)
-            except json.JSONDecodeError as err:
+            except (json.JSONDecodeError, UnicodeDecodeError) as err:
                 raise ValueError(f"{os.fspath(path)!r} is not a saved Bayesian classifier (bad JSON: {err})") from None
-        bc = cls.from_dict(data)
+        try:
+            bc = cls.from_dict(data)
+        except SavedFieldError as err:
+            raise SavedFieldError(f"{os.fspath(path)!r}: {err}") from None
         return bc.to(map_location) if map_location is not None else bc
 
     # ------------------------------------------------------------------ caches

@@ -70,6 +70,39 @@ def discretize(frame: Any, bins: int | Mapping[str, int] = 5, method: BinMethod 
     return apply_bins(out, edges), edges
 
 
+def check_bin_edges(bin_edges: Mapping[str, Any] | None, value_names: Mapping[str, Sequence[str]]) -> dict:
+    """``bin_edges`` as float64 arrays: per observation, at least two finite, strictly increasing edges whose bins
+    ``"b0", "b1", ...`` are all values of that observation.
+
+    Raises:
+        TypeError: not a mapping, or edges that are not numbers.
+        ValueError: an unknown column, too few, non-finite or unsorted edges, or bins that are no value names.
+    """
+    if bin_edges is None:
+        return {}
+    if not isinstance(bin_edges, Mapping):
+        raise TypeError(f"bin_edges must be a mapping column -> bin edges, got {type(bin_edges).__name__}")
+    out = {}
+    for col, given in bin_edges.items():
+        col = str(col)
+        if col not in value_names:
+            raise ValueError(f"bin_edges names {col[:40]!r}, which is not an observation {tuple(value_names)[:10]}")
+        try:
+            edges = np.asarray(given, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"bin_edges[{col!r}] must be a list of numbers, got {str(given)[:40]!r}") from None
+        if edges.ndim != 1 or edges.size < 2 or not np.isfinite(edges).all() or not (np.diff(edges) > 0).all():
+            raise ValueError(
+                f"bin_edges[{col!r}] must hold at least two finite, strictly increasing edges, got "
+                f"{str(edges.tolist())[:60]}"
+            )
+        missing = [b for b in bin_names(edges) if b not in value_names[col]]
+        if missing:
+            raise ValueError(f"bin_edges[{col!r}] defines bins {missing[:5]} that are no values of {col!r}")
+        out[col] = edges
+    return out
+
+
 class InputEncoder:
     """Turns user inputs into validated integer codes ``(B, |O|)``, one column per observation in order.
 
@@ -91,7 +124,7 @@ class InputEncoder:
         self.variables = frozenset(variables)
         self.observations = tuple(observations)
         self.value_names = {o: tuple(value_names[o]) for o in self.observations}
-        self.bin_edges = {str(c): np.asarray(e, dtype=np.float64) for c, e in (bin_edges or {}).items()}
+        self.bin_edges = check_bin_edges(bin_edges, self.value_names)
         self._code = {o: {name: i for i, name in enumerate(self.value_names[o])} for o in self.observations}
         self._cards = torch.tensor([len(self.value_names[o]) for o in self.observations])
 
