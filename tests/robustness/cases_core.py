@@ -176,6 +176,14 @@ def _():
     tx.explain_after_fit(lambda x: x.sum(1), np.zeros((4, 2)), np.zeros((2, 2)), n_background=2.0)
 
 
+@case("torchxplain.explain_after_fit", "X_test columns in another order", ValueError, r"X_test has columns that differ")
+def _():
+    import pandas as pd
+
+    train = pd.DataFrame(np.eye(4)[:, :3], columns=["a", "b", "c"])
+    tx.explain_after_fit(lambda x: x.sum(1), train, train[["c", "b", "a"]], method="fourier")
+
+
 @case("torchxplain.explain_after_fit", "a float seed", TypeError, r"seed must be a non-negative int")
 def _():
     tx.explain_after_fit(lambda x: x.sum(1), np.zeros((4, 2)), np.zeros((2, 2)), seed=1.7)

@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from tests.robustness.harness import case
+from tests.robustness.harness import case, result_case
 from torchxplain import goals
 from torchxplain._core.saved_fields import SavedFieldError
 
@@ -300,3 +300,148 @@ for _kind, _what, _edit, _match in CRAFTED:
     @case(f"{G}.Goals", f"load: {_what} ({_kind})", SavedFieldError, r"\.pt': saved field .*" + _match)
     def _(kind=_kind, edit=_edit):
         _load_crafted(kind, edit)
+
+
+# ---------------------------------------------------------------- inputs, model layouts and fits
+def _frame(x: torch.Tensor, columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(x.numpy(), columns=columns)
+
+
+def _shift_reference(model: gpytorch.models.ExactGP, x: torch.Tensor, xi: float) -> torch.Tensor:
+    """``(Q, J)`` ``E[f(x)] - E[f(x + xi e_j)]`` from GPyTorch's own exact predictive mean (independent of GOALS)."""
+    model.eval()
+    shifted = torch.stack([x + xi * torch.eye(x.shape[1], dtype=x.dtype)[j] for j in range(x.shape[1])])
+    with torch.no_grad(), gpytorch.settings.fast_pred_var(False), gpytorch.settings.max_cholesky_size(10**9):
+        base = model(x).mean
+        moved = torch.stack([model(s).mean for s in shifted], 1)
+    return base[:, None] - moved
+
+
+class _RenamedGP(gpytorch.models.ExactGP):
+    """A GP whose mean and kernel have their own names (not mean_module / covar_module)."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, kernel: Any, extra: Any = None, scale: float = 1.0) -> None:
+        super().__init__(x, y, gpytorch.likelihoods.GaussianLikelihood())
+        self.prior_mean = gpytorch.means.ConstantMean()
+        self.kernel = kernel
+        self.extra, self.scale = extra, scale
+
+    def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
+        covar = self.kernel(x) * self.scale
+        return gpytorch.distributions.MultivariateNormal(self.prior_mean(x), covar)
+
+
+def _renamed(**kwargs: Any) -> _RenamedGP:
+    reference = _gp()
+    x, y = reference.train_inputs[0], reference.train_targets
+    model = _RenamedGP(x, y, gpytorch.kernels.ScaleKernel(gpytorch.kernels.RBFKernel()), **kwargs).double()
+    model.kernel.base_kernel.lengthscale = 1.3
+    return model
+
+
+@case(f"{G}.Goals", "a DataFrame without feature names to check it", ValueError, r"no feature names to check")
+def _():
+    x = _gp().train_inputs[0][:3]
+    goals.Goals(_gp()).attribute(_frame(x, ["a", "b", "c"]))
+
+
+@case(
+    f"{G}.Goals", "a column-reversed DataFrame", ValueError, r"differ from those seen at fit time \(the same names in"
+)
+def _():
+    x = _gp().train_inputs[0][:3]
+    goals.Goals(_gp(), feature_names=["a", "b", "c"]).attribute(_frame(x.flip(1), ["c", "b", "a"]))
+
+
+@case(f"{G}.Goals", "a GP with two kernel modules", ValueError, r"exactly one gpytorch.kernels.Kernel module \(found 2")
+def _():
+    goals.Goals(_renamed(extra=gpytorch.kernels.RBFKernel()))
+
+
+@case(f"{G}.Goals", "a GP whose forward scales its kernel", ValueError, r"prior forward\(x\) is not MultivariateNormal")
+def _():
+    goals.Goals(_renamed(scale=2.0))
+
+
+@case(f"{G}.Goals", "a GP without a mean module", ValueError, r"exactly one gpytorch.means.Mean module \(found none\)")
+def _():
+    model = _renamed()
+    del model.prior_mean
+    goals.Goals(model)
+
+
+@case(
+    f"{G}.LastLayerBNN", "X of the wrong feature count", ValueError, r"fails on X of shape \(8, 2\).*takes 3 features"
+)
+def _():
+    _bnn().fit(np.zeros((8, 2)), np.zeros(8))
+
+
+@case(
+    f"{G}.LastLayerBNN", "a diverging learning rate", ValueError, r"SVI diverged: NaN parameters in epoch 1; lower lr"
+)
+def _():
+    x = torch.randn(40, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    _bnn().fit(x, x[:, 0] * 1e6, epochs=3, lr=1e6, batch_size=4, show_progress=False)
+
+
+@case(
+    f"{G}.LastLayerBNN", "an extractor with NaN weights", ValueError, r"features\(X\) is NaN or infinite at rows \[0, 1"
+)
+def _():
+    bnn = _bnn()
+    with torch.no_grad():
+        bnn.features[0].weight[0, 0] = float("nan")
+    bnn.fit(np.ones((8, 3)), np.zeros(8), show_progress=False)
+
+
+@case(f"{G}.rate", "NaN inputs", ValueError, r"x contains NaN or infinite values \(first at index \(1, 0\)\)")
+def _():
+    goals.rate([[0.0, 1.0], [float("nan"), 0.0], [1.0, 1.0]], np.zeros(3), np.eye(3))
+
+
+@case(f"{G}.rate", "a NaN posterior mean (used to return NaN)", ValueError, r"f_mean contains NaN .* \(2,\)")
+def _():
+    goals.rate(np.random.default_rng(0).normal(size=(5, 2)), [0.0, 1.0, float("nan"), 0.0, 1.0], np.eye(5))
+
+
+@case(f"{G}.rate_kld", "a NaN covariance", ValueError, r"cov contains NaN or infinite values")
+def _():
+    goals.rate_kld(torch.zeros(2), torch.tensor([[1.0, float("nan")], [0.0, 1.0]]))
+
+
+@result_case(f"{G}.Goals", "a DataFrame with the training columns, and the same frame reordered")
+def _():
+    model = _gp()
+    x = torch.randn(5, 3, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    g = goals.Goals(model, xi=0.5, feature_names=["a", "b", "c"])
+    torch.testing.assert_close(
+        g.attribute(_frame(x, ["a", "b", "c"])), _shift_reference(model, x, 0.5), atol=1e-8, rtol=0
+    )
+    try:  # the reversed frame used to be read in its own order: other scores, no error
+        g.attribute(_frame(x.flip(1), ["c", "b", "a"]))
+    except ValueError as err:
+        assert "another order" in str(err)
+    else:
+        raise AssertionError("a column-reversed frame was accepted")
+
+
+@result_case(f"{G}.Goals", "a GP whose mean and kernel are not called mean_module / covar_module")
+def _():
+    model = _renamed()
+    x = torch.randn(5, 3, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    torch.testing.assert_close(goals.Goals(model).attribute(x), _shift_reference(model, x, 1.0), atol=1e-8, rtol=0)
+
+
+@result_case(f"{G}.Goals", "to_shap values have the sign of the slopes (shap's 'impact on model output')")
+def _():
+    g_ = torch.Generator().manual_seed(2)
+    x = torch.randn(30, 3, generator=g_, dtype=torch.float64)
+    y = 2.0 * x[:, 0] - 3.0 * x[:, 1] + 0.01 * torch.randn(30, generator=g_, dtype=torch.float64)
+    model = _GP(x, y).double()
+    model.covar_module = gpytorch.kernels.LinearKernel().double()
+    model.likelihood.noise = 1e-3
+    explanation = goals.Goals(model, xi=0.5).to_shap(x[:6])
+    slopes = torch.tensor([2.0, -3.0, 0.0], dtype=torch.float64) * 0.5  # f(x + xi e_j) - f(x) of y's linear part
+    np.testing.assert_allclose(explanation.values, slopes.expand(6, 3).numpy(), atol=0.05)
+    np.testing.assert_allclose(explanation.values, -_shift_reference(model, x[:6], 0.5).numpy(), atol=1e-8)

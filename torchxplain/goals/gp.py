@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from torchxplain._core import chunk_bounds, rows_per_chunk, settings
 from torchxplain.goals.families import kernel_ops
-from torchxplain.goals.gp_checks import check_gp, check_xi
+from torchxplain.goals.gp_checks import check_gp, check_xi, gp_modules
 from torchxplain.goals.importance import (
     GlobalImportance,
     Reduction,
@@ -45,7 +45,10 @@ class GPBackend(nn.Module):
     :func:`~torchxplain.goals.inputs.check_rows`).
 
     Args:
-        model: fitted ``ExactGP`` with one ``(N, J)`` training input and ``(N,)`` targets.
+        model: fitted ``ExactGP`` with one ``(N, J)`` training input and ``(N,)`` targets, whose ``forward(x)``
+            returns ``MultivariateNormal(mean(x), kernel(x))`` of one ``gpytorch.means.Mean`` and one
+            ``gpytorch.kernels.Kernel`` module, under any attribute names (see
+            :func:`~torchxplain.goals.gp_checks.gp_modules`).
         likelihood: ``GaussianLikelihood`` or ``FixedNoiseGaussianLikelihood`` (default ``model.likelihood``).
         xi: shift, a scalar or a ``(J,)`` tensor of nonzero values (negative allowed).
         jitter: added to the diagonal of ``A`` before the Cholesky factorisation (finite, ``>= 0``).
@@ -71,10 +74,10 @@ class GPBackend(nn.Module):
         super().__init__()
         x, y, noise = check_gp(model, likelihood, jitter)
         n, j = x.shape
-        self.kernel: KernelOps = kernel_ops(model.covar_module, j).to(x.device)
+        mean, covar = gp_modules(model, x)
+        self.kernel: KernelOps = kernel_ops(covar, j).to(x.device)
         self.register_buffer("xi", check_xi(xi, j).to(x.device))
         self.register_buffer("x", x.clone())
-        mean = model.mean_module
         self.mean_module: nn.Module | None = None
         const = torch.zeros((), dtype=torch.float64)
         if isinstance(mean, gpytorch.means.ConstantMean):
