@@ -12,7 +12,7 @@ import tempfile
 
 import torch
 
-from tests.robustness.harness import case, exempt
+from tests.robustness.harness import case, exempt, result_case
 from torchxplain import idx
 from torchxplain._core.saved_fields import SavedFieldError
 from torchxplain.idx import BayesianClassifier, datasets
@@ -305,3 +305,156 @@ def _():
         with open(path, "wb") as f:
             f.write(b"\xff\xfe\x00garbage")
         BayesianClassifier.load(path)
+
+
+# ---------------------------------------------------------------- inputs, data frames, networks and statistics
+FRAME = datasets.play_outside_data()
+
+
+def _nan_frame():
+    frame = FRAME.copy()
+    frame.loc[2, "t"] = None
+    return frame
+
+
+def _float_frame():
+    return FRAME.assign(t=[0.05 * i for i in range(len(FRAME))])
+
+
+def _empty_network():
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    return DiscreteBayesianNetwork([("a", "b"), ("a", "c")])
+
+
+def _masks(width: int) -> dict:
+    return {name: torch.zeros(2, width, dtype=torch.bool) for name in ("attack", "support")}
+
+
+MORE = {
+    "a value for a classification": (
+        idx.explain,
+        (BC, {**A, "r": "-"}),
+        {},
+        ValueError,
+        r"inputs\[0\] gives values for the classifications \['r'\], which the classifier decides",
+    ),
+    "a frame column naming no variable": (
+        idx.explain,
+        (BC, FRAME[["w", "t", "p"]].assign(zz=1)),
+        {},
+        ValueError,
+        r"columns \['zz'\] that name no variable",
+    ),
+    "a frame with NaN": (
+        idx.explain,
+        (BC, _nan_frame()[["w", "t", "p"]]),
+        {},
+        ValueError,
+        r"missing value \(NaN/None\) in column 't', row 2",
+    ),
+    "shap on one input without background": (
+        idx.explain,
+        (BC, A, "shap"),
+        {},
+        ValueError,
+        r"the shap kit needs a background.*every Shapley value would be 0.*background=",
+    ),
+    "shap_values on one input without background": (
+        idx.shap_values,
+        (BC, [A, A]),
+        {},
+        ValueError,
+        r"hold one distinct assignment",
+    ),
+}
+for _what, (_fn, _args, _kwargs, _error, _pattern) in MORE.items():
+    _register(_what, _fn, _args, _kwargs, _error, _pattern)
+
+
+@case(X + "BayesianClassifier", "fit: a frame with NaN", ValueError, r"column 't' holds a missing value.*row 2")
+def _():
+    BayesianClassifier.fit(_nan_frame(), "o")
+
+
+@case(
+    X + "BayesianClassifier", "fit: a float column (18 categories)", ValueError, r"'t' is floating point with 18 dist"
+)
+def _():
+    BayesianClassifier.fit(_float_frame(), "o")
+
+
+@case(X + "BayesianClassifier", "from_pgmpy: a network without CPDs", ValueError, r"no CPD for the nodes \['a', 'b'")
+def _():
+    BayesianClassifier.from_pgmpy(_empty_network())
+
+
+@case(X + "stats", "agreement of masks over other pairs", ValueError, r"must have one shape \(B, P\)")
+def _():
+    idx.stats.agreement(_masks(3), _masks(4))
+
+
+@case(X + "stats", "agreement without a support mask", ValueError, r"second must map 'attack' and 'support'")
+def _():
+    idx.stats.agreement(_masks(3), {"attack": _masks(3)["attack"]})
+
+
+@case(X + "stats", "violations of float masks", ValueError, r"relations\['attack'\] must be a 2-D bool tensor")
+def _():
+    idx.stats.monotonicity_violations({k: v.float() for k, v in _masks(3).items()}, _masks(3))
+
+
+def _relations(bc: BayesianClassifier, kits: tuple) -> tuple:
+    batch = idx.explain_batch(
+        bc, datasets.all_inputs(datasets.play_outside()), kits, background=datasets.all_inputs(bc)
+    )
+    return batch.sigma, {k: batch.relations(k) for k in kits}
+
+
+@result_case(X + "BayesianClassifier", "float16 and bfloat16 classifiers explain the 18 inputs as float64 does")
+def _():
+    kits = ("md", "sd", "cf", "shap", "lime")
+    sigma, reference = _relations(datasets.play_outside(torch.float64), kits)
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        bc = datasets.play_outside(dtype)
+        assert bc.dtype == dtype and bc.predict_proba(A).dtype == (
+            torch.float64 if dtype == torch.float64 else torch.float32
+        )
+        got_sigma, got = _relations(bc, kits)
+        assert torch.equal(got_sigma, sigma), dtype
+        for kit in kits:
+            for name, mask in reference[kit].items():
+                assert torch.equal(got[kit][name], mask), (dtype, kit, name)
+
+
+@result_case(X + "shap_values", "one input against every assignment: exact Shapley values by subsets")
+def _():
+    import itertools
+    import math
+
+    bc = datasets.play_outside()
+    background = datasets.all_inputs(bc)
+    a = bc.encode(A)[0]
+    phi = idx.shap_values(bc, A, background=background)[0]  # (|O|, |C|)
+    m = len(bc.observations)
+    sigma = bc.decide(A)[0]
+
+    def value(coalition: set, y: int) -> float:
+        rows = torch.where(torch.tensor([j in coalition for j in range(m)]), a, background)
+        return float(bc.predict_proba(rows)[:, y, sigma[y]].mean())
+
+    for k, c in enumerate(bc.classifications):
+        y = bc.index_of(c)
+        for j in range(m):
+            others = [i for i in range(m) if i != j]
+            want = sum(
+                math.factorial(len(s))
+                * math.factorial(m - len(s) - 1)
+                / math.factorial(m)
+                * (value(set(s) | {j}, y) - value(set(s), y))
+                for r in range(m)
+                for s in itertools.combinations(others, r)
+            )
+            assert abs(float(phi[j, k]) - want) < 1e-12, (c, j)
+    (explanation,) = idx.explain(bc, A, "shap", background=background)
+    assert explanation.relations["support"] or explanation.relations["attack"]  # no longer empty

@@ -247,12 +247,6 @@ class GPBackend(nn.Module):
         var = self.kernel.local_variance(xq.double(), self._rows(torch.float64), self.xi, cholesky_sqnorms(self.chol))
         return var.clamp_min(0.0).to(xq.dtype)
 
-    def global_variance(self) -> Tensor:
-        """``(J,)`` S4 posterior variances of the global means (float64), from the cached training pass."""
-        var = self.training_stats(variances=True).variance()
-        assert var is not None
-        return var
-
     def global_covariance(self, features: Tensor) -> Tensor:
         """``(S, S)`` posterior covariance of the global means of ``features`` ``(S,)`` (float64, O(N^2 S^2))."""
         n = self.x.shape[0]

@@ -76,7 +76,8 @@ class BayesianClassifier(nn.Module):
     padded tables would exceed ``tx.settings.max_memory`` is refused with the variable named.
 
     Inputs to :meth:`forward` are validated integer codes ``(B, |O|)``, one column per observation in
-    :attr:`observations` order; :meth:`encode` turns any accepted input form into codes.
+    :attr:`observations` order; :meth:`encode` turns any accepted input form into codes. Computations follow
+    ``tx.settings.dtype_policy`` (:meth:`computing`): a float16 or bfloat16 classifier computes in float32.
     """
 
     log_prior: Tensor
@@ -295,6 +296,18 @@ class BayesianClassifier(nn.Module):
             self._cache[key] = build()
         return self._cache[key]
 
+    def computing(self) -> BayesianClassifier:
+        """This classifier in the dtype ``tx.settings.dtype_policy`` computes in: itself when its tables have it,
+        else a cached copy rebuilt from the float64 :attr:`spec` (so half and bfloat16 classifiers compute in
+        float32, never in half precision, and give float32's explanations). Every IDX entry point computes
+        through it; results are in its dtype."""
+        dt = settings.dtype_policy.compute_dtype(self.log_prior)
+        if dt == self.dtype:
+            return self
+        return self.cached(
+            ("computing", dt), lambda: type(self).from_spec(self.spec, dt, self.bin_edges).to(self.device)
+        )
+
     def is_cached(self, key: Hashable) -> bool:
         """Whether :meth:`cached` holds a table under ``key``."""
         return key in self._cache
@@ -379,8 +392,12 @@ class BayesianClassifier(nn.Module):
         """Bottom-up evaluation of the chain on validated codes ``(B, |O|)``.
 
         Returns ``(log_posterior (B, n, V), sigma (B, n))``: the log posterior of every variable (a point mass for
-        observations) and the decision function sigma (first value wins ties).
+        observations) and the decision function sigma (first value wins ties), computed in :meth:`computing`'s
+        dtype.
         """
+        model = self.computing()
+        if model is not self:
+            return model(codes)
         n_rows = codes.shape[0]
         n_vars, n_values = self.log_prior.shape
         sigma = torch.zeros((n_rows, n_vars), dtype=torch.long, device=codes.device)

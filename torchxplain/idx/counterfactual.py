@@ -131,6 +131,7 @@ def counterfactual_tables(
         max_memory: budget of the chunked intermediates (default ``tx.settings.max_memory``).
     """
     check_int(max_assignments, "max_cf_assignments", 1, hint=f"e.g. {DEFAULT_MAX_CF_ASSIGNMENTS}")
+    bc = bc.computing()
     with settings.using(max_memory=max_memory):
         return bc.cached(("cf", max_assignments), lambda: _build(bc, max_assignments))
 

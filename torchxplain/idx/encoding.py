@@ -1,5 +1,10 @@
 """Encoding user inputs as integer codes ``(B, |O|)``: dicts, lists of dicts, DataFrames, arrays and tensors.
 
+An input gives every observation a value and nothing else: a dict key naming a classification (which the
+classifier decides) or no variable is refused. A DataFrame may also hold classification columns (e.g. the labels of
+a training frame): they are not inputs and are not read; a column naming no variable, or a missing value in an
+observation column, is refused.
+
 One vectorised encoder serves every form: each observation's values are looked up column by column in a hash
 index of its value names (:meth:`pandas.Index.get_indexer`), so a DataFrame or a list of a million records costs
 a few hash lookups per cell, and integer codes only a range check. Numeric DataFrame columns that were binned at
@@ -174,11 +179,17 @@ class InputEncoder:
                 raise TypeError(
                     f"inputs[{r}] is a {type(row).__name__}, but inputs[0] is a dict; inputs must be {_FORMS}"
                 )
-        unknown = set().union(*rows) - self.variables
-        if unknown:
-            r = next(i for i, row in enumerate(rows) if unknown & row.keys())
+        extra = set().union(*rows) - set(self.observations)
+        if extra:
+            r = next(i for i, row in enumerate(rows) if extra & row.keys())
+            decided = sorted(map(str, extra & rows[r].keys() & self.variables))
+            if decided:
+                raise ValueError(
+                    f"inputs[{r}] gives values for the classifications {decided}, which the classifier decides from "
+                    f"the observations; an input holds the observations {self.observations} only: drop those keys"
+                )
             raise ValueError(
-                f"inputs[{r}] names unknown variables {sorted(map(str, unknown & rows[r].keys()))}; observations "
+                f"inputs[{r}] names unknown variables {sorted(map(str, extra & rows[r].keys()))}; observations "
                 f"are {self.observations}"
             )
         getter = operator.itemgetter(*self.observations)
@@ -205,6 +216,19 @@ class InputEncoder:
         if missing:
             raise ValueError(
                 f"inputs DataFrame lacks observation columns {missing}; it has {list(frame.columns)[:20]}; add them"
+            )
+        unknown = [str(c) for c in frame.columns if c not in self.variables]
+        if unknown:
+            raise ValueError(
+                f"inputs DataFrame has columns {unknown[:10]} that name no variable of the classifier (its "
+                f"observations are {self.observations}); drop them or rename them to the observations they hold"
+            )
+        observed = frame[list(self.observations)]
+        if bool(observed.isna().to_numpy().any()):
+            r, j = (int(i[0]) for i in np.nonzero(observed.isna().to_numpy()))
+            raise ValueError(
+                f"inputs DataFrame holds a missing value (NaN/None) in column {self.observations[j]!r}, row {r} "
+                f"(index {frame.index[r]!r}); every observation needs a value: drop or impute those rows"
             )
         codes = np.empty((len(frame), len(self.observations)), dtype=np.int64)
         for j, o in enumerate(self.observations):

@@ -90,6 +90,7 @@ def explain_batch(
             f"explain got unexpected options {unknown} for kits {list(kits)}; the lime kit takes "
             f"{sorted(ATTRIBUTION_OPTIONS['lime'])}, the shap kit {sorted(ATTRIBUTION_OPTIONS['shap'])}"
         )
+    user_bc, bc = bc, bc.computing()
     with settings.using(max_memory=max_memory, show_progress=show_progress):
         codes = bc.encode(inputs)
         result = evaluate(bc, codes, [k for k in kits if k in RELATION_KITS], rtol, max_cf_assignments)
@@ -101,7 +102,7 @@ def explain_batch(
             options = {o: v for o, v in attribution_options.items() if o in ATTRIBUTION_OPTIONS[k]}
             _, masks, pairs, scores = attribution_relations(bc, codes, k, outputs, result.sigma, rtol, **options)
             per_kit[k] = _kit_relations(bc, masks, pairs, scores, explanandum)
-    return ExplanationBatch(bc, result.sigma, result.log_prob, per_kit, explanandum)
+    return ExplanationBatch(user_bc, result.sigma, result.log_prob, per_kit, explanandum)
 
 
 @overload

@@ -89,6 +89,7 @@ def lime_values(
         seed: an int >= 0 or a ``torch.Generator``.
         max_memory, show_progress: budget of chunked intermediates and progress bars (default: ``tx.settings``).
     """
+    bc = bc.computing()
     with settings.using(max_memory=max_memory, show_progress=show_progress):
         codes = bc.encode(inputs)
         return lime_from_decisions(bc, codes, bc(codes)[1], outputs, num_samples, kernel_width, alpha, sampling, seed)

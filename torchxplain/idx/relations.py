@@ -177,6 +177,7 @@ def relation_tensors(
     kits = check_kits(kits)
     rtol = check_rtol(rtol)
     check_int(max_cf_assignments, "max_cf_assignments", 1, hint=f"e.g. {DEFAULT_MAX_CF_ASSIGNMENTS}")
+    bc = bc.computing()
     with settings.using(max_memory=max_memory, show_progress=show_progress):
         result = evaluate(bc, bc.encode(inputs), kits, rtol, max_cf_assignments)
     return result.sigma, result.relations

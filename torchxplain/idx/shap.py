@@ -48,12 +48,24 @@ def output_proba(bc: BayesianClassifier, rows: Tensor, out_idx: Tensor) -> Tenso
 def background_codes(
     bc: BayesianClassifier, codes: Tensor, background: Any, seed: int | torch.Generator, size: int
 ) -> Tensor:
-    """The background's codes: ``background`` encoded, else up to ``size`` of the inputs (a seeded sample)."""
+    """The background's codes: ``background`` encoded, else up to ``size`` of the inputs (a seeded sample).
+
+    Raises:
+        ValueError: an empty background, or no ``background`` and fewer than two distinct inputs (the input
+            would be its own background: every Shapley value 0, no relation, whatever the classifier).
+    """
     if background is not None:
         bg = bc.encode(background)
         if bg.shape[0] == 0:
             raise ValueError("background must hold at least one input; pass inputs to average over, or None")
         return bg
+    if codes.shape[0] and torch.unique(codes, dim=0).shape[0] < 2:
+        raise ValueError(
+            "the shap kit needs a background: without background= it averages over the explained inputs, and "
+            f"these {codes.shape[0]} input(s) hold one distinct assignment, so every Shapley value would be 0 (no "
+            "attack, no support). Pass background= (e.g. training rows, or torchxplain.idx.datasets.all_inputs(bc) "
+            "for every assignment of the observations)"
+        )
     if codes.shape[0] <= size:
         return codes
     gen = make_generator(seed, codes.device)
@@ -89,7 +101,10 @@ def shap_values(
     Args:
         bc: the classifier; ``inputs``: anything :meth:`BayesianClassifier.encode` accepts.
         outputs: the outputs ``C_o`` (default: every classification).
-        background: background inputs (default: up to ``background_size`` of the inputs, a seeded sample).
+        background: background inputs (default: up to ``background_size`` of the inputs, a seeded sample, so
+            each input's values depend on the others explained with it; pass the training rows for values that do
+            not). Refused without ``background`` when the inputs hold one distinct assignment (it would be its own
+            background: every value 0).
         method: ``"exact"`` enumerates the ``2^|O|`` coalitions (refused above ``max_players`` players), reading
             posteriors from a table over all observation assignments when it has at most ``max_table`` rows;
             ``"fourier"`` computes the exact Walsh-Hadamard spectrum of the posterior on a binary code of the
@@ -98,6 +113,7 @@ def shap_values(
         background_size, seed: the default background's size (>= 1) and sampling seed (an int >= 0).
         max_memory, show_progress: budget of chunked intermediates and progress bars (default: ``tx.settings``).
     """
+    bc = bc.computing()
     with settings.using(max_memory=max_memory, show_progress=show_progress):
         codes = bc.encode(inputs)
         return shap_from_decisions(
