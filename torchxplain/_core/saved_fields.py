@@ -78,6 +78,7 @@ class SavedFields:
         dims: named dimensions already bound (shared with the views made by :meth:`sub`).
         where: the path of ``config`` inside the saved object, for messages (``"priors"`` names fields
             ``priors['b']``); :meth:`section` makes such readers of nested mappings.
+        fix: what every message ends with (default: the file is damaged or was edited, re-save it).
 
     Raises:
         SavedFieldError: ``config`` is not a mapping or ``state`` not a mapping of tensors.
@@ -90,14 +91,16 @@ class SavedFields:
         prefix: str = "",
         dims: dict[str, int] | None = None,
         where: str = "",
+        fix: str = _FIX,
     ) -> None:
+        self.fix = fix
         if not isinstance(config, Mapping):
             name = f"saved field {where}" if where else "the saved config"
-            raise SavedFieldError(f"{name} must be a mapping, got {_short(config)}; {_FIX}")
+            raise SavedFieldError(f"{name} must be a mapping, got {_short(config)}; {fix}")
         if state is not None and (
             not isinstance(state, Mapping) or not all(isinstance(v, Tensor) for v in state.values())
         ):
-            raise SavedFieldError(f"the saved state must map names to tensors; {_FIX}")
+            raise SavedFieldError(f"the saved state must map names to tensors; {fix}")
         self.config = config
         self.state: Mapping[str, Tensor] = state or {}
         self.prefix = prefix
@@ -106,7 +109,7 @@ class SavedFields:
 
     def sub(self, prefix: str) -> SavedFields:
         """A view reading state keys under ``prefix`` (config keys unchanged), sharing the bound dimensions."""
-        return SavedFields(self.config, self.state, self.prefix + prefix, self.dims, self.where)
+        return SavedFields(self.config, self.state, self.prefix + prefix, self.dims, self.where, self.fix)
 
     def name(self, key: str) -> str:
         """The field's name in messages: ``'key'``, or ``where['key']`` inside a section."""
@@ -114,18 +117,20 @@ class SavedFields:
 
     def section(self, key: str) -> SavedFields:
         """A reader of the nested mapping at config ``key`` (its fields are named ``key['...']``)."""
-        return SavedFields(self.value(key), None, "", self.dims, self.name(key) if self.where else key)
+        return SavedFields(self.value(key), None, "", self.dims, self.name(key) if self.where else key, self.fix)
 
     def keys(self) -> list[str]:
         """The config's keys, which must be strings."""
         bad = [k for k in self.config if not isinstance(k, str)]
         if bad:
-            raise SavedFieldError(f"saved field {self.where} has a key {_short(bad[0])} that is not a string; {_FIX}")
+            raise SavedFieldError(
+                f"saved field {self.where} has a key {_short(bad[0])} that is not a string; {self.fix}"
+            )
         return list(self.config)
 
     def fail(self, key: str, problem: str) -> SavedFieldError:
         """The error for field ``key``: ``saved field 'key' <problem>; <the fix>``."""
-        return SavedFieldError(f"saved field {self.name(key)} {problem}; {_FIX}")
+        return SavedFieldError(f"saved field {self.name(key)} {problem}; {self.fix}")
 
     def require(self, condition: bool, key: str, problem: str) -> None:
         """Raise :meth:`fail` unless ``condition`` (a cross-field check, e.g. two tensors that must agree)."""
@@ -155,7 +160,7 @@ class SavedFields:
         try:
             return check_int(value, f"saved field {self.name(key)}", minimum, maximum)
         except (TypeError, ValueError) as err:
-            raise SavedFieldError(f"{err}; {_FIX}") from None
+            raise SavedFieldError(f"{err}; {self.fix}") from None
 
     def number(self, key: str, **bounds: Any) -> float:
         """A finite float within ``bounds`` (those of :func:`~torchxplain._core.validation.check_number`)."""
@@ -163,7 +168,7 @@ class SavedFields:
         try:
             return check_number(value, f"saved field {self.name(key)}", **bounds)
         except (TypeError, ValueError) as err:
-            raise SavedFieldError(f"{err}; {_FIX}") from None
+            raise SavedFieldError(f"{err}; {self.fix}") from None
 
     def choice(self, key: str, options: Sequence[str]) -> str:
         """One of ``options`` (a string)."""
@@ -269,19 +274,23 @@ class SavedFields:
         full = self.prefix + key
         t = self.state.get(full)
         if t is None:
-            raise SavedFieldError(f"saved field {full!r} is missing from the state; {_FIX}")
+            raise SavedFieldError(f"saved field {full!r} is missing from the state; {self.fix}")
         kinds = {
             "float": t.is_floating_point(),
             "int": not t.is_floating_point() and not t.is_complex() and t.dtype != torch.bool,
             "bool": t.dtype == torch.bool,
         }
         if not kinds[kind] or (dtype is not None and t.dtype != dtype):
-            want = str(dtype) if dtype is not None else {"float": "floating", "int": "integer", "bool": "bool"}[kind]
-            raise SavedFieldError(f"saved field {full!r} must be a {want} tensor, got dtype {t.dtype}; {_FIX}")
+            want = (
+                f"a {dtype}"
+                if dtype is not None
+                else {"float": "a floating", "int": "an integer", "bool": "a bool"}[kind]
+            )
+            raise SavedFieldError(f"saved field {full!r} must be {want} tensor, got dtype {t.dtype}; {self.fix}")
         if t.numel() * t.element_size() > t.untyped_storage().nbytes():
             raise SavedFieldError(
                 f"saved field {full!r} is an expanded (stride-0) view: shape {tuple(t.shape)} over a storage of "
-                f"{t.untyped_storage().nbytes()} bytes; saved files hold dense tensors; {_FIX}"
+                f"{t.untyped_storage().nbytes()} bytes; saved files hold dense tensors; {self.fix}"
             )
         self._check_shape(repr(full), t, shape)
         t = t.contiguous()
@@ -295,7 +304,7 @@ class SavedFields:
         if t.ndim != len(shape):
             raise SavedFieldError(
                 f"saved field {name} must have {len(shape)} dimensions {tuple(shape)}, got shape {tuple(t.shape)}; "
-                f"{_FIX}"
+                f"{self.fix}"
             )
         for want_size, size in zip(shape, t.shape):
             if isinstance(want_size, str):
@@ -303,11 +312,11 @@ class SavedFields:
                 if held != size:
                     raise SavedFieldError(
                         f"saved field {name} has {want_size} = {size}, but an earlier field has {want_size} = "
-                        f"{held}; {_FIX}"
+                        f"{held}; {self.fix}"
                     )
             elif size != want_size:
                 raise SavedFieldError(
-                    f"saved field {name} must have shape {tuple(shape)}, got {tuple(t.shape)}; {_FIX}"
+                    f"saved field {name} must have shape {tuple(shape)}, got {tuple(t.shape)}; {self.fix}"
                 )
 
     def _check_values(
@@ -340,7 +349,8 @@ class SavedFields:
             if bool(bad.any()):
                 where = tuple(int(i) for i in bad.nonzero()[0])
                 raise SavedFieldError(
-                    f"saved field {key} {problem} (first offending entry at index {where}: {t[where].item()!r}); {_FIX}"
+                    f"saved field {key} {problem} (first offending entry at index {where}: {t[where].item()!r}); "
+                    f"{self.fix}"
                 )
 
 
