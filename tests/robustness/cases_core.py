@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -252,3 +255,52 @@ def _():
 @case(D + "load_entacmaea", "an unknown target column", ValueError, r"target must be one of \('brightness_red'")
 def _():
     data.load_entacmaea("red")
+
+
+# ---------------------------------------------------------------- the command line
+def _cli_run(*args: str) -> subprocess.CompletedProcess:
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        "import sys, torchxplain.cli as cli\n"
+        "try:\n    cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "heavy = ('torch', 'torchxplain.fourier', 'torchxplain._core')\n"
+        "print('imported:', sorted(m for m in heavy if m in sys.modules))"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "TORCHXPLAIN_PROGRESS": "0"}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+@result_case("torchxplain.cli", "--version imports neither torch nor the library (it took seconds)")
+def _():
+    result = _cli_run("--version")
+    assert result.returncode == 0 and result.stdout.startswith("torchxplain "), result.stderr[-500:]
+    assert "imported: []" in result.stdout, result.stdout
+
+
+@result_case("torchxplain.cli", "run CONFIG --no-progress (only demo took it)")
+def _():
+    from torchxplain import cli
+
+    root = Path(__file__).resolve().parents[2]
+    seen = []
+    original = cli._report
+    cli._report = lambda cfg, out: seen.append(cfg) or 0  # type: ignore[assignment]
+    try:
+        assert cli.main(["run", str(root / "configs" / "idx.yaml"), "--no-progress"]) == 0
+        assert cli.main(["run", str(root / "configs" / "idx.yaml")]) == 0
+    finally:
+        cli._report = original
+    assert [cfg.show_progress for cfg in seen] == [False, None]
+
+
+@result_case(
+    "torchxplain.config", "every shipped config writes to torchxplain-report/<its name>/ (trees wrote elsewhere)"
+)
+def _():
+    from torchxplain.config import load_config
+
+    paths = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
+    assert len(paths) >= 5
+    for path in paths:
+        assert load_config(path).out == path.stem, path.name
+        assert f"./torchxplain-report/{path.stem}/" in path.read_text(), path.name

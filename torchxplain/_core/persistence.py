@@ -17,6 +17,7 @@ refused at load with one :class:`~torchxplain._core.saved_fields.SavedFieldError
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Callable
@@ -32,6 +33,9 @@ VERSION = 2  # 2: explainer configs of the unified FourierShap (encoders, severa
 
 
 _REGISTRY: dict[str, Any] = {}  # name -> explainer class (typed Any: ExplainerBase imports this module)
+# The packages that define loadable explainers, imported by name when a file names a class not registered yet
+# (``import torchxplain`` imports nothing until a name is used, so a file may be loaded before its class is).
+EXPLAINER_PACKAGES = ("torchxplain.fourier", "torchxplain.goals")
 
 
 def register(cls: type) -> None:
@@ -148,6 +152,10 @@ def load_explainer(
     data = _read(path)
     meta = data["metadata"]
     registry = loadable_classes()
+    if meta.get("class") not in registry:  # its package may not be imported yet (torchxplain loads lazily)
+        for package in EXPLAINER_PACKAGES:
+            importlib.import_module(package)
+        registry = loadable_classes()
     if meta.get("class") not in registry:
         raise ValueError(
             f"saved class {str(meta.get('class'))[:60]!r} is not loadable; loadable are {sorted(registry)}"

@@ -26,32 +26,10 @@ from torchxplain._core import check_float_dtype, settings
 from torchxplain._core.saved_fields import SavedFieldError, SavedFields
 from torchxplain.idx.encoding import BinMethod, InputEncoder
 from torchxplain.idx.io import spec_from_frame, spec_from_pgmpy, spec_from_sklearn
+from torchxplain.idx.logmath import safe_log_softmax
 from torchxplain.idx.spec import ClassifierSpec
 
 T = TypeVar("T")
-
-
-def sum_last(x: Tensor) -> Tensor:
-    """Sum over the last axis in a fixed left-to-right order (bit-identical for any batch shape)."""
-    out = x[..., 0]
-    for k in range(1, x.shape[-1]):
-        out = out + x[..., k]
-    return out
-
-
-def safe_log_softmax(logits: Tensor, valid: Tensor) -> Tensor:
-    """Log-normalise ``logits (..., V)`` over the last axis; rows that are ``-inf`` everywhere become uniform.
-
-    ``valid`` (broadcastable bool, last axis = values) marks the values that exist; a row whose unnormalised
-    posterior is 0 for every value (0/0) gets the uniform distribution over its valid values.
-    """
-    top = logits.amax(dim=-1, keepdim=True)
-    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
-    lse = top + torch.log(sum_last(torch.exp(logits - top)))[..., None]
-    out = logits - lse
-    count = valid.sum(dim=-1, keepdim=True).to(logits.dtype)
-    uniform = torch.where(valid, -torch.log(count), torch.full_like(count, -math.inf))
-    return torch.where(torch.isneginf(lse), uniform.expand_as(out), out)
 
 
 class BayesianClassifier(nn.Module):

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from torchxplain.idx.classifier import BayesianClassifier, safe_log_softmax
+from torchxplain.idx.classifier import BayesianClassifier
+from torchxplain.idx.logmath import safe_log_softmax
 
 
 @dataclass(frozen=True)

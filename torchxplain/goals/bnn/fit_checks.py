@@ -1,10 +1,15 @@
-"""Validation of ``LastLayerBNN``'s constructor and ``fit`` options (messages name the argument and the fix)."""
+"""Validation of ``LastLayerBNN``'s constructor and ``fit`` options and data (messages name the argument and the
+fix)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from torchxplain._core import check_flag, check_int, check_number
+import torch
+from torch import Tensor, nn
+
+from torchxplain._core import check_flag, check_int, check_number, chunk_bounds, rows_per_chunk
+from torchxplain.goals.bnn.modes import train_mode
 
 
 def check_model_options(
@@ -49,3 +54,33 @@ def check_fit_options(
     check_int(num_particles, "num_particles", 1, hint="ELBO samples per step, e.g. 1")
     check_int(seed, "seed", 0)
     check_flag(train_features, "train_features")
+
+
+def check_features(features: nn.Module, X: Tensor, feature_dim: int) -> None:
+    """The extractor must map ``X`` ``(N, J)`` to finite ``(N, feature_dim)`` features (one pass, in row blocks,
+    without autograd and in eval mode).
+
+    Raises:
+        ValueError: the extractor fails on ``X`` (e.g. a wrong feature count), returns another shape, or returns
+            NaN or infinite features (the rows are named).
+    """
+    width = next((m.in_features for m in features.modules() if isinstance(m, nn.Linear)), None)
+    hint = f"; the extractor's first nn.Linear takes {width} features" if width not in (None, X.shape[1]) else ""
+    step = rows_per_chunk(8 * 4 * (X.shape[1] + feature_dim), X.shape[0])
+    with torch.no_grad(), train_mode(features, False):
+        for a, b in chunk_bounds(X.shape[0], step):
+            try:
+                h = features(X[a:b])
+            except (RuntimeError, ValueError, IndexError) as err:
+                raise ValueError(
+                    f"the feature extractor fails on X of shape {tuple(X.shape)} ({type(err).__name__}: "
+                    f"{str(err)[:120]}){hint}; pass X with the columns the network was trained on"
+                ) from None
+            if h.ndim != 2 or h.shape[1] != feature_dim:
+                raise ValueError(f"features(X) must have shape (batch, {feature_dim}), got {tuple(h.shape)}")
+            bad = (~torch.isfinite(h)).any(1).nonzero().flatten()
+            if bad.numel():
+                raise ValueError(
+                    f"features(X) is NaN or infinite at rows {(bad[:5] + a).tolist()}: the feature extractor returns "
+                    "non-finite values there (check the network's weights, e.g. a diverged training, and those rows)"
+                )

@@ -26,11 +26,10 @@ from torchxplain._core import (
     chunk_bounds,
     make_generator,
     progress,
-    rows_per_chunk,
     settings,
 )
 from torchxplain._core.inputs import check_feature_names, to_tensor
-from torchxplain.goals.bnn.fit_checks import check_fit_options, check_model_options
+from torchxplain.goals.bnn.fit_checks import check_features, check_fit_options, check_model_options
 from torchxplain.goals.bnn.modes import local_params, train_mode
 from torchxplain.goals.bnn.posterior import guide_moments, output_block
 
@@ -335,7 +334,7 @@ class LastLayerBNN(_LocalParams, PyroModule):
         y = to_tensor(y, "y", device=X.device, ndim=1).tensor
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must have shape ({X.shape[0]},) to match X, got {tuple(y.shape)}")
-        self._check_features(X)
+        check_features(self.features, X, self.feature_dim)
         self.feature_names = names
         if self.likelihood == "categorical":
             if y.is_floating_point() or bool(((y < 0) | (y >= self.n_outputs)).any()):
@@ -346,30 +345,6 @@ class LastLayerBNN(_LocalParams, PyroModule):
         if self.likelihood == "bernoulli" and bool(((y != 0) & (y != 1)).any()):
             raise ValueError("y must hold 0/1 labels for likelihood='bernoulli'")
         return X, check_finite(y.to(self._dtype()), "y")
-
-    def _check_features(self, X: Tensor) -> None:
-        """The extractor must map ``X`` ``(N, J)`` to finite ``(N, L)`` features (one pass, in row blocks)."""
-        width = next((m.in_features for m in self.features.modules() if isinstance(m, nn.Linear)), None)
-        hint = f"; the extractor's first nn.Linear takes {width} features" if width not in (None, X.shape[1]) else ""
-        step = rows_per_chunk(8 * 4 * (X.shape[1] + self.feature_dim), X.shape[0])
-        with torch.no_grad(), train_mode(self.features, False):
-            for a, b in chunk_bounds(X.shape[0], step):
-                try:
-                    h = self.features(X[a:b])
-                except (RuntimeError, ValueError, IndexError) as err:
-                    raise ValueError(
-                        f"the feature extractor fails on X of shape {tuple(X.shape)} ({type(err).__name__}: "
-                        f"{str(err)[:120]}){hint}; pass X with the columns the network was trained on"
-                    ) from None
-                if h.ndim != 2 or h.shape[1] != self.feature_dim:
-                    raise ValueError(f"features(X) must have shape (batch, {self.feature_dim}), got {tuple(h.shape)}")
-                bad = (~torch.isfinite(h)).any(1).nonzero().flatten()
-                if bad.numel():
-                    rows = (bad[:5] + a).tolist()
-                    raise ValueError(
-                        f"features(X) is NaN or infinite at rows {rows}: the feature extractor returns non-finite "
-                        "values there (check the network's weights, e.g. a diverged training, and those rows)"
-                    )
 
     def head_posterior(self, output: int | None = None) -> tuple[Tensor, Tensor]:
         """Posterior mean ``(L,)`` and covariance (``(L,)`` diagonal or ``(L, L)``) of an output's weights."""
