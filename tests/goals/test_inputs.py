@@ -86,7 +86,7 @@ def test_bad_numbers_are_refused_early():
         g.global_importance(covariance_features=[1, 1])
     with pytest.raises(ValueError, match="empty"):
         g.attribute(torch.zeros(0, 4, dtype=torch.float64))
-    with pytest.raises(ValueError, match="top must be a positive int"):
+    with pytest.raises(ValueError, match="top must be >= 1"):
         g.global_importance().plot(top=0)
 
 
@@ -106,12 +106,12 @@ def test_bnn_fit_options_are_checked():
     x, y = make_data(n=40)
     bnn = LastLayerBNN.from_sequential(make_net())
     bad = [
-        (dict(num_particles=0), ValueError, "num_particles must be a positive int"),
+        (dict(num_particles=0), ValueError, "num_particles must be >= 1"),
         (dict(lr=float("inf")), ValueError, "lr must be a finite number > 0"),
         (dict(lr=0.0), ValueError, "lr must be a finite number > 0"),
-        (dict(epochs=-3), ValueError, "epochs must be a positive int"),
-        (dict(batch_size=0), ValueError, "batch_size must be a positive int"),
-        (dict(seed=1.7), TypeError, "seed must be a non-negative int, got float"),
+        (dict(epochs=-3), ValueError, "epochs must be >= 1"),
+        (dict(batch_size=0), ValueError, "batch_size must be >= 1"),
+        (dict(seed=1.7), TypeError, "seed must be an int"),
     ]
     for options, error, message in bad:
         with pytest.raises(error, match=message):

@@ -169,12 +169,12 @@ def _():
     tx.explain_after_fit(lambda x: x.sum(1), np.zeros((4, 3)), np.zeros((2, 2)))
 
 
-@case("torchxplain.explain_after_fit", "a negative n_background", ValueError, r"n_background must be a positive")
+@case("torchxplain.explain_after_fit", "a negative n_background", ValueError, r"n_background must be >= 1, got -1")
 def _():
     tx.explain_after_fit(lambda x: x.sum(1), np.zeros((4, 2)), np.zeros((2, 2)), n_background=-1)
 
 
-@case("torchxplain.explain_after_fit", "a float n_background", TypeError, r"n_background must be a positive int")
+@case("torchxplain.explain_after_fit", "a float n_background", TypeError, r"n_background must be an int, got float")
 def _():
     tx.explain_after_fit(lambda x: x.sum(1), np.zeros((4, 2)), np.zeros((2, 2)), n_background=2.0)
 

@@ -99,7 +99,7 @@ def _():
     goals.GPBackend(_gp()).global_importance(covariance_features=[7])
 
 
-@case(f"{G}.LastLayerBNN", "num_particles=0", ValueError, r"num_particles must be a positive int, got int 0")
+@case(f"{G}.LastLayerBNN", "num_particles=0", ValueError, r"num_particles must be >= 1, got 0")
 def _():
     _bnn().fit(np.zeros((8, 3)), np.zeros(8), num_particles=0)
 
@@ -164,7 +164,7 @@ def _():
     goals.LastLayerBNN(nn.Linear(3, 2), 2, bias="no")
 
 
-@case(f"{G}.LastLayerBNN", "a float seed", TypeError, r"seed must be a non-negative int, got float")
+@case(f"{G}.LastLayerBNN", "a float seed", TypeError, r"seed must be an int, got float")
 def _():
     _bnn().fit(np.zeros((8, 3)), np.zeros(8), seed=0.5)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
+from typing import Any, Literal, overload
 
 import torch
 from torch import Tensor
@@ -116,14 +117,35 @@ def _shown(value: object) -> str:
     return f"{type(value).__name__} {str(value)[:40]!r}"
 
 
-def _int_range(minimum: int | None, maximum: int | None) -> str:
-    if maximum is None:
-        return {None: "an int", 0: "a non-negative int", 1: "a positive int"}.get(minimum, f"an int >= {minimum}")
-    return f"an int <= {maximum}" if minimum is None else f"an int in {minimum}..{maximum}"
+@overload
+def check_int(
+    value: object,
+    name: str,
+    minimum: int | None = ...,
+    maximum: int | None = ...,
+    hint: str = ...,
+    *,
+    optional: Literal[False] = ...,
+) -> int: ...
 
 
-def check_int(value: object, name: str, minimum: int | None = None, maximum: int | None = None, hint: str = "") -> int:
-    """``value`` as an int in ``minimum..maximum`` (either bound optional); numpy integers are accepted.
+@overload
+def check_int(
+    value: object, name: str, minimum: int | None = ..., maximum: int | None = ..., hint: str = ..., *, optional: bool
+) -> Any: ...
+
+
+def check_int(
+    value: object,
+    name: str,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    hint: str = "",
+    *,
+    optional: bool = False,
+) -> Any:
+    """``value`` as an int in ``[minimum, maximum]`` (either bound optional; ``None`` too when ``optional``);
+    numpy integers are accepted.
 
     Bools, floats (even ``2.0``), strings and ``None`` are refused, never truncated or read as truth values.
     ``hint`` (e.g. ``"e.g. 100"``) ends the message.
@@ -132,13 +154,16 @@ def check_int(value: object, name: str, minimum: int | None = None, maximum: int
         TypeError: not an integer.
         ValueError: out of range.
     """
-    want = _int_range(minimum, maximum)
+    if value is None and optional:
+        return None
     tail = f"; {hint}" if hint else ""
     if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be {want}, got {_shown(value)}{tail}")
+        raise TypeError(f"{name} must be an int, got {_shown(value)}{tail}")
     number = int(value)
     if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
-        raise ValueError(f"{name} must be {want}, got {type(value).__name__} {number}{tail}")
+        low = "" if minimum is None else f">= {minimum}"
+        high = "" if maximum is None else f"<= {maximum}"
+        raise ValueError(f"{name} must be {' and '.join(p for p in (low, high) if p)}, got {number}{tail}")
     return number
 
 
