@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -304,3 +305,38 @@ def _():
     for path in paths:
         assert load_config(path).out == path.stem, path.name
         assert f"./torchxplain-report/{path.stem}/" in path.read_text(), path.name
+
+
+@result_case("torchxplain.Goals", "a saved explainer loaded in a process that has not imported its class")
+def _():
+    save = (
+        "import sys, torch, gpytorch, torchxplain as tx\n"
+        "x = torch.randn(8, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)\n"
+        "class GP(gpytorch.models.ExactGP):\n"
+        "    def __init__(self):\n"
+        "        super().__init__(x, x[:, 0], gpytorch.likelihoods.GaussianLikelihood())\n"
+        "        self.mean_module = gpytorch.means.ConstantMean()\n"
+        "        self.covar_module = gpytorch.kernels.RBFKernel()\n"
+        "    def forward(self, z):\n"
+        "        return gpytorch.distributions.MultivariateNormal(self.mean_module(z), self.covar_module(z))\n"
+        "g = tx.Goals(GP().double())\n"
+        "g.save(sys.argv[1])\n"
+        "print(g.attribute(x[:2]).tolist())"
+    )
+    load = (
+        "import sys\n"
+        "from torchxplain._core.persistence import load_explainer\n"  # torchxplain's names load lazily
+        "g = load_explainer(sys.argv[1])\n"
+        "print(g.attribute(g.train_inputs[:2]).tolist())"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "TORCHXPLAIN_PROGRESS": "0"}
+    with tempfile.TemporaryDirectory() as folder:
+        path = str(Path(folder) / "goals.pt")
+        runs = [
+            subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, env=env, timeout=300)
+            for code in (save, load)
+        ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-1000:]
+    assert runs[0].stdout.splitlines()[-1] == runs[1].stdout.splitlines()[-1]

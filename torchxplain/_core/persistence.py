@@ -33,9 +33,6 @@ VERSION = 2  # 2: explainer configs of the unified FourierShap (encoders, severa
 
 
 _REGISTRY: dict[str, Any] = {}  # name -> explainer class (typed Any: ExplainerBase imports this module)
-# The packages that define loadable explainers, imported by name when a file names a class not registered yet
-# (``import torchxplain`` imports nothing until a name is used, so a file may be loaded before its class is).
-EXPLAINER_PACKAGES = ("torchxplain.fourier", "torchxplain.goals")
 
 
 def register(cls: type) -> None:
@@ -152,9 +149,10 @@ def load_explainer(
     data = _read(path)
     meta = data["metadata"]
     registry = loadable_classes()
-    if meta.get("class") not in registry:  # its package may not be imported yet (torchxplain loads lazily)
-        for package in EXPLAINER_PACKAGES:
-            importlib.import_module(package)
+    if meta.get("class") not in registry:  # its module may not be imported yet: torchxplain loads names lazily
+        package = importlib.import_module("torchxplain")
+        for name in package.__all__:  # every public name, so every public explainer class registers
+            getattr(package, name)
         registry = loadable_classes()
     if meta.get("class") not in registry:
         raise ValueError(
