@@ -146,6 +146,8 @@ def test_exactly_zero_attributions_are_no_relation():
     """With the input as its own background every Shapley value is 0 (up to rounding): no attack, no support."""
     bc = datasets.play_outside()
     a = {"w": "l", "t": "l", "p": "l"}
-    assert shap_values(bc, a).abs().max() < 1e-15  # rounding noise, not exactly zero
-    (ex,) = explain(bc, a, "shap")
+    assert shap_values(bc, a, background=a).abs().max() < 1e-15  # rounding noise, not exactly zero
+    (ex,) = explain(bc, a, "shap", background=a)
     assert ex.relations == {"attack": set(), "support": set()}
+    with pytest.raises(ValueError, match="the shap kit needs a background"):  # the default would be the input
+        explain(bc, a, "shap")

@@ -244,7 +244,7 @@ def test_callback_rejects_bad_arguments():
         ExplanationCallback(lambda m: None, pd.DataFrame({"a": [1.0], "c": ["x"]}))
     with pytest.raises(ValueError, match="every_n_epochs"):
         ExplanationCallback(lambda m: None, probe, every_n_epochs=0)
-    with pytest.raises(ValueError, match="every_n_epochs"):
+    with pytest.raises(TypeError, match="every_n_epochs must be an int, got bool"):
         ExplanationCallback(lambda m: None, probe, every_n_epochs=True)
     with pytest.raises(ValueError, match="max_plot_features"):
         ExplanationCallback(lambda m: None, probe, max_plot_features=0)

@@ -10,11 +10,14 @@ so it always loads with ``torch.load(path, weights_only=True)``: no Python objec
 Which classes can be loaded is an explicit registry (:func:`loadable_classes`), never a class path read from
 the file: ``ExplainerBase.__init_subclass__`` registers every explainer class that overrides ``_config``
 (so this module imports nothing above ``_core``). A class opts in by implementing ``_config() -> dict``
-(JSON-able constructor metadata) and the classmethod ``_from_config(config, state, forward_func)``.
+(JSON-able constructor metadata) and the classmethod ``_from_config(config, state, forward_func)``, which reads
+every field through :class:`~torchxplain._core.saved_fields.SavedFields`, so that a damaged or edited file is
+refused at load with one :class:`~torchxplain._core.saved_fields.SavedFieldError` (prefixed here with the path).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Callable
@@ -22,6 +25,8 @@ from typing import Any
 
 import torch
 from torch import Tensor
+
+from torchxplain._core.saved_fields import SavedFieldError
 
 FORMAT = "torchxplain-explainer"
 VERSION = 2  # 2: explainer configs of the unified FourierShap (encoders, several outputs) and GOALS
@@ -137,11 +142,18 @@ def load_explainer(
     Raises:
         FileNotFoundError: no such file.
         ValueError: an empty, truncated or foreign file, invalid metadata, a class that is not loadable, or a state
-            that lacks entries the class needs (each message names the file and the fix).
+            that lacks entries the class needs (each message names the file and the fix);
+            :class:`~torchxplain._core.saved_fields.SavedFieldError` (a ``ValueError``) for a field that fails
+            its check (NaN, out of range, of the wrong shape, inconsistent with another field).
     """
     data = _read(path)
     meta = data["metadata"]
     registry = loadable_classes()
+    if meta.get("class") not in registry:  # its module may not be imported yet: torchxplain loads names lazily
+        package = importlib.import_module("torchxplain")
+        for name in package.__all__:  # every public name, so every public explainer class registers
+            getattr(package, name)
+        registry = loadable_classes()
     if meta.get("class") not in registry:
         raise ValueError(
             f"saved class {str(meta.get('class'))[:60]!r} is not loadable; loadable are {sorted(registry)}"
@@ -150,6 +162,8 @@ def load_explainer(
     try:
         explainer = registry[meta["class"]]._from_config(meta["config"], state, forward_func)
         explainer.load_state_dict(state, strict=True)
+    except SavedFieldError as err:
+        raise SavedFieldError(f"{os.fspath(path)!r}: {err}") from None
     except KeyError as err:
         raise ValueError(
             f"{os.fspath(path)!r} lacks the saved entry {err}; the file is incomplete or was edited: re-save it"

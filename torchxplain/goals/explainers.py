@@ -13,6 +13,7 @@ from torch import Tensor
 
 from torchxplain._core import ExplainerBase, settings
 from torchxplain._core.inputs import check_feature_names, to_tensor
+from torchxplain._core.saved_fields import SavedFields
 from torchxplain.goals.bnn.backend import BNNBackend
 from torchxplain.goals.bnn.model import LastLayerBNN
 from torchxplain.goals.bnn.pyro_head import PyroHead
@@ -59,8 +60,10 @@ class Goals(ExplainerBase):
             :class:`~torchxplain.goals.LastLayerBNN`.
         likelihood: the GP's Gaussian likelihood (default ``model.likelihood``; ``None`` for networks).
         xi: shift, a nonzero scalar or a ``(J,)`` tensor (in the units of the model's inputs).
-        feature_names: optional names of the J features (used by :meth:`global_importance` and plots; checked
-            against the columns of DataFrame inputs).
+        feature_names: optional names of the J features, in the order of the training inputs' columns (used by
+            :meth:`global_importance` and plots). DataFrame inputs must have exactly these columns in this
+            order; without names (a GP's training inputs carry none) DataFrame inputs are refused, since their
+            column order could not be checked. A network fitted on a DataFrame takes its columns.
         max_memory: default budget of this explainer's calls (bytes or e.g. ``"1GB"``; ``None``: the
             ``tx.settings.max_memory`` in force).
         show_progress: default progress bars of this explainer's calls (``None``: the setting in force).
@@ -152,9 +155,21 @@ class Goals(ExplainerBase):
         return self._check_inputs(x)
 
     def _check_inputs(self, x: Any, name: str = "inputs") -> Tensor:
-        """Convert ``x`` (tensor, array, DataFrame) and check DataFrame columns against ``feature_names``; the
-        backend checks shapes and values."""
+        """Convert ``x`` (tensor, array, DataFrame) and check DataFrame columns against ``feature_names`` (same
+        names, same order); the backend checks shapes and values.
+
+        Raises:
+            ValueError: a DataFrame whose columns differ from ``feature_names``, or a DataFrame when this
+                explainer has no feature names to check its columns against (pass ``feature_names=``).
+        """
         converted = to_tensor(x, name, device=self.train_inputs.device, ndim=2)
+        if converted.feature_names is not None and self.feature_names is None:
+            columns = list(converted.feature_names)
+            raise ValueError(
+                f"{name} is a DataFrame with columns {columns[:8]}{'...' if len(columns) > 8 else ''}, but this Goals "
+                "explainer has no feature names to check their order against (a GP's training inputs carry none): "
+                "pass feature_names=[...] (the training columns, in order) to Goals, or pass a tensor or array"
+            )
         names = None if self.feature_names is None else tuple(self.feature_names)
         check_feature_names(names, converted.feature_names, name)
         return converted.tensor
@@ -267,13 +282,17 @@ class Goals(ExplainerBase):
         return imp if self.feature_names is None else replace(imp, feature_names=list(self.feature_names))
 
     def to_shap(self, inputs: Any, **attribute_kwargs: Any) -> Any:
-        """The local scores at ``inputs`` as a ``shap.Explanation`` for shap's distribution plots.
+        """The local scores at ``inputs`` ``(Q, J)`` as a ``shap.Explanation`` ``(Q, J)`` for shap's distribution
+        plots, with the sign shap's axes expect.
 
-        GOALS scores are finite differences ``f(x) - f(x + xi_j e_j)``, not an additive decomposition of
-        ``f(x)``: they do not sum to ``f(x) - E f``. The explanation therefore has ``base_values=None``, so
-        shap's additive plots (waterfall, force), which would draw a false sum, refuse it, while beeswarm,
-        bar and scatter plots, which show each feature's scores, are meaningful. The sign is GOALS's own (a
-        feature that raises the output has negative scores). Requires the ``shap`` package.
+        Values are the *negated* scores ``f(x + xi_j e_j) - f(x)``: the output's change when feature j is raised
+        by ``xi_j`` (positive where the output rises with feature j), since shap plots read a positive value as
+        "raises the output" and a GOALS score ``f(x) - f(x + xi_j e_j)`` has the opposite sign. The
+        explanation's ``output_names`` says so. GOALS scores are finite differences, not an additive
+        decomposition of ``f(x)``: they do not sum to ``f(x) - E f``. The explanation therefore has
+        ``base_values=None``, so shap's additive plots (waterfall, force), which would draw a false sum, refuse
+        it, while beeswarm, bar and scatter plots, which show each feature's values, are meaningful. Requires
+        the ``shap`` package.
         """
         x = self._check_inputs(inputs)
         scores = self.attribute(x, **attribute_kwargs)
@@ -287,8 +306,9 @@ class Goals(ExplainerBase):
     def _from_config(
         cls, config: dict[str, Any], state: dict[str, Tensor], forward_func: Callable[..., Tensor] | None
     ) -> Goals:
+        fields = SavedFields(config, state)
         goals = cls.__new__(cls)
-        defaults = {"max_memory": config["max_memory"], "show_progress": config["show_progress"]}
-        backend = backend_from(config, state, forward_func)
-        goals._setup(backend, forward_func, config["feature_names"], defaults)
+        defaults = {"max_memory": fields.memory("max_memory"), "show_progress": fields.flag("show_progress", True)}
+        backend = backend_from(fields, forward_func)
+        goals._setup(backend, forward_func, fields.names("feature_names", "J", optional=True), defaults)
         return goals

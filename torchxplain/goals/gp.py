@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from torchxplain._core import chunk_bounds, rows_per_chunk, settings
 from torchxplain.goals.families import kernel_ops
-from torchxplain.goals.gp_checks import check_gp, check_xi
+from torchxplain.goals.gp_checks import check_gp, check_xi, gp_modules
 from torchxplain.goals.importance import (
     GlobalImportance,
     Reduction,
@@ -45,7 +45,10 @@ class GPBackend(nn.Module):
     :func:`~torchxplain.goals.inputs.check_rows`).
 
     Args:
-        model: fitted ``ExactGP`` with one ``(N, J)`` training input and ``(N,)`` targets.
+        model: fitted ``ExactGP`` with one ``(N, J)`` training input and ``(N,)`` targets, whose ``forward(x)``
+            returns ``MultivariateNormal(mean(x), kernel(x))`` of one ``gpytorch.means.Mean`` and one
+            ``gpytorch.kernels.Kernel`` module, under any attribute names (see
+            :func:`~torchxplain.goals.gp_checks.gp_modules`).
         likelihood: ``GaussianLikelihood`` or ``FixedNoiseGaussianLikelihood`` (default ``model.likelihood``).
         xi: shift, a scalar or a ``(J,)`` tensor of nonzero values (negative allowed).
         jitter: added to the diagonal of ``A`` before the Cholesky factorisation (finite, ``>= 0``).
@@ -71,10 +74,10 @@ class GPBackend(nn.Module):
         super().__init__()
         x, y, noise = check_gp(model, likelihood, jitter)
         n, j = x.shape
-        self.kernel: KernelOps = kernel_ops(model.covar_module, j).to(x.device)
+        mean, covar = gp_modules(model, x)
+        self.kernel: KernelOps = kernel_ops(covar, j).to(x.device)
         self.register_buffer("xi", check_xi(xi, j).to(x.device))
         self.register_buffer("x", x.clone())
-        mean = model.mean_module
         self.mean_module: nn.Module | None = None
         const = torch.zeros((), dtype=torch.float64)
         if isinstance(mean, gpytorch.means.ConstantMean):
@@ -97,14 +100,14 @@ class GPBackend(nn.Module):
 
     @classmethod
     def from_state(cls, kernel: KernelOps, state: dict[str, Tensor]) -> GPBackend:
-        """A backend rebuilt from saved buffers (``x``, ``xi``, ``mean_constant``, ``gram``, ``chol``,
-        ``alpha``; the shapes are taken from ``state``) and a kernel whose buffers are loaded separately."""
+        """A backend rebuilt from checked saved buffers (``x``, ``xi``, ``mean_constant``, ``gram``, ``chol``,
+        ``alpha``; see :mod:`torchxplain.goals.persistence`) and its kernel."""
         backend = cls.__new__(cls)
         nn.Module.__init__(backend)
         backend.kernel = kernel
         backend.mean_module = None
         for name in ("x", "xi", "mean_constant", "gram", "chol", "alpha"):
-            backend.register_buffer(name, torch.empty_like(state[f"{name}"]))
+            backend.register_buffer(name, state[name])
         backend._cache = {}
         return backend
 
@@ -243,12 +246,6 @@ class GPBackend(nn.Module):
         xq = check_rows(xq, self.x)
         var = self.kernel.local_variance(xq.double(), self._rows(torch.float64), self.xi, cholesky_sqnorms(self.chol))
         return var.clamp_min(0.0).to(xq.dtype)
-
-    def global_variance(self) -> Tensor:
-        """``(J,)`` S4 posterior variances of the global means (float64), from the cached training pass."""
-        var = self.training_stats(variances=True).variance()
-        assert var is not None
-        return var
 
     def global_covariance(self, features: Tensor) -> Tensor:
         """``(S, S)`` posterior covariance of the global means of ``features`` ``(S,)`` (float64, O(N^2 S^2))."""

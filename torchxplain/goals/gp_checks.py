@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import math
 import warnings
+from typing import Any
 
 import gpytorch
 import torch
 from torch import Tensor
+
+from torchxplain._core import check_number
 
 SUPPORTED_LIKELIHOODS = (
     gpytorch.likelihoods.GaussianLikelihood,
@@ -51,9 +53,7 @@ def check_xi(xi: float | Tensor, n_features: int) -> Tensor:
 
 def check_jitter(jitter: object) -> float:
     """``jitter`` as a float: a finite number ``>= 0`` (bool refused)."""
-    if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or not math.isfinite(jitter) or jitter < 0:
-        raise ValueError(f"jitter must be a finite number >= 0 (e.g. 1e-6), got {jitter!r}")
-    return float(jitter)
+    return check_number(jitter, "jitter", at_least=0, hint="e.g. 1e-6")
 
 
 def _looks_unfitted(model: gpytorch.models.ExactGP) -> bool:
@@ -123,3 +123,63 @@ def check_gp(
     if noise.numel() not in (1, x.shape[0]):
         raise ValueError(f"likelihood noise has {noise.numel()} values, expected 1 or N={x.shape[0]}")
     return x, y, noise
+
+
+def _top_level(model: torch.nn.Module, kind: type[torch.nn.Module]) -> list[tuple[str, torch.nn.Module]]:
+    """``(name, module)`` of the ``kind`` modules of ``model`` that are not inside another one (a ``ScaleKernel``'s
+    base kernel is part of it), nor inside the likelihood."""
+    found: list[tuple[str, torch.nn.Module]] = []
+    for name, module in model.named_modules():
+        inside = any(name.startswith(f"{outer}.") for outer, _ in found) or name.split(".")[0] == "likelihood"
+        if name and isinstance(module, kind) and not inside:
+            found.append((name, module))
+    return found
+
+
+def _one(model: torch.nn.Module, kind: type[torch.nn.Module], conventional: str, label: str) -> tuple[str, Any]:
+    held = getattr(model, conventional, None)
+    if isinstance(held, kind):
+        return conventional, held
+    found = _top_level(model, kind)
+    if len(found) != 1:
+        where = f"found {len(found)}: {[n for n, _ in found][:5]}" if found else "found none"
+        raise ValueError(
+            f"GOALS reads the GP's prior from its modules and needs exactly one {label} module ({where}); name the "
+            f"one forward() uses model.{conventional} (a zero mean is gpytorch.means.ZeroMean())"
+        )
+    return found[0]
+
+
+def gp_modules(model: gpytorch.models.ExactGP, x: Tensor) -> tuple[gpytorch.means.Mean, gpytorch.kernels.Kernel]:
+    """The prior mean and kernel modules of a GP, whatever their attribute names.
+
+    ``model.mean_module`` / ``model.covar_module`` when they are a ``gpytorch.means.Mean`` / ``Kernel``, else
+    the one ``Mean`` and the one ``Kernel`` among the model's modules (nested kernels such as a ``ScaleKernel``'s
+    base kernel count as part of their parent). The prior ``forward(x)`` on a few training rows ``x`` must then
+    equal ``MultivariateNormal(mean(x), kernel(x))``, so a forward that combines modules differently is refused
+    instead of explained wrongly.
+
+    Raises:
+        ValueError: no or several candidate modules, or a forward() whose prior they do not reproduce.
+    """
+    mean_name, mean = _one(model, gpytorch.means.Mean, "mean_module", "gpytorch.means.Mean")
+    kernel_name, kernel = _one(model, gpytorch.kernels.Kernel, "covar_module", "gpytorch.kernels.Kernel")
+    rows = x[: min(4, x.shape[0])]
+    with torch.no_grad():
+        try:
+            prior = model.forward(rows)
+            loc, cov = prior.mean, prior.covariance_matrix
+        except Exception as err:  # noqa: BLE001 - any failure of the user's forward is reported with its cause
+            raise ValueError(
+                f"GOALS checks the GP's prior against model.{mean_name} and model.{kernel_name}, but "
+                f"model.forward(x) failed on 4 training rows: {type(err).__name__}: {str(err)[:120]}"
+            ) from None
+        same = loc.shape == rows.shape[:1] and torch.allclose(loc, mean(rows), rtol=1e-5, atol=1e-6)
+        dense = kernel(rows).to_dense()
+        same = same and cov.shape == dense.shape and torch.allclose(cov, dense, rtol=1e-5, atol=1e-6)
+    if not same:
+        raise ValueError(
+            f"the GP's prior forward(x) is not MultivariateNormal(model.{mean_name}(x), model.{kernel_name}(x)); "
+            "GOALS needs forward() to return the prior of one mean module and one kernel module"
+        )
+    return mean, kernel

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 from torch import Tensor
 
+from torchxplain._core import check_int, check_number
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -54,8 +56,7 @@ def check_covariance_features(features: Any, n_features: int) -> Tensor | None:
 
 def _central_quantile(level: float) -> float:
     """``q`` with ``P(|Z| <= q) = level`` for a standard normal ``Z``."""
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must be in (0, 1), got {level}")
+    level = check_number(level, "level", greater_than=0, less_than=1, hint="e.g. 0.95")
     return math.sqrt(2.0) * float(torch.special.erfinv(torch.tensor(level, dtype=torch.float64)))
 
 
@@ -203,8 +204,7 @@ class GlobalImportance:
         """
         from torchxplain.viz import ImportanceDisplay
 
-        if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-            raise ValueError(f"top must be a positive int, got {top!r}")
+        check_int(top, "top", 1, hint="the number of features drawn")
         lower, upper = self.interval(level) if self.has_intervals() else (None, None)
         display = ImportanceDisplay(
             self.score,

@@ -6,6 +6,11 @@ non-constant mean modules cannot be saved, since rebuilding those GPyTorch modul
 saved network explainer holds the training inputs, shifts and the head's posterior mean, covariance and bias;
 the deterministic feature extractor is the user's network, which is never saved: pass it again to
 ``Goals.load(path, forward_func=network)`` (a ``LastLayerBNN`` or the extractor ``h`` itself).
+
+Loading checks every field with :class:`~torchxplain._core.saved_fields.SavedFields`: finite tensors of the
+saved shapes (``x`` ``(N, J)``, ``xi`` ``(J,)`` nonzero, ``gram`` and ``chol`` ``(N, N)``, ...), positive kernel
+hyperparameters, feature names of length ``J``, the kernel matrix recomputed from ``x``, and the Cholesky factor
+checked against it; a damaged or edited file is refused at load with one error naming the field.
 """
 
 from __future__ import annotations
@@ -13,8 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import torch
 from torch import Tensor
 
+from torchxplain._core import chunk_bounds, rows_per_chunk
+from torchxplain._core.saved_fields import SavedFields
 from torchxplain.goals.bnn.backend import BNNBackend
 from torchxplain.goals.bnn.model import LastLayerBNN
 from torchxplain.goals.families import LinearOps
@@ -53,40 +61,98 @@ def config_of(
     return {**config, "backend": "gp", "kernel": kind}
 
 
-def _sub(state: dict[str, Tensor], prefix: str) -> dict[str, Tensor]:
-    return {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
+def _gp_kernel(fields: SavedFields, kind: str) -> KernelOps:
+    """The saved kernel's hyperparameters: positive (a negative or zero lengthscale or scale is refused)."""
+    if kind == "rbf":
+        theta = fields.tensor("theta", ("J",), dtype=torch.float64, positive=True)
+        return RBFOps(theta, fields.tensor("outputscale", (), dtype=torch.float64, positive=True))
+    return LinearOps(fields.tensor("variance", (), dtype=torch.float64, positive=True))
 
 
-def backend_from(
-    config: dict[str, Any], state: dict[str, Tensor], forward_func: Callable[..., Tensor] | None
-) -> GPBackend | BNNBackend:
-    """Rebuild the backend of a saved ``Goals`` (its buffers are then loaded from ``state``)."""
-    backend_state = _sub(state, "backend.")
-    if config.get("backend") == "gp":
-        kernel_state = _sub(backend_state, "kernel.")
-        kernel: KernelOps
-        if config.get("kernel") == "rbf":
-            kernel = RBFOps(kernel_state["theta"], kernel_state["outputscale"])
-        elif config.get("kernel") == "linear":
-            kernel = LinearOps(kernel_state["variance"])
-        else:
-            raise ValueError(f"saved GOALS kernel {config.get('kernel')!r} is not one of 'rbf', 'linear'")
-        return GPBackend.from_state(kernel, backend_state)
-    if config.get("backend") != "bnn":
-        raise ValueError(f"saved GOALS backend {config.get('backend')!r} is not one of 'gp', 'bnn'")
+def _check_factor(fields: SavedFields, kernel: KernelOps, x: Tensor, gram: Tensor, chol: Tensor) -> None:
+    """``gram`` must be the kernel matrix of ``x`` and ``chol`` a Cholesky factor of ``gram + diag(d)`` with
+    ``d >= 0`` (noise plus jitter), as the constructor computed them.
+
+    The factor is checked by Freivalds' test (two Gaussian probe vectors, seeded): ``O(N^2)`` instead of the
+    ``O(N^3)`` product, and a wrong factor passes only with probability zero. Row blocks keep every
+    intermediate within ``tx.settings.max_memory``.
+    """
+    n = x.shape[0]
+    x64 = x.double()
+    scale = float(gram.diagonal().abs().max())
+    probes = torch.randn(n, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64).to(chol.device)
+    extra = chol.square().sum(1) - gram.diagonal()  # noise + jitter on the diagonal
+    fields.require(
+        bool((chol.diagonal() > 0).all()), "backend.chol", "has a diagonal entry <= 0 (not a Cholesky factor)"
+    )
+    fields.require(bool((extra >= -1e-8 * scale).all()), "backend.chol", "gives a negative noise variance")
+    back, back_abs = chol.T @ probes, chol.abs().T @ probes.abs()
+    for a, b in chunk_bounds(n, rows_per_chunk(8 * 4 * n, n)):
+        fields.require(
+            torch.allclose(gram[a:b], kernel.cross(x64[a:b], x64), rtol=1e-8, atol=1e-10 * scale),
+            "backend.gram",
+            "is not the kernel matrix of the saved training inputs and hyperparameters",
+        )
+        rows = chol[a:b]
+        fields.require(bool((rows.triu(a + 1) == 0).all()), "backend.chol", "is not lower triangular")
+        residual = rows @ back - gram[a:b] @ probes - extra[a:b, None] * probes[a:b]
+        bound = rows.abs() @ back_abs + gram[a:b].abs() @ probes.abs()
+        fields.require(
+            bool((residual.abs() <= 1e-8 * bound).all()),
+            "backend.chol",
+            "is not a Cholesky factor of the saved kernel matrix plus a noise diagonal",
+        )
+
+
+def _gp_backend(fields: SavedFields) -> GPBackend:
+    kind = fields.choice("kernel", ("rbf", "linear"))
+    state = fields.sub("backend.")
+    x = state.tensor("x", ("N", "J"))
+    xi = state.tensor("xi", ("J",), dtype=torch.float64, nonzero=True)
+    kernel = _gp_kernel(state.sub("kernel."), kind)
+    tensors = {
+        "x": x,
+        "xi": xi,
+        "mean_constant": state.tensor("mean_constant", (), dtype=torch.float64),
+        "gram": state.tensor("gram", ("N", "N"), dtype=torch.float64),
+        "chol": state.tensor("chol", ("N", "N"), dtype=torch.float64),
+        "alpha": state.tensor("alpha", ("N",), dtype=torch.float64),
+    }
+    _check_factor(fields, kernel, x, tensors["gram"], tensors["chol"])
+    return GPBackend.from_state(kernel, tensors)
+
+
+def _bnn_backend(fields: SavedFields, forward_func: Callable[..., Tensor] | None) -> BNNBackend:
+    state = fields.sub("backend.")
+    x = state.tensor("x", ("N", "J"))
+    loc = state.tensor("loc", ("L",), dtype=x.dtype)
+    cov = state.tensor("cov", dtype=x.dtype)
+    width = fields.dim("L")
+    fields.require(
+        cov.shape in ((width,), (width, width)), "backend.cov", f"must have shape ({width},) or ({width}, {width})"
+    )
+    if cov.ndim == 1:
+        fields.require(bool((cov >= 0).all()), "backend.cov", "holds a negative variance")
+    else:
+        fields.require(torch.allclose(cov, cov.T), "backend.cov", "is not symmetric")
+        eig = torch.linalg.eigvalsh(cov.double())
+        fields.require(bool(eig.min() >= -1e-8 * eig.abs().max()), "backend.cov", "is not positive semi-definite")
+    bias = state.tensor("bias", (), dtype=x.dtype)
+    xi = state.tensor("xi", ("J",), dtype=x.dtype, nonzero=True)
+    shortcut = fields.flag("shortcut", optional=True)
     features = forward_func.features if isinstance(forward_func, LastLayerBNN) else forward_func
     if features is None or not callable(features):
         raise TypeError(
             "a saved GOALS explainer of a network needs the network's feature extractor, which is not saved: "
             "pass Goals.load(path, forward_func=bnn) with the fitted LastLayerBNN (or the extractor h itself)"
         )
-    return BNNBackend(
-        features,
-        backend_state["loc"],
-        backend_state["cov"],
-        backend_state["x"],
-        backend_state["xi"],
-        bias=backend_state["bias"],
-        shortcut=config.get("shortcut"),
-        feature_names=config.get("feature_names"),
-    )
+    names = fields.names("feature_names", "J", optional=True)
+    return BNNBackend(features, loc, cov, x, xi, bias=bias, shortcut=shortcut, feature_names=names)
+
+
+def backend_from(fields: SavedFields, forward_func: Callable[..., Tensor] | None) -> GPBackend | BNNBackend:
+    """Rebuild the backend of a saved ``Goals`` from its fields, each checked as strictly as the constructor's
+    inputs (a damaged file raises :class:`~torchxplain._core.saved_fields.SavedFieldError` naming the field)."""
+    if fields.choice("backend", ("gp", "bnn")) == "gp":
+        return _gp_backend(fields)
+    return _bnn_backend(fields, forward_func)

@@ -13,12 +13,12 @@ the centred inputs (use it on screened features, or pass a ``jitter``).
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
 import torch
 from torch import Tensor
 
+from torchxplain._core import check_finite, check_number
 from torchxplain._core.inputs import to_tensor
 
 KL_TERMS = ("full", "mean")
@@ -33,8 +33,7 @@ def check_rate_options(projection: object, kl: object, jitter: object) -> None:
         raise ValueError(f"projection must be one of {list(PROJECTIONS)}, got {str(projection)[:40]!r}")
     if kl not in KL_TERMS:
         raise ValueError(f"kl must be one of {list(KL_TERMS)}, got {str(kl)[:40]!r}")
-    if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or not math.isfinite(jitter) or jitter < 0:
-        raise ValueError(f"jitter must be a finite number >= 0 (e.g. 1e-6), got {jitter!r}")
+    check_number(jitter, "jitter", at_least=0, hint="e.g. 1e-6")
 
 
 def rate_kld(mu: Tensor, cov: Tensor, kl: KLTerm = "full") -> Tensor:
@@ -46,7 +45,7 @@ def rate_kld(mu: Tensor, cov: Tensor, kl: KLTerm = "full") -> Tensor:
         raise ValueError(f"kl must be one of {list(KL_TERMS)}, got {str(kl)[:40]!r}")
     if mu.ndim != 1 or cov.shape != (mu.numel(), mu.numel()):
         raise ValueError(f"mu must be (J,) and cov (J, J), got {tuple(mu.shape)} and {tuple(cov.shape)}")
-    mu64, cov64 = mu.double(), cov.double()
+    mu64, cov64 = check_finite(mu, "mu").double(), check_finite(cov, "cov").double()
     chol, info = torch.linalg.cholesky_ex(cov64)
     if int(info) != 0:
         raise ValueError(
@@ -84,11 +83,15 @@ def rate(
 
     Returns:
         ``(rate, kld)``, each ``(J,)`` in ``x``'s dtype; ``rate`` sums to one.
+
+    Raises:
+        ValueError: NaN or infinite inputs (named with their position), mismatched shapes, or an effect-size
+            covariance that is not positive definite.
     """
     check_rate_options(projection, kl, jitter)
-    x = to_tensor(x, "x", ndim=2).tensor
-    f_mean = to_tensor(f_mean, "f_mean", device=x.device).tensor
-    f_cov = to_tensor(f_cov, "f_cov", device=x.device).tensor
+    x = check_finite(to_tensor(x, "x", ndim=2).tensor, "x")
+    f_mean = check_finite(to_tensor(f_mean, "f_mean", device=x.device).tensor, "f_mean")
+    f_cov = check_finite(to_tensor(f_cov, "f_cov", device=x.device).tensor, "f_cov")
     if not x.is_floating_point():
         x = x.double()
     n, j = x.shape

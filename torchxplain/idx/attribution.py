@@ -47,6 +47,7 @@ def attribution_relations(
         output-major: ``(o, y)`` for each output ``y`` and observation ``o``.
     """
     check_choice(kit, "kit", ("lime", "shap"))
+    bc = bc.computing()
     outs = check_outputs(bc, outputs)
     sigma = bc(codes)[1] if sigma is None else sigma
     known = {

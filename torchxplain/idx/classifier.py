@@ -23,34 +23,13 @@ import torch
 from torch import Tensor, nn
 
 from torchxplain._core import check_float_dtype, settings
+from torchxplain._core.saved_fields import SavedFieldError, SavedFields
 from torchxplain.idx.encoding import BinMethod, InputEncoder
 from torchxplain.idx.io import spec_from_frame, spec_from_pgmpy, spec_from_sklearn
+from torchxplain.idx.logmath import safe_log_softmax
 from torchxplain.idx.spec import ClassifierSpec
 
 T = TypeVar("T")
-
-
-def sum_last(x: Tensor) -> Tensor:
-    """Sum over the last axis in a fixed left-to-right order (bit-identical for any batch shape)."""
-    out = x[..., 0]
-    for k in range(1, x.shape[-1]):
-        out = out + x[..., k]
-    return out
-
-
-def safe_log_softmax(logits: Tensor, valid: Tensor) -> Tensor:
-    """Log-normalise ``logits (..., V)`` over the last axis; rows that are ``-inf`` everywhere become uniform.
-
-    ``valid`` (broadcastable bool, last axis = values) marks the values that exist; a row whose unnormalised
-    posterior is 0 for every value (0/0) gets the uniform distribution over its valid values.
-    """
-    top = logits.amax(dim=-1, keepdim=True)
-    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
-    lse = top + torch.log(sum_last(torch.exp(logits - top)))[..., None]
-    out = logits - lse
-    count = valid.sum(dim=-1, keepdim=True).to(logits.dtype)
-    uniform = torch.where(valid, -torch.log(count), torch.full_like(count, -math.inf))
-    return torch.where(torch.isneginf(lse), uniform.expand_as(out), out)
 
 
 class BayesianClassifier(nn.Module):
@@ -68,10 +47,15 @@ class BayesianClassifier(nn.Module):
             (Def. 8); defaults to ``priors`` where given, else uniform.
         dtype: floating dtype of the stored tables (``.to(torch.float32)`` converts later).
         bin_edges: numeric column -> bin edges, applied when a DataFrame holds numbers for that observation
-            (set by :meth:`fit` with ``bins=``).
+            (set by :meth:`fit` with ``bins=``): at least two finite, strictly increasing edges per observation,
+            whose bins ``"b0", "b1", ...`` are values of it.
+
+    The tables are padded to the most values ``V`` of any variable (``2 (E + 1) V^2`` floats); a classifier whose
+    padded tables would exceed ``tx.settings.max_memory`` is refused with the variable named.
 
     Inputs to :meth:`forward` are validated integer codes ``(B, |O|)``, one column per observation in
-    :attr:`observations` order; :meth:`encode` turns any accepted input form into codes.
+    :attr:`observations` order; :meth:`encode` turns any accepted input form into codes. Computations follow
+    ``tx.settings.dtype_policy`` (:meth:`computing`): a float16 or bfloat16 classifier computes in float32.
     """
 
     log_prior: Tensor
@@ -115,6 +99,15 @@ class BayesianClassifier(nn.Module):
 
         card = [len(spec.values[v]) for v in self.variables]
         n_values = max(card)
+        table_bytes = 8 * 2 * (len(self.influences) + 1) * n_values * n_values  # log_cpt and cpt_rows, float64
+        if table_bytes > settings.max_memory.value():
+            widest = self.variables[card.index(n_values)]
+            raise ValueError(
+                f"the classifier's padded tables need {table_bytes / 2**20:.0f} MiB ({len(self.influences)} influences "
+                f"x {n_values}^2, {n_values} = the values of {widest!r}), above max_memory "
+                f"({settings.max_memory.value() / 2**20:.0f} MiB); merge values of {widest!r} or raise "
+                "tx.settings.max_memory"
+            )
         log_prior = torch.full((len(card), n_values), -math.inf, dtype=torch.float64)
         weights = torch.zeros((len(card), n_values), dtype=torch.float64)
         for i, var in enumerate(self.variables):
@@ -229,11 +222,26 @@ class BayesianClassifier(nn.Module):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BayesianClassifier:
-        """Rebuild a classifier from :meth:`to_dict` output (on the CPU; identical tables and explanations)."""
-        dtype = getattr(torch, str(data.get("dtype", "float64")), None)
-        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-            raise ValueError(f"saved dtype must be a floating torch dtype name, got {data.get('dtype')!r}")
-        return cls.from_spec(ClassifierSpec.from_dict(data), dtype, data.get("bin_edges") or {})
+        """Rebuild a classifier from :meth:`to_dict` output (on the CPU; identical tables and explanations).
+
+        Every field is checked as strictly as the constructor's arguments (see
+        :meth:`~torchxplain.idx.spec.ClassifierSpec.from_dict`); ``dtype`` must name a floating dtype and
+        ``bin_edges`` hold finite, increasing edges of observations.
+
+        Raises:
+            ValueError: not a saved classifier or another version;
+                :class:`~torchxplain._core.saved_fields.SavedFieldError` (a ``ValueError``) naming a bad field.
+        """
+        spec = ClassifierSpec.from_dict(data)
+        fields = SavedFields(data)
+        dtype = fields.dtype("dtype", default="float64")
+        edges = fields.section("bin_edges") if fields.value("bin_edges", optional=True) is not None else None
+        try:
+            return cls.from_spec(spec, dtype, {c: edges.numbers(c) for c in edges.keys()} if edges else {})
+        except (TypeError, ValueError) as err:
+            if isinstance(err, SavedFieldError):
+                raise
+            raise SavedFieldError(f"saved classifier: {err}") from None
 
     def save(self, path: str | os.PathLike[str]) -> str:
         """Write :meth:`to_dict` as JSON to ``path`` (no pickle); returns the path."""
@@ -248,9 +256,12 @@ class BayesianClassifier(nn.Module):
         with open(os.fspath(path), encoding="utf-8") as f:
             try:
                 data = json.load(f)
-            except json.JSONDecodeError as err:
+            except (json.JSONDecodeError, UnicodeDecodeError) as err:
                 raise ValueError(f"{os.fspath(path)!r} is not a saved Bayesian classifier (bad JSON: {err})") from None
-        bc = cls.from_dict(data)
+        try:
+            bc = cls.from_dict(data)
+        except SavedFieldError as err:
+            raise SavedFieldError(f"{os.fspath(path)!r}: {err}") from None
         return bc.to(map_location) if map_location is not None else bc
 
     # ------------------------------------------------------------------ caches
@@ -262,6 +273,18 @@ class BayesianClassifier(nn.Module):
         if key not in self._cache:
             self._cache[key] = build()
         return self._cache[key]
+
+    def computing(self) -> BayesianClassifier:
+        """This classifier in the dtype ``tx.settings.dtype_policy`` computes in: itself when its tables have it,
+        else a cached copy rebuilt from the float64 :attr:`spec` (so half and bfloat16 classifiers compute in
+        float32, never in half precision, and give float32's explanations). Every IDX entry point computes
+        through it; results are in its dtype."""
+        dt = settings.dtype_policy.compute_dtype(self.log_prior)
+        if dt == self.dtype:
+            return self
+        return self.cached(
+            ("computing", dt), lambda: type(self).from_spec(self.spec, dt, self.bin_edges).to(self.device)
+        )
 
     def is_cached(self, key: Hashable) -> bool:
         """Whether :meth:`cached` holds a table under ``key``."""
@@ -347,8 +370,12 @@ class BayesianClassifier(nn.Module):
         """Bottom-up evaluation of the chain on validated codes ``(B, |O|)``.
 
         Returns ``(log_posterior (B, n, V), sigma (B, n))``: the log posterior of every variable (a point mass for
-        observations) and the decision function sigma (first value wins ties).
+        observations) and the decision function sigma (first value wins ties), computed in :meth:`computing`'s
+        dtype.
         """
+        model = self.computing()
+        if model is not self:
+            return model(codes)
         n_rows = codes.shape[0]
         n_vars, n_values = self.log_prior.shape
         sigma = torch.zeros((n_rows, n_vars), dtype=torch.long, device=codes.device)

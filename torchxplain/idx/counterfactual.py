@@ -22,9 +22,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, rows_per_chunk, settings
+from torchxplain._core import check_int, chunk_bounds, rows_per_chunk, settings
 from torchxplain.idx.classifier import BayesianClassifier
-from torchxplain.idx.kits import check_int
 from torchxplain.idx.tables import Family, decide, decision_table, families
 
 DEFAULT_MAX_CF_ASSIGNMENTS = 2**21
@@ -131,7 +130,8 @@ def counterfactual_tables(
             the decision function over more observation assignments.
         max_memory: budget of the chunked intermediates (default ``tx.settings.max_memory``).
     """
-    check_int(max_assignments, "max_cf_assignments", 1, DEFAULT_MAX_CF_ASSIGNMENTS)
+    check_int(max_assignments, "max_cf_assignments", 1, hint=f"e.g. {DEFAULT_MAX_CF_ASSIGNMENTS}")
+    bc = bc.computing()
     with settings.using(max_memory=max_memory):
         return bc.cached(("cf", max_assignments), lambda: _build(bc, max_assignments))
 

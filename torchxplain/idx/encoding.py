@@ -1,5 +1,10 @@
 """Encoding user inputs as integer codes ``(B, |O|)``: dicts, lists of dicts, DataFrames, arrays and tensors.
 
+An input gives every observation a value and nothing else: a dict key naming a classification (which the
+classifier decides) or no variable is refused. A DataFrame may also hold classification columns (e.g. the labels of
+a training frame): they are not inputs and are not read; a column naming no variable, or a missing value in an
+observation column, is refused.
+
 One vectorised encoder serves every form: each observation's values are looked up column by column in a hash
 index of its value names (:meth:`pandas.Index.get_indexer`), so a DataFrame or a list of a million records costs
 a few hash lookups per cell, and integer codes only a range check. Numeric DataFrame columns that were binned at
@@ -16,7 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from torchxplain._core import settings
+from torchxplain._core import check_int, settings
 from torchxplain._core.inputs import is_dataframe, to_tensor
 
 BinMethod = Literal["same_size", "same_length"]
@@ -61,14 +66,46 @@ def discretize(frame: Any, bins: int | Mapping[str, int] = 5, method: BinMethod 
         if not pd.api.types.is_numeric_dtype(frame[col]) or n is None:
             out[col] = frame[col].astype(str)
             continue
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"bins for column {col!r} must be an int >= 1, got {n!r}")
+        check_int(n, f"bins for column {str(col)[:40]!r}", 1, hint="e.g. 5")
         if method == "same_size":
             _, e = pd.qcut(frame[col], q=n, retbins=True, duplicates="drop")
         else:
             _, e = pd.cut(frame[col], bins=n, retbins=True)
         edges[col] = np.asarray(e, dtype=np.float64)
     return apply_bins(out, edges), edges
+
+
+def check_bin_edges(bin_edges: Mapping[str, Any] | None, value_names: Mapping[str, Sequence[str]]) -> dict:
+    """``bin_edges`` as float64 arrays: per observation, at least two finite, strictly increasing edges whose bins
+    ``"b0", "b1", ...`` are all values of that observation.
+
+    Raises:
+        TypeError: not a mapping, or edges that are not numbers.
+        ValueError: an unknown column, too few, non-finite or unsorted edges, or bins that are no value names.
+    """
+    if bin_edges is None:
+        return {}
+    if not isinstance(bin_edges, Mapping):
+        raise TypeError(f"bin_edges must be a mapping column -> bin edges, got {type(bin_edges).__name__}")
+    out = {}
+    for col, given in bin_edges.items():
+        col = str(col)
+        if col not in value_names:
+            raise ValueError(f"bin_edges names {col[:40]!r}, which is not an observation {tuple(value_names)[:10]}")
+        try:
+            edges = np.asarray(given, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"bin_edges[{col!r}] must be a list of numbers, got {str(given)[:40]!r}") from None
+        if edges.ndim != 1 or edges.size < 2 or not np.isfinite(edges).all() or not (np.diff(edges) > 0).all():
+            raise ValueError(
+                f"bin_edges[{col!r}] must hold at least two finite, strictly increasing edges, got "
+                f"{str(edges.tolist())[:60]}"
+            )
+        missing = [b for b in bin_names(edges) if b not in value_names[col]]
+        if missing:
+            raise ValueError(f"bin_edges[{col!r}] defines bins {missing[:5]} that are no values of {col!r}")
+        out[col] = edges
+    return out
 
 
 class InputEncoder:
@@ -92,7 +129,7 @@ class InputEncoder:
         self.variables = frozenset(variables)
         self.observations = tuple(observations)
         self.value_names = {o: tuple(value_names[o]) for o in self.observations}
-        self.bin_edges = {str(c): np.asarray(e, dtype=np.float64) for c, e in (bin_edges or {}).items()}
+        self.bin_edges = check_bin_edges(bin_edges, self.value_names)
         self._code = {o: {name: i for i, name in enumerate(self.value_names[o])} for o in self.observations}
         self._cards = torch.tensor([len(self.value_names[o]) for o in self.observations])
 
@@ -142,11 +179,17 @@ class InputEncoder:
                 raise TypeError(
                     f"inputs[{r}] is a {type(row).__name__}, but inputs[0] is a dict; inputs must be {_FORMS}"
                 )
-        unknown = set().union(*rows) - self.variables
-        if unknown:
-            r = next(i for i, row in enumerate(rows) if unknown & row.keys())
+        extra = set().union(*rows) - set(self.observations)
+        if extra:
+            r = next(i for i, row in enumerate(rows) if extra & row.keys())
+            decided = sorted(map(str, extra & rows[r].keys() & self.variables))
+            if decided:
+                raise ValueError(
+                    f"inputs[{r}] gives values for the classifications {decided}, which the classifier decides from "
+                    f"the observations; an input holds the observations {self.observations} only: drop those keys"
+                )
             raise ValueError(
-                f"inputs[{r}] names unknown variables {sorted(map(str, unknown & rows[r].keys()))}; observations "
+                f"inputs[{r}] names unknown variables {sorted(map(str, extra & rows[r].keys()))}; observations "
                 f"are {self.observations}"
             )
         getter = operator.itemgetter(*self.observations)
@@ -173,6 +216,19 @@ class InputEncoder:
         if missing:
             raise ValueError(
                 f"inputs DataFrame lacks observation columns {missing}; it has {list(frame.columns)[:20]}; add them"
+            )
+        unknown = [str(c) for c in frame.columns if c not in self.variables]
+        if unknown:
+            raise ValueError(
+                f"inputs DataFrame has columns {unknown[:10]} that name no variable of the classifier (its "
+                f"observations are {self.observations}); drop them or rename them to the observations they hold"
+            )
+        observed = frame[list(self.observations)]
+        if bool(observed.isna().to_numpy().any()):
+            r, j = (int(i[0]) for i in np.nonzero(observed.isna().to_numpy()))
+            raise ValueError(
+                f"inputs DataFrame holds a missing value (NaN/None) in column {self.observations[j]!r}, row {r} "
+                f"(index {frame.index[r]!r}); every observation needs a value: drop or impute those rows"
             )
         codes = np.empty((len(frame), len(self.observations)), dtype=np.int64)
         for j, o in enumerate(self.observations):

@@ -13,12 +13,12 @@ from typing import Any, Literal, overload
 
 from torch import Tensor
 
-from torchxplain._core import settings
+from torchxplain._core import check_flag, check_int, settings
 from torchxplain.idx.attribution import attribution_relations
 from torchxplain.idx.classifier import BayesianClassifier
 from torchxplain.idx.counterfactual import DEFAULT_MAX_CF_ASSIGNMENTS
 from torchxplain.idx.explanation import Explanation, ExplanationBatch, KitRelations
-from torchxplain.idx.kits import KITS, RELATION_KITS, check_explanandum, check_int, check_kit, check_kits, check_rtol
+from torchxplain.idx.kits import KITS, RELATION_KITS, check_explanandum, check_kit, check_kits, check_rtol
 from torchxplain.idx.relations import connected, evaluate
 
 ATTRIBUTION_OPTIONS = {
@@ -82,7 +82,7 @@ def explain_batch(
     kits = check_kits(kits, KITS)
     explanandum = check_explanandum(bc, explanandum)
     rtol = check_rtol(rtol)
-    check_int(max_cf_assignments, "max_cf_assignments", 1, DEFAULT_MAX_CF_ASSIGNMENTS)
+    check_int(max_cf_assignments, "max_cf_assignments", 1, hint=f"e.g. {DEFAULT_MAX_CF_ASSIGNMENTS}")
     allowed = set().union(*(ATTRIBUTION_OPTIONS.get(k, set()) for k in kits))
     unknown = sorted(set(attribution_options) - allowed)
     if unknown:
@@ -90,6 +90,7 @@ def explain_batch(
             f"explain got unexpected options {unknown} for kits {list(kits)}; the lime kit takes "
             f"{sorted(ATTRIBUTION_OPTIONS['lime'])}, the shap kit {sorted(ATTRIBUTION_OPTIONS['shap'])}"
         )
+    user_bc, bc = bc, bc.computing()
     with settings.using(max_memory=max_memory, show_progress=show_progress):
         codes = bc.encode(inputs)
         result = evaluate(bc, codes, [k for k in kits if k in RELATION_KITS], rtol, max_cf_assignments)
@@ -101,7 +102,7 @@ def explain_batch(
             options = {o: v for o, v in attribution_options.items() if o in ATTRIBUTION_OPTIONS[k]}
             _, masks, pairs, scores = attribution_relations(bc, codes, k, outputs, result.sigma, rtol, **options)
             per_kit[k] = _kit_relations(bc, masks, pairs, scores, explanandum)
-    return ExplanationBatch(bc, result.sigma, result.log_prob, per_kit, explanandum)
+    return ExplanationBatch(user_bc, result.sigma, result.log_prob, per_kit, explanandum)
 
 
 @overload
@@ -153,5 +154,6 @@ def explain(
             lime/shap options, as in :func:`explain_batch`.
     """
     kit = check_kit(kit)
+    check_flag(as_frame, "as_frame")
     batch = explain_batch(bc, inputs, (kit,), explanandum, **kwargs)
     return batch.to_frame() if as_frame else batch.explanations(kit)

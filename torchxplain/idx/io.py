@@ -7,7 +7,6 @@ Each function returns a validated :class:`~torchxplain.idx.spec.ClassifierSpec`;
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchxplain._core import progress
+from torchxplain._core import check_number, progress
 from torchxplain._core.inputs import is_dataframe
 from torchxplain.idx.encoding import BinMethod, bin_names, discretize
 from torchxplain.idx.spec import ClassifierSpec
@@ -65,6 +64,14 @@ def spec_from_pgmpy(network: Any, observations: Sequence[str] | None = None) -> 
     if not hasattr(network, "get_cpds") or not hasattr(network, "successors"):
         raise TypeError(f"network must be a pgmpy Bayesian network with CPDs, got {type(network).__name__}")
     nodes = list(network.nodes())
+    if not nodes:
+        raise ValueError("network has no nodes; build a pgmpy network with edges and CPDs first")
+    without = [v for v in nodes if network.get_cpds(v) is None]
+    if without:
+        raise ValueError(
+            f"network has no CPD for the nodes {without[:10]}{' ...' if len(without) > 10 else ''}; add one per node "
+            "with network.add_cpds(TabularCPD(...)) (or fit it, e.g. network.fit(data)) before converting it"
+        )
     leaves = [v for v in nodes if network.out_degree(v) == 0]
     if observations is not None:
         unknown = [o for o in observations if o not in nodes]
@@ -150,6 +157,27 @@ def spec_from_sklearn(
     return ClassifierSpec.build(values, {class_name: feature_names}, {class_name: prior}, cpts, sd_weights=weights)
 
 
+def _check_columns(frame: Any, used: Sequence[str], values: Mapping[str, Any], edges: Mapping[str, Any]) -> None:
+    """Refuse what would silently become categories: missing values, and floating columns that are neither binned
+    (``bins=``) nor declared categorical (``values=``), whose every distinct number would be a category."""
+    import pandas as pd
+
+    for v in used:
+        col = frame[v]
+        if bool(col.isna().any()):
+            r = int(np.flatnonzero(col.isna().to_numpy())[0])
+            raise ValueError(
+                f"column {v!r} holds a missing value (NaN/None) at row {r} (index {frame.index[r]!r}); drop or "
+                "impute those rows (a missing value is not a category)"
+            )
+        if pd.api.types.is_float_dtype(col) and v not in edges and v not in values:
+            raise ValueError(
+                f"column {v!r} is floating point with {col.nunique()} distinct values, each of which would become a "
+                f"category; pass bins={{{v!r}: 5}} to discretise it, or values={{{v!r}: [...]}} (or cast it to "
+                "strings) to declare its values categories"
+            )
+
+
 def spec_from_frame(
     frame: Any,
     structure: str | Mapping[str, Sequence[str]],
@@ -166,7 +194,9 @@ def spec_from_frame(
     ``class_prior[c]``); observation priors (the SD weights) are the empirical frequencies.
 
     Args:
-        frame: training rows; one column per variable.
+        frame: training rows; one column per variable. String, categorical, bool and integer columns are
+            categorical (one value per distinct entry); floating columns must be binned (``bins=``) or declared
+            categorical (``values=``); missing values are refused.
         structure: the class column for an NBC over all other columns, or classification -> children.
         alpha: additive (Laplace/Lidstone) smoothing, > 0.
         values: optional value order per column (default: sorted distinct values; bins in bin order).
@@ -179,9 +209,9 @@ def spec_from_frame(
 
     if not is_dataframe(frame):
         raise TypeError(f"frame must be a pandas DataFrame with one column per variable, got {type(frame).__name__}")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha <= 0:
-        raise ValueError(f"alpha must be a finite number > 0 (additive smoothing), got {alpha!r}; e.g. alpha=1.0")
+    check_number(alpha, "alpha", greater_than=0, hint="additive smoothing, e.g. alpha=1.0")
     edges: dict[str, np.ndarray] = {}
+    original = frame
     if bins is not None:
         frame, edges = discretize(frame, bins, method)
     if isinstance(structure, str):
@@ -196,6 +226,7 @@ def spec_from_frame(
         raise ValueError(f"structure names columns {missing} that the frame lacks; it has {list(frame.columns)}")
     used = [c for c in frame.columns if c in set(named)]
     values = dict(values or {})
+    _check_columns(original, used, values, edges)
     data = frame[used].astype(str)
     names, codes = {}, {}
     for v in used:

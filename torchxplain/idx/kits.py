@@ -6,10 +6,10 @@ value, and the fix; the kernels behind them assume valid arguments.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
+from torchxplain._core import check_number
 from torchxplain.idx.classifier import BayesianClassifier
 
 Kit = Literal["md", "sd", "cf", "lime", "shap"]
@@ -67,25 +67,7 @@ def check_rtol(rtol: Any) -> float | None:
     """``None`` (the dtype's default tie tolerance) or a finite float >= 0."""
     if rtol is None:
         return None
-    if isinstance(rtol, bool) or not isinstance(rtol, (int, float)) or not math.isfinite(rtol) or rtol < 0:
-        raise ValueError(f"rtol must be a finite number >= 0 (relative tie tolerance) or None, got {rtol!r}")
-    return float(rtol)
-
-
-def check_int(value: Any, name: str, minimum: int, example: int, maximum: int = 2**62) -> int:
-    """An int (not a bool or float) in ``minimum..maximum``."""
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        raise ValueError(
-            f"{name} must be an int in {minimum}..{maximum}, got {type(value).__name__} {value!r}; e.g. {example}"
-        )
-    return value
-
-
-def check_positive(value: Any, name: str, example: float) -> float:
-    """A finite number > 0."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}; e.g. {example}")
-    return float(value)
+    return check_number(rtol, "rtol", at_least=0, hint="a relative tie tolerance, or None for the default")
 
 
 def check_choice(value: Any, name: str, options: Sequence[str]) -> str:

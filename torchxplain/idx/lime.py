@@ -17,9 +17,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, make_generator, progress, rows_per_chunk, settings
+from torchxplain._core import check_int, check_number, chunk_bounds, make_generator, progress, rows_per_chunk, settings
 from torchxplain.idx.classifier import BayesianClassifier
-from torchxplain.idx.kits import check_int, check_positive
 from torchxplain.idx.shap import check_outputs, check_seed, output_proba
 
 
@@ -90,6 +89,7 @@ def lime_values(
         seed: an int >= 0 or a ``torch.Generator``.
         max_memory, show_progress: budget of chunked intermediates and progress bars (default: ``tx.settings``).
     """
+    bc = bc.computing()
     with settings.using(max_memory=max_memory, show_progress=show_progress):
         codes = bc.encode(inputs)
         return lime_from_decisions(bc, codes, bc(codes)[1], outputs, num_samples, kernel_width, alpha, sampling, seed)
@@ -108,10 +108,14 @@ def lime_from_decisions(
 ) -> Tensor:
     """:func:`lime_values` for validated codes ``(B, |O|)`` whose decisions ``sigma (B, n)`` are known."""
     outs = check_outputs(bc, outputs)
-    check_int(num_samples, "num_samples", 2, 5000)
+    check_int(num_samples, "num_samples", 2, hint="e.g. 5000")
     m = len(bc.observations)
-    width = 0.75 * math.sqrt(m) if kernel_width is None else check_positive(kernel_width, "kernel_width", 1.0)
-    check_positive(alpha, "alpha", 1.0)
+    width = (
+        0.75 * math.sqrt(m)
+        if kernel_width is None
+        else check_number(kernel_width, "kernel_width", greater_than=0, hint="e.g. 1.0")
+    )
+    check_number(alpha, "alpha", greater_than=0, hint="e.g. 1.0")
     gen = make_generator(check_seed(seed), codes.device)
     probs = _sampling(bc, sampling)
     out_idx = torch.tensor([bc.index_of(y) for y in outs], device=codes.device)

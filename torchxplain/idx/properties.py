@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from torchxplain.idx.classifier import BayesianClassifier, safe_log_softmax
+from torchxplain.idx.classifier import BayesianClassifier
+from torchxplain.idx.logmath import safe_log_softmax
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ def stochastic(weights: Tensor, diff: Tensor, alternative: Tensor) -> dict[str, 
 
 def modified_posteriors(bc: BayesianClassifier, codes: Tensor, rtol: float | None = None) -> ModifiedPosteriors:
     """Posteriors under every modified input (Def. 6) of every influence of validated codes ``(B, |O|)``."""
+    bc = bc.computing()
     log_post, sigma = bc(codes)
     shape = (codes.shape[0], len(bc.influences), bc.log_prior.shape[1])
     prob = torch.zeros(shape, dtype=bc.dtype, device=codes.device)
@@ -156,4 +158,5 @@ def md_relations(mp: ModifiedPosteriors | FamilyPosteriors) -> dict[str, Tensor]
 
 def sd_relations(bc: BayesianClassifier, mp: ModifiedPosteriors) -> dict[str, Tensor]:
     """Stochastic attack/support (Def. 8) over all influences, weighted by ``bc.sd_weight``: ``(B, E)`` bool each."""
+    bc = bc.computing()
     return stochastic(bc.sd_weight[bc.source][None], mp.diff, mp.alternative)

@@ -16,10 +16,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, progress, rows_per_chunk, settings
+from torchxplain._core import check_int, chunk_bounds, progress, rows_per_chunk, settings
 from torchxplain.idx.classifier import BayesianClassifier
 from torchxplain.idx.counterfactual import DEFAULT_MAX_CF_ASSIGNMENTS, CounterfactualTables, counterfactual_tables
-from torchxplain.idx.kits import RELATION_NAMES, check_int, check_kits, check_rtol
+from torchxplain.idx.kits import RELATION_NAMES, check_kits, check_rtol
 from torchxplain.idx.tables import (
     DIALECTICAL_NAMES,
     Family,
@@ -176,7 +176,8 @@ def relation_tensors(
     """
     kits = check_kits(kits)
     rtol = check_rtol(rtol)
-    check_int(max_cf_assignments, "max_cf_assignments", 1, DEFAULT_MAX_CF_ASSIGNMENTS)
+    check_int(max_cf_assignments, "max_cf_assignments", 1, hint=f"e.g. {DEFAULT_MAX_CF_ASSIGNMENTS}")
+    bc = bc.computing()
     with settings.using(max_memory=max_memory, show_progress=show_progress):
         result = evaluate(bc, bc.encode(inputs), kits, rtol, max_cf_assignments)
     return result.sigma, result.relations

@@ -14,9 +14,9 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, make_generator, progress, rows_per_chunk, settings
+from torchxplain._core import check_int, chunk_bounds, make_generator, progress, rows_per_chunk, seeding, settings
 from torchxplain.idx.classifier import BayesianClassifier
-from torchxplain.idx.kits import check_choice, check_int
+from torchxplain.idx.kits import check_choice
 
 DEFAULT_MAX_PLAYERS = 12
 DEFAULT_MAX_TABLE = 2**22
@@ -37,9 +37,7 @@ def check_outputs(bc: BayesianClassifier, outputs: str | Sequence[str] | None) -
 
 def check_seed(seed: Any) -> int | torch.Generator:
     """An int >= 0 or a ``torch.Generator`` (floats and bools are refused, not truncated)."""
-    if isinstance(seed, torch.Generator):
-        return seed
-    return check_int(seed, "seed", 0, 0)
+    return seed if isinstance(seed, torch.Generator) else seeding.check_seed(seed)
 
 
 def output_proba(bc: BayesianClassifier, rows: Tensor, out_idx: Tensor) -> Tensor:
@@ -50,12 +48,24 @@ def output_proba(bc: BayesianClassifier, rows: Tensor, out_idx: Tensor) -> Tenso
 def background_codes(
     bc: BayesianClassifier, codes: Tensor, background: Any, seed: int | torch.Generator, size: int
 ) -> Tensor:
-    """The background's codes: ``background`` encoded, else up to ``size`` of the inputs (a seeded sample)."""
+    """The background's codes: ``background`` encoded, else up to ``size`` of the inputs (a seeded sample).
+
+    Raises:
+        ValueError: an empty background, or no ``background`` and fewer than two distinct inputs (the input
+            would be its own background: every Shapley value 0, no relation, whatever the classifier).
+    """
     if background is not None:
         bg = bc.encode(background)
         if bg.shape[0] == 0:
             raise ValueError("background must hold at least one input; pass inputs to average over, or None")
         return bg
+    if codes.shape[0] and torch.unique(codes, dim=0).shape[0] < 2:
+        raise ValueError(
+            "the shap kit needs a background: without background= it averages over the explained inputs, and "
+            f"these {codes.shape[0]} input(s) hold one distinct assignment, so every Shapley value would be 0 (no "
+            "attack, no support). Pass background= (e.g. training rows, or torchxplain.idx.datasets.all_inputs(bc) "
+            "for every assignment of the observations)"
+        )
     if codes.shape[0] <= size:
         return codes
     gen = make_generator(seed, codes.device)
@@ -91,7 +101,10 @@ def shap_values(
     Args:
         bc: the classifier; ``inputs``: anything :meth:`BayesianClassifier.encode` accepts.
         outputs: the outputs ``C_o`` (default: every classification).
-        background: background inputs (default: up to ``background_size`` of the inputs, a seeded sample).
+        background: background inputs (default: up to ``background_size`` of the inputs, a seeded sample, so
+            each input's values depend on the others explained with it; pass the training rows for values that do
+            not). Refused without ``background`` when the inputs hold one distinct assignment (it would be its own
+            background: every value 0).
         method: ``"exact"`` enumerates the ``2^|O|`` coalitions (refused above ``max_players`` players), reading
             posteriors from a table over all observation assignments when it has at most ``max_table`` rows;
             ``"fourier"`` computes the exact Walsh-Hadamard spectrum of the posterior on a binary code of the
@@ -100,6 +113,7 @@ def shap_values(
         background_size, seed: the default background's size (>= 1) and sampling seed (an int >= 0).
         max_memory, show_progress: budget of chunked intermediates and progress bars (default: ``tx.settings``).
     """
+    bc = bc.computing()
     with settings.using(max_memory=max_memory, show_progress=show_progress):
         codes = bc.encode(inputs)
         return shap_from_decisions(
@@ -133,11 +147,11 @@ def shap_from_decisions(
     """:func:`shap_values` for validated codes ``(B, |O|)`` whose decisions ``sigma (B, n)`` are known."""
     outs = check_outputs(bc, outputs)
     check_choice(method, "method", ("exact", "fourier"))
-    check_int(background_size, "background_size", 1, 100)
+    check_int(background_size, "background_size", 1, hint="e.g. 100")
     seed = check_seed(seed)
-    check_int(max_players, "max_players", 1, DEFAULT_MAX_PLAYERS)
-    check_int(max_table, "max_table", 1, DEFAULT_MAX_TABLE)
-    check_int(max_bits, "max_bits", 1, DEFAULT_MAX_BITS)
+    check_int(max_players, "max_players", 1, hint=f"e.g. {DEFAULT_MAX_PLAYERS}")
+    check_int(max_table, "max_table", 1, hint=f"e.g. {DEFAULT_MAX_TABLE}")
+    check_int(max_bits, "max_bits", 1, hint=f"e.g. {DEFAULT_MAX_BITS}")
     out_idx = torch.tensor([bc.index_of(y) for y in outs], device=codes.device)
     bg = background_codes(bc, codes, background, seed, background_size)
     if codes.shape[0] == 0:

@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from torchxplain._core.saved_fields import SavedFieldError, SavedFields
+
 CPT_TOLERANCE = 1e-4
 FORMAT = "torchxplain-bayesian-classifier"
 VERSION = 1
@@ -266,13 +268,38 @@ class ClassifierSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ClassifierSpec:
-        """Rebuild (and re-validate) a spec written by :meth:`to_dict`."""
+        """Rebuild a spec written by :meth:`to_dict`, every field checked as strictly as :meth:`build`'s arguments.
+
+        Raises:
+            ValueError: not a saved classifier, or another version.
+            SavedFieldError: a missing or malformed field (value names that are not strings, tables that are
+                not numbers, NaN probabilities, rows that do not sum to 1, ...), named in the message.
+        """
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:
             raise ValueError(f"data is not a saved Bayesian classifier (expected format {FORMAT!r})")
         if data.get("version") != VERSION:
             raise ValueError(f"saved classifier has version {data.get('version')!r}; this torchxplain reads {VERSION}")
+        fields = SavedFields(data)
+        values, structure = fields.section("values"), fields.section("structure")
+        names = {v: values.names(v) for v in values.keys()}
+        kids = {c: structure.names(c) for c in structure.keys()}
+        tables = {}
+        for arg in ("priors", "sd_weights"):
+            section = fields.section(arg)
+            tables[arg] = {v: section.numbers(v) for v in section.keys()}
+        raw = fields.value("cpts")
+        fields.require(
+            isinstance(raw, list) and all(isinstance(e, list) and len(e) == 3 for e in raw),
+            "cpts",
+            "must be a list of [classification, child, table] triples",
+        )
+        cpts = {}
+        for i, (c, x, table) in enumerate(raw):
+            entry = SavedFields({"classification": c, "child": x, "table": table}, where=f"cpts[{i}]")
+            cpts[(entry.choice("classification", list(kids)), entry.choice("child", list(names)))] = entry.numbers(
+                "table"
+            )
         try:
-            cpts = {(str(c), str(x)): t for c, x, t in data["cpts"]}
-            return cls.build(data["values"], data["structure"], data["priors"], cpts, data["sd_weights"])
-        except KeyError as err:
-            raise ValueError(f"saved classifier lacks the key {err.args[0]!r}; the file is incomplete") from None
+            return cls.build(names, kids, tables["priors"], cpts, tables["sd_weights"])
+        except (TypeError, ValueError) as err:
+            raise SavedFieldError(f"saved classifier: {err}") from None

@@ -53,12 +53,39 @@ def relation_shares(
     return out
 
 
+def _check_relations(named: dict[str, dict[str, Tensor]]) -> None:
+    """Each argument maps ``"attack"`` and ``"support"`` to bool tensors, all of one shape ``(B, P)``."""
+    shapes = {}
+    for arg, rel in named.items():
+        if not isinstance(rel, dict) or not {"attack", "support"} <= set(rel):
+            raise ValueError(
+                f"{arg} must map 'attack' and 'support' to bool (B, P) masks (relations(kit) of an ExplanationBatch), "
+                f"got {sorted(rel) if isinstance(rel, dict) else type(rel).__name__}"
+            )
+        for name in ("attack", "support"):
+            mask = rel[name]
+            if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.ndim != 2:
+                raise ValueError(
+                    f"{arg}[{name!r}] must be a 2-D bool tensor (B, P), got {getattr(mask, 'dtype', mask)}"
+                )
+            shapes[f"{arg}[{name!r}]"] = tuple(mask.shape)
+    if len(set(shapes.values())) > 1:
+        raise ValueError(
+            f"the relation masks must have one shape (B, P) over the same inputs and pairs, got {shapes}; pass "
+            "masks of one kit pair over the same pairs (e.g. md and sd, or lime and shap)"
+        )
+
+
 def agreement(first: dict[str, Tensor], second: dict[str, Tensor], columns: Tensor | None = None) -> float:
     """Table 5: percentage of (input, pair) cells where two dialectical kits agree on attack or support.
 
     ``first``/``second`` map ``"attack"``/``"support"`` to bool ``(B, P)`` over the same pairs; ``columns``
     optionally selects the pairs (e.g. the input-output influences).
+
+    Raises:
+        ValueError: masks that are not bool ``(B, P)`` tensors of one shape.
     """
+    _check_relations({"first": first, "second": second})
     hit = (first["attack"] & second["attack"]) | (first["support"] & second["support"])
     if columns is not None:
         hit = hit[:, columns]
@@ -70,15 +97,12 @@ def monotonicity_violations(relations: dict[str, Tensor], md: dict[str, Tensor])
 
     A support (attack) violates it unless every other value of the influencer lowers (raises) the
     influencee's posterior, i.e. unless it is also an MD support (attack) over the same pairs.
+
+    Raises:
+        ValueError: masks that are not bool ``(B, P)`` tensors of one shape.
     """
+    _check_relations({"relations": relations, "md": md})
     rel = relations["attack"] | relations["support"]
     bad = (relations["attack"] & ~md["attack"]) | (relations["support"] & ~md["support"])
     total = torch.count_nonzero(rel).item()
     return 100.0 * torch.count_nonzero(bad).item() / total if total else 0.0
-
-
-def shares_table(rows: dict[str, dict[str, float]]) -> Any:
-    """A pandas DataFrame of shares (one row per name), for printing next to the paper's numbers."""
-    import pandas as pd
-
-    return pd.DataFrame(rows).T.round(1)

@@ -22,7 +22,8 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, rows_per_chunk
-from torchxplain.idx.classifier import BayesianClassifier, safe_log_softmax
+from torchxplain.idx.classifier import BayesianClassifier
+from torchxplain.idx.logmath import safe_log_softmax
 from torchxplain.idx.properties import family_posteriors, monotonic, stochastic
 
 MAX_FAMILY_TABLE = 2**18

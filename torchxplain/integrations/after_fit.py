@@ -9,8 +9,8 @@ import gpytorch
 import torch
 from torch import Tensor, nn
 
-from torchxplain._core import check_finite, check_matrix
-from torchxplain._core.inputs import is_dataframe, to_tensor
+from torchxplain._core import check_finite, check_int, check_matrix
+from torchxplain._core.inputs import check_feature_names, is_dataframe, to_tensor
 from torchxplain._core.seeding import make_generator
 from torchxplain.fourier.explainer._fourier_shap import FourierShap
 from torchxplain.fourier.trees.adapters._dispatch import supports
@@ -60,7 +60,9 @@ def explain_after_fit(
         model: the fitted model.
         X_train: ``(N, n)`` training inputs; a seeded sample of ``n_background`` rows is the background (not used
             by GOALS, which reads the model's own training inputs, nor by IDX).
-        X_test: ``(Q, n)`` rows to explain (for IDX: any input form :func:`torchxplain.idx.explain` takes).
+        X_test: ``(Q, n)`` rows to explain (for IDX: any input form :func:`torchxplain.idx.explain` takes). When
+            both are DataFrames their columns must agree (same names, same order); GOALS takes them as its
+            ``feature_names``.
         method: ``"auto"`` or one of ``"trees"``, ``"fourier"``, ``"goals"``, ``"idx"``.
         target: output column for multi-output models.
         n_background: background size for the SHAP methods.
@@ -69,18 +71,19 @@ def explain_after_fit(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {list(METHODS)}, got {str(method)[:40]!r}")
-    if isinstance(n_background, bool) or not isinstance(n_background, int) or n_background < 1:
-        raise ValueError(f"n_background must be a positive number of rows, got {str(n_background)[:40]!r}")
+    check_int(n_background, "n_background", 1, hint="the number of background rows")
     if method == "idx" or (method == "auto" and isinstance(model, BayesianClassifier)):
         reason = "requested" if method == "idx" else "a Bayesian network classifier: influence-driven explanations"
         return AfterFitResult("idx", reason, None, idx_explain(model, X_test, **options))
-    test = to_tensor(X_test, "X_test", ndim=2).tensor
-    train = to_tensor(X_train, "X_train", ndim=2).tensor
+    converted_test, converted_train = to_tensor(X_test, "X_test", ndim=2), to_tensor(X_train, "X_train", ndim=2)
+    test, train = converted_test.tensor, converted_train.tensor
     check_finite(check_matrix(test, "X_test"), "X_test")
     check_finite(check_matrix(train, "X_train", test.shape[1]), "X_train")
+    check_feature_names(converted_train.feature_names, converted_test.feature_names, "X_test")
     chosen, reason, forward = _choose(model, train) if method == "auto" else (method, "requested", model)
     if chosen == "goals":
-        explainer: Any = Goals(model, **options)
+        names = converted_train.feature_names or converted_test.feature_names
+        explainer: Any = Goals(model, **({"feature_names": names} if names else {}) | options)
         return AfterFitResult(chosen, reason, explainer, explainer.attribute(test.to(explainer.train_inputs.dtype)))
     rows = torch.randperm(train.shape[0], generator=make_generator(seed))[:n_background]
     background = X_train.iloc[rows.numpy()] if is_dataframe(X_train) else train[rows]  # keeps column names

@@ -9,13 +9,16 @@ from __future__ import annotations
 import glob
 import itertools
 import os
+import pickle
 from collections.abc import Mapping
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
+from torchxplain._core import check_int
 from torchxplain._core.inputs import to_tensor
+from torchxplain._core.saved_fields import SavedFieldError, SavedFields
 
 SHARD_PATTERN = "shard-rank*-part*.pt"
 
@@ -71,27 +74,64 @@ def explain_batch(explainer: Any, batch: Any, **attribute_kwargs: Any) -> dict[s
     return out
 
 
+def _read_shard(path: str) -> tuple[Tensor, Tensor]:
+    """One shard's ``(R,)`` int64 indices and ``(R, ...)`` attributions, every field checked (one clear error each)."""
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError) as err:
+        raise ValueError(
+            f"shard {path!r} is not readable (empty, truncated or not written by ExplanationWriter): {str(err)[:120]}"
+        ) from None
+    if not isinstance(data, dict) or not all(isinstance(v, Tensor) for v in data.values()):
+        raise ValueError(
+            f"shard {path!r} holds a {type(data).__name__}, not ExplanationWriter's dict of tensors "
+            "{'index', 'attributions'}; remove it from the folder"
+        )
+    try:
+        fields = SavedFields({}, data, fix="remove it from the folder, or explain its rows again")
+        index = fields.tensor("index", ("R",), kind="int", minimum=0)
+        attributions = fields.tensor("attributions", kind="float", finite=False)  # results: NaN is kept
+        fields.require(attributions.ndim >= 1, "attributions", "must have a row dimension (R, ...)")
+        fields.require(
+            attributions.shape[0] == index.shape[0],
+            "attributions",
+            f"has {attributions.shape[0]} rows for {index.shape[0]} indices",
+        )
+    except SavedFieldError as err:
+        raise ValueError(f"shard {path!r}: {err}") from None
+    return index.long(), attributions
+
+
 def merge_shards(directory: str | os.PathLike[str], expected_rows: int | None = None) -> dict[str, Tensor]:
     """Concatenate the shards written by ``ExplanationWriter`` and sort the rows by their dataset index.
 
     Args:
         directory: the writer's ``output_dir``.
-        expected_rows: if given, the indices must be exactly ``0 .. expected_rows - 1`` (no loss).
+        expected_rows: if given (an int >= 0), the indices must be exactly ``0 .. expected_rows - 1`` (no loss).
 
     Returns:
         ``{"index": (N,) int64 sorted, "attributions": (N, ...)}``.
 
     Raises:
-        ValueError: on no shards, a duplicated index, or (with ``expected_rows``) a missing one.
+        ValueError: on no shards, an unreadable or truncated shard, a shard that is not a dict of ``index``
+            ``(R,)`` non-negative integers and floating ``attributions`` ``(R, ...)``, shards whose attributions
+            differ in shape or dtype, a duplicated index, or (with ``expected_rows``) a missing one.
     """
+    if expected_rows is not None:
+        check_int(expected_rows, "expected_rows", 0, hint="the number of rows explained, or None")
     paths = sorted(glob.glob(os.path.join(os.fspath(directory), SHARD_PATTERN)))
     if not paths:
         raise ValueError(f"no shards matching {SHARD_PATTERN!r} in {os.fspath(directory)!r}")
-    shards = [torch.load(p, map_location="cpu", weights_only=True) for p in paths]
-    index = torch.cat([s["index"].long() for s in shards])
-    attributions = torch.cat([s["attributions"] for s in shards])
-    if index.shape[0] != attributions.shape[0]:
-        raise ValueError(f"shards hold {index.shape[0]} indices for {attributions.shape[0]} attribution rows")
+    shards = [_read_shard(p) for p in paths]
+    layout = [(tuple(a.shape[1:]), a.dtype) for _, a in shards]
+    other = next((k for k, lay in enumerate(layout) if lay != layout[0]), None)
+    if other is not None:
+        raise ValueError(
+            f"shards hold attributions of different row shapes or dtypes: {paths[0]!r} {layout[0]} and "
+            f"{paths[other]!r} {layout[other]}; a folder must hold the shards of one run"
+        )
+    index = torch.cat([i for i, _ in shards])
+    attributions = torch.cat([a for _, a in shards])
     order = torch.argsort(index, stable=True)
     index, attributions = index[order], attributions[order]
     duplicated = index[1:][index[1:] == index[:-1]]

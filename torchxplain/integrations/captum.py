@@ -25,7 +25,15 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from torchxplain._core import check_finite, check_matrix, chunk_bounds, parse_memory, rows_per_chunk, settings
+from torchxplain._core import (
+    check_finite,
+    check_matrix,
+    check_number,
+    chunk_bounds,
+    parse_memory,
+    rows_per_chunk,
+    settings,
+)
 from torchxplain._core.inputs import to_tensor
 
 DEFAULT_SENTINEL = -1.0e9
@@ -94,8 +102,7 @@ class BackgroundAveraged:
     ) -> None:
         if not callable(forward_func):
             raise TypeError(f"forward_func must be callable, got {type(forward_func).__name__}")
-        if isinstance(sentinel, bool) or not isinstance(sentinel, (int, float)):
-            raise TypeError(f"sentinel must be a real number, got {type(sentinel).__name__} {sentinel!r}")
+        sentinel = check_number(sentinel, "sentinel", hint="a value that real inputs never take")
         background = to_tensor(background, "background", ndim=2).tensor
         check_matrix(background, "background")
         check_finite(background, "background")

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from torchxplain._core import check_finite, check_matrix
+from torchxplain._core import check_finite, check_flag, check_matrix
 from torchxplain._core.inputs import to_tensor
 from torchxplain.goals.bnn.features import FeatureMap, global_moments, local_moments, training_summary
 from torchxplain.goals.bnn.model import LastLayerBNN
@@ -76,8 +76,8 @@ class BNNBackend(nn.Module):
         super().__init__()
         if not callable(features):
             raise TypeError(f"features must be an nn.Module or callable, got {type(features).__name__}")
-        if shortcut is not None and not isinstance(shortcut, bool):
-            raise TypeError(f"shortcut must be True, False or None, got {shortcut!r}")
+        if shortcut is not None:
+            check_flag(shortcut, "shortcut")
         converted = to_tensor(train_inputs, "train_inputs", ndim=2)
         x = check_finite(check_matrix(converted.tensor, "train_inputs"), "train_inputs")
         if not x.is_floating_point():

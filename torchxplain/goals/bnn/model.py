@@ -19,9 +19,17 @@ from pyro.infer.autoguide import AutoMultivariateNormal, AutoNormal, init_to_fea
 from pyro.nn import PyroModule, PyroParam, PyroSample
 from torch import Tensor, nn
 
-from torchxplain._core import check_finite, check_matrix, chunk_bounds, make_generator, progress, settings
+from torchxplain._core import (
+    check_finite,
+    check_flag,
+    check_matrix,
+    chunk_bounds,
+    make_generator,
+    progress,
+    settings,
+)
 from torchxplain._core.inputs import check_feature_names, to_tensor
-from torchxplain.goals.bnn.fit_checks import check_fit_options, check_model_options
+from torchxplain.goals.bnn.fit_checks import check_features, check_fit_options, check_model_options
 from torchxplain.goals.bnn.modes import local_params, train_mode
 from torchxplain.goals.bnn.posterior import guide_moments, output_block
 
@@ -225,7 +233,7 @@ class LastLayerBNN(_LocalParams, PyroModule):
         Returns ``self``; ``self.losses`` holds the mean negative ELBO (full-data estimate) of every epoch.
         Calling ``fit`` again continues from the current posterior (with a fresh optimiser).
         """
-        check_fit_options(epochs, lr, batch_size, num_particles, seed)
+        check_fit_options(epochs, lr, batch_size, num_particles, seed, train_features)
         X, y = self._check_data(X, y)
         n = X.shape[0]
         step = n if batch_size is None else min(batch_size, n)
@@ -286,16 +294,25 @@ class LastLayerBNN(_LocalParams, PyroModule):
             for start, stop in chunk_bounds(n, step):
                 idx = order[start:stop]
                 optim.zero_grad()
-                loss = elbo.differentiable_loss(self, guide, X[idx], y[idx])
+                try:
+                    loss = elbo.differentiable_loss(self, guide, X[idx], y[idx])
+                except ValueError as err:  # Pyro's distributions refuse the NaN parameters of a diverged step
+                    if all(bool(torch.isfinite(p).all()) for p in params):
+                        raise
+                    raise self._diverged("NaN parameters", len(self.losses) + 1, lr) from err
                 loss.backward()
                 optim.step()
                 total += loss.detach() * (stop - start)
             self.losses.append(float(total) / n)
             if not math.isfinite(self.losses[-1]):
-                raise ValueError(
-                    f"the ELBO became {self.losses[-1]} in epoch {len(self.losses)}; lower lr (now {lr!r}), "
-                    "standardise X and y, or check the features for NaN"
-                )
+                raise self._diverged(f"an ELBO of {self.losses[-1]}", len(self.losses), lr)
+
+    @staticmethod
+    def _diverged(what: str, epoch: int, lr: float) -> ValueError:
+        return ValueError(
+            f"SVI diverged: {what} in epoch {epoch}; lower lr (now {lr!r}), standardise X and y, or check the "
+            "features for NaN"
+        )
 
     def _dtype(self) -> torch.dtype:
         return self.head.prior_scale.dtype
@@ -317,10 +334,7 @@ class LastLayerBNN(_LocalParams, PyroModule):
         y = to_tensor(y, "y", device=X.device, ndim=1).tensor
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must have shape ({X.shape[0]},) to match X, got {tuple(y.shape)}")
-        with torch.no_grad(), train_mode(self.features, False):
-            h = self.features(X[:2])
-        if h.ndim != 2 or h.shape[1] != self.feature_dim:
-            raise ValueError(f"features(X) must have shape (batch, {self.feature_dim}), got {tuple(h.shape)}")
+        check_features(self.features, X, self.feature_dim)
         self.feature_names = names
         if self.likelihood == "categorical":
             if y.is_floating_point() or bool(((y < 0) | (y >= self.n_outputs)).any()):
@@ -343,6 +357,7 @@ class LastLayerBNN(_LocalParams, PyroModule):
 
         Returns ``(Q,)`` tensors (``(Q, K)`` for categorical), exact for the Gaussian head posterior.
         """
+        check_flag(return_std, "return_std")
         x, _ = self._inputs(x, "x")
         names = ["head.weight"] + (["head.bias"] if self.has_bias else [])
         loc, cov = guide_moments(self.guide, names)

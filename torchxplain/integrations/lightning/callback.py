@@ -10,6 +10,8 @@ from matplotlib.axes import Axes
 from torch import Tensor
 
 from torchxplain import viz
+from torchxplain._core import check_flag, check_int
+from torchxplain._core.saved_fields import SavedFieldError, SavedFields
 from torchxplain.integrations.lightning._compat import Callback
 from torchxplain.integrations.lightning.outputs import RunOutputs
 from torchxplain.integrations.lightning.predict import check_attribute_kwargs
@@ -17,7 +19,6 @@ from torchxplain.integrations.lightning.probe import (
     check_prefix,
     check_probe,
     nonfinite_rows,
-    positive_int,
     scalar_keys,
 )
 
@@ -76,7 +77,9 @@ class ExplanationCallback(Callback):
             or ``lambda m: FourierShap(m, background, k=64)``; its ``attribute(probe)`` must return one tensor
             shaped like the probe.
         probe: ``(P, n)`` inputs explained every time (tensor, numpy array, list or DataFrame; moved to the
-            module's device; integer or bool probes become the default float dtype). NaN/inf rows are refused.
+            module's device). At fit start an array, list or DataFrame probe is converted to the module's floating
+            dtype (a tensor probe must already have it) and the module is run on its first row, so a probe of the
+            wrong width or dtype is refused then, not at the end of an epoch. NaN/inf rows are refused.
         every_n_epochs: explain after epochs ``every_n_epochs - 1, 2 * every_n_epochs - 1, ...``.
         on: ``"validation"`` or ``"train"``.
         feature_names: ``n`` distinct names used in keys and plots (default: the DataFrame's columns, else
@@ -107,11 +110,11 @@ class ExplanationCallback(Callback):
             raise TypeError(f"explainer_factory must be callable (module -> explainer), got {explainer_factory!r}")
         if on not in ("validation", "train"):
             raise ValueError(f"on must be 'validation' or 'train', got {on!r}")
-        if not isinstance(figures, bool):
-            raise TypeError(f"figures must be True or False, got {figures!r}")
+        check_flag(figures, "figures")
         self.probe, self.feature_names = check_probe(probe, feature_names)
-        self.every_n_epochs = positive_int(every_n_epochs, "every_n_epochs")
-        self.max_plot_features = positive_int(max_plot_features, "max_plot_features")
+        self._probe_is_tensor = isinstance(probe, Tensor) and probe.is_floating_point()
+        self.every_n_epochs = check_int(every_n_epochs, "every_n_epochs", 1)
+        self.max_plot_features = check_int(max_plot_features, "max_plot_features", 1)
         self.prefix = check_prefix(prefix)
         self.scalar_keys = scalar_keys(self.prefix, self.feature_names)
         self.explainer_factory = explainer_factory
@@ -162,21 +165,60 @@ class ExplanationCallback(Callback):
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore the history from :meth:`state_dict`'s output (a ``ValueError`` for another feature count)."""
-        importance = state_dict["importance"]
-        if importance.ndim != 2 or importance.shape[1] != len(self.feature_names):
+        """Restore the history from :meth:`state_dict`'s output.
+
+        Raises:
+            ValueError: a missing entry, entries of other lengths or kinds, non-finite importances, or
+                importances of another feature count than this callback's probe.
+        """
+        n = len(self.feature_names)
+        try:
+            fields = SavedFields({}, state_dict, fix="resume with the callback (probe, feature names) that wrote it")
+            epochs = fields.tensor("epochs", ("T",), kind="int", minimum=0)
+            steps = fields.tensor("steps", ("T",), kind="int", minimum=0)
+            importance = fields.tensor("importance", ("T", n))
+        except SavedFieldError as err:
             raise ValueError(
-                f"checkpointed history has {tuple(importance.shape)} importances; this callback's "
-                f"probe has {len(self.feature_names)} features"
-            )
-        self._epochs = [int(e) for e in state_dict["epochs"]]
-        self._steps = [int(s) for s in state_dict["steps"]]
-        self._importance = list(importance.unbind(0))
+                f"the checkpointed ExplanationCallback history (this probe: {n} features): {err}"
+            ) from None
+        self._epochs = [int(e) for e in epochs]
+        self._steps = [int(s) for s in steps]
+        self._importance = list(importance.float().unbind(0))
 
     # ---- hooks
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
-        """Forget the previous fit's destinations."""
+        """Forget the previous fit's destinations; fit the probe to the module (dtype) and check the module takes it."""
         self._outputs = None  # each fit is its own run: its destinations are resolved at the first explanation
+        self.probe = self._fitted_probe(pl_module)
+
+    def _fitted_probe(self, pl_module: Any) -> Tensor:
+        """The probe in the module's floating dtype (an array, list or frame probe is converted; a tensor of another
+        floating dtype is refused), checked by one forward pass of its first row, so that a probe of the wrong
+        width or dtype fails here and not at the end of the first epoch."""
+        held = next((t for t in (*pl_module.parameters(), *pl_module.buffers()) if t.is_floating_point()), None)
+        dtype = None if held is None else held.dtype
+        probe = self.probe
+        if dtype is not None and probe.dtype != dtype:
+            if self._probe_is_tensor:
+                raise ValueError(
+                    f"the probe is a {probe.dtype} tensor but the module computes in {dtype}; pass probe.to({dtype}) "
+                    "(arrays and DataFrames are converted to the module's dtype)"
+                )
+            probe = probe.to(dtype)
+        was_training = pl_module.training
+        pl_module.eval()
+        try:
+            with torch.no_grad():
+                pl_module(probe[:1].to(probe.device if held is None else held.device))
+        except (RuntimeError, ValueError, TypeError, IndexError) as err:
+            raise ValueError(
+                f"the module cannot take the probe of shape {tuple(probe.shape)} and dtype {probe.dtype} (the "
+                f"explainer explains the module on it): {type(err).__name__}: {str(err)[:160]}; pass a probe of the "
+                "module's input width"
+            ) from None
+        finally:
+            pl_module.train(was_training)
+        return probe
 
     def on_validation_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         """Explain (``on="validation"``), except during the sanity check and outside ``fit``."""

@@ -8,6 +8,8 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from torchxplain._core import check_int
+
 
 class MeanAbsAttribution(Metric):
     """Mean ``|attribution|`` per feature over every row seen on every rank (sums all-reduced, then divided).
@@ -28,9 +30,7 @@ class MeanAbsAttribution(Metric):
 
     def __init__(self, n_features: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if isinstance(n_features, bool) or not isinstance(n_features, int) or n_features < 1:
-            raise ValueError(f"n_features must be a positive int, got {n_features!r}")
-        self.n_features = n_features
+        self.n_features = check_int(n_features, "n_features", 1, hint="the width of the attributions' rows")
         self.total_rows = 0
         self.add_state("total", torch.zeros(n_features, dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("count", torch.zeros((), dtype=torch.long), dist_reduce_fx="sum")

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from torchxplain._core import check_int
 from torchxplain.integrations.batch import SHARD_PATTERN, explain_batch
 from torchxplain.integrations.lightning._compat import DEFAULT, PACKAGES, BasePredictionWriter, PackageName
 from torchxplain.integrations.lightning._compat import package as lightning_package
@@ -150,10 +151,8 @@ class ExplanationWriter(BasePredictionWriter):
         super().__init__(write_interval="batch")
         if not isinstance(output_dir, (str, os.PathLike)):
             raise TypeError(f"output_dir must be a path (str or os.PathLike), got {type(output_dir).__name__}")
-        if rows_per_file is not None and (
-            isinstance(rows_per_file, bool) or not isinstance(rows_per_file, int) or rows_per_file < 1
-        ):
-            raise ValueError(f"rows_per_file must be a positive int or None, got {rows_per_file!r}")
+        if rows_per_file is not None:
+            check_int(rows_per_file, "rows_per_file", 1, hint="or None for one part per rank")
         self.output_dir = os.fspath(output_dir)
         self.rows_per_file = rows_per_file
         self._index: list[Tensor] = []

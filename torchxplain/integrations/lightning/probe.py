@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -87,11 +86,4 @@ def scalar_keys(prefix: str, feature_names: Sequence[str]) -> list[str]:
     return keys
 
 
-def positive_int(value: Any, name: str) -> int:
-    """``value`` if it is an int >= 1 (bools refused), else a ``ValueError`` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
-
-
-__all__ = ["check_prefix", "check_probe", "nonfinite_rows", "positive_int", "scalar_keys"]
+__all__ = ["check_prefix", "check_probe", "nonfinite_rows", "scalar_keys"]
