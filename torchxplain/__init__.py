@@ -14,12 +14,12 @@ __version__ = "0.1.0"
 
 # each name of __all__ -> the module that defines it (a subpackage's own name maps to None)
 _EXPORTS: dict[str, str | None] = {
-    "AfterFitResult": "torchxplain.integrations.after_fit",
+    "AfterFitResult": "torchxplain.integrations._after_fit",
     "FourierShap": "torchxplain.fourier.explainer._fourier_shap",
     "FourierSpectrum": "torchxplain.fourier.spectrum._spectrum",
-    "Goals": "torchxplain.goals",
+    "Goals": "torchxplain.goals._explainers",
     "SparseFourierSurrogate": "torchxplain.fourier.spectrum._surrogate",
-    "explain_after_fit": "torchxplain.integrations.after_fit",
+    "explain_after_fit": "torchxplain.integrations._after_fit",
     "fit_sparse_fourier": "torchxplain.fourier.fit._api",
     "fourier": None,
     "goals": None,
@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
     from torchxplain.fourier.spectrum._surrogate import SparseFourierSurrogate
     from torchxplain.fourier.trees._extraction import tree_spectrum
-    from torchxplain.goals import Goals
-    from torchxplain.integrations.after_fit import AfterFitResult, explain_after_fit
+    from torchxplain.goals._explainers import Goals
+    from torchxplain.integrations._after_fit import AfterFitResult, explain_after_fit
 
 
 def __getattr__(name: str) -> Any:

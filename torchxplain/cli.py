@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from torchxplain.config import DEFAULT_ROOT, FAMILIES, ConfigError, ReportConfig, load_config, packaged_config
+from torchxplain._config import DEFAULT_ROOT, FAMILIES, ConfigError, ReportConfig, load_config, packaged_config
 
 BENCH_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # a benchmark is benchmarks/NAME.py; _private helpers excluded
 
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(cfg: ReportConfig, root: str) -> int:
-    from torchxplain.demo import run_report
+    from torchxplain._demo import run_report
 
     try:
         path = run_report(cfg, root)

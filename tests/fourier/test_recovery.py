@@ -9,10 +9,10 @@ import pytest
 import torch
 from sklearn.metrics import r2_score
 
-from torchxplain.fourier.fit._api import FitReport, fit_sparse_fourier
+from torchxplain import FourierSpectrum, fit_sparse_fourier
+from torchxplain.fourier import FitReport
 from torchxplain.fourier.fit.cube import _regression as regression_module
 from torchxplain.fourier.spectrum._fwht import EXACT_MAX_FEATURES, count_low_degree, fwht, low_degree_index
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.testing import tiny_memory_budget
 
 

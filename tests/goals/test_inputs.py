@@ -11,8 +11,9 @@ import torch
 from gp_refs import gpytorch_shift_scores, make_gp
 from test_bnn import make_data, make_net
 
+from torchxplain import Goals
 from torchxplain.data import simulate_goals_design
-from torchxplain.goals import BNNBackend, Goals, LastLayerBNN, rate
+from torchxplain.goals import BNNBackend, LastLayerBNN, rate
 
 
 def test_numpy_and_dataframe_inputs_equal_tensor_inputs():

@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from gp_refs import gpytorch_shift_scores, make_gp  # noqa: E402
 
-from torchxplain.goals import Goals  # noqa: E402
+from torchxplain import Goals
 
 shap = pytest.importorskip("shap")
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 from reference import random_bc
 
-from torchxplain.idx import BayesianClassifier, datasets, explain
-from torchxplain.idx.attribution import lime_values, shap_values, weighted_ridge
+from torchxplain.idx import BayesianClassifier, datasets, explain, lime_values, shap_values
+from torchxplain.idx._attribution import weighted_ridge
 
 
 def _permutation_shapley(bc, a, background, y):

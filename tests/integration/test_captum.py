@@ -10,7 +10,7 @@ from torch import nn
 
 from tests.integration._brute import interventional_shap
 from torchxplain import FourierShap, FourierSpectrum, settings
-from torchxplain.integrations.captum import background_averaged, expand_to_inputs
+from torchxplain.integrations import background_averaged, expand_to_inputs
 from torchxplain.testing import tiny_memory_budget
 
 N = 5

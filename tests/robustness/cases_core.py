@@ -295,10 +295,10 @@ def _():
 
 
 @result_case(
-    "torchxplain.config", "every shipped config writes to torchxplain-report/<its name>/ (trees wrote elsewhere)"
+    "torchxplain._config", "every shipped config writes to torchxplain-report/<its name>/ (trees wrote elsewhere)"
 )
 def _():
-    from torchxplain.config import load_config
+    from torchxplain._config import load_config
 
     paths = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
     assert len(paths) >= 5

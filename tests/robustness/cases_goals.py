@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+import torchxplain as tx
 from tests.robustness.harness import case, result_case
 from torchxplain import goals
 from torchxplain._core.saved_fields import SavedFieldError
@@ -42,51 +43,60 @@ def _bnn() -> goals.LastLayerBNN:
     return goals.LastLayerBNN.from_sequential(net)
 
 
-@case(f"{G}.Goals", "a NaN lengthscale (a diverged fit)", ValueError, r"hyperparameter .*raw_lengthscale.* refit")
+@case(
+    "torchxplain.Goals", "a NaN lengthscale (a diverged fit)", ValueError, r"hyperparameter .*raw_lengthscale.* refit"
+)
 def _():
     model = _gp()
     with torch.no_grad():
         model.covar_module.base_kernel.raw_lengthscale.fill_(float("nan"))
-    goals.Goals(model)
+    tx.Goals(model)
 
 
-@case(f"{G}.Goals", "a NaN mean constant", ValueError, r"hyperparameter model.mean_module.*constant.* NaN")
+@case("torchxplain.Goals", "a NaN mean constant", ValueError, r"hyperparameter model.mean_module.*constant.* NaN")
 def _():
     model = _gp()
     with torch.no_grad():
         model.mean_module.constant.fill_(float("nan"))
-    goals.Goals(model)
+    tx.Goals(model)
 
 
-@case(f"{G}.Goals", "a negative jitter", ValueError, r"jitter must be a finite number >= 0, got -0.1; e.g. 1e-6")
+@case("torchxplain.Goals", "a negative jitter", ValueError, r"jitter must be a finite number >= 0, got -0.1; e.g. 1e-6")
 def _():
-    goals.Goals(_gp(), jitter=-0.1)
+    tx.Goals(_gp(), jitter=-0.1)
 
 
-@case(f"{G}.Goals", "a zero shift", ValueError, r"xi must be nonzero")
+@case("torchxplain.Goals", "a zero shift", ValueError, r"xi must be nonzero")
 def _():
-    goals.Goals(_gp(), xi=0.0)
+    tx.Goals(_gp(), xi=0.0)
 
 
-@case(f"{G}.Goals", "inputs with another feature count", ValueError, r"inputs has 2 features .*expected 3")
+@case("torchxplain.Goals", "inputs with another feature count", ValueError, r"inputs has 2 features .*expected 3")
 def _():
-    goals.Goals(_gp()).attribute(np.zeros((4, 2)))
+    tx.Goals(_gp()).attribute(np.zeros((4, 2)))
 
 
-@case(f"{G}.Goals", "DataFrame columns unlike the feature names", ValueError, r"inputs has columns that differ")
+@case("torchxplain.Goals", "DataFrame columns unlike the feature names", ValueError, r"inputs has columns that differ")
 def _():
-    g = goals.Goals(_gp(), feature_names=["a", "b", "c"])
+    g = tx.Goals(_gp(), feature_names=["a", "b", "c"])
     g.attribute(pd.DataFrame(np.zeros((2, 3)), columns=["a", "b", "z"]))
 
 
-@case(f"{G}.Goals", "an unknown reduction", ValueError, r"reduction must be one of \['mean', 'abs_mean', 'mean_abs'\]")
+@case(
+    "torchxplain.Goals",
+    "an unknown reduction",
+    ValueError,
+    r"reduction must be one of \['mean', 'abs_mean', 'mean_abs'\]",
+)
 def _():
-    goals.Goals(_gp()).global_importance(reduction="median")
+    tx.Goals(_gp()).global_importance(reduction="median")
 
 
-@case(f"{G}.Goals", "a NaN row", ValueError, r"inputs contains NaN or infinite values \(first at index \(1, 0\)\)")
+@case(
+    "torchxplain.Goals", "a NaN row", ValueError, r"inputs contains NaN or infinite values \(first at index \(1, 0\)\)"
+)
 def _():
-    goals.Goals(_gp()).local_variance([[0.0, 0.0, 0.0], [float("nan"), 0.0, 0.0]])
+    tx.Goals(_gp()).local_variance([[0.0, 0.0, 0.0], [float("nan"), 0.0, 0.0]])
 
 
 @case(f"{G}.GPBackend", "not a GP", TypeError, r"model must be a fitted gpytorch.models.ExactGP, got Linear")
@@ -121,7 +131,7 @@ def _():
 
 @case(f"{G}.PyroHead", "a head the model does not have", ValueError, r"model has no submodule 'nope'")
 def _():
-    goals.Goals(goals.PyroHead(nn.Sequential(nn.Linear(3, 1)), object(), "nope", torch.zeros(4, 3)))
+    tx.Goals(goals.PyroHead(nn.Sequential(nn.Linear(3, 1)), object(), "nope", torch.zeros(4, 3)))
 
 
 @case(f"{G}.bnn_rate", "not a network backend", TypeError, r"backend must be a BNNBackend")
@@ -187,12 +197,12 @@ def _saved(kind: str, tmp: str) -> str:
         bnn = _bnn()
         x = torch.randn(10, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
         bnn.fit(x, x[:, 0], epochs=2, show_progress=False)
-        explainer = goals.Goals(bnn, xi=0.5, feature_names=names)
+        explainer = tx.Goals(bnn, xi=0.5, feature_names=names)
     else:
         model = _gp()
         if kind == "linear":
             model.covar_module.base_kernel = gpytorch.kernels.LinearKernel().double()
-        explainer = goals.Goals(model, xi=0.5, feature_names=names)
+        explainer = tx.Goals(model, xi=0.5, feature_names=names)
     return explainer.save(os.path.join(tmp, f"{kind}.pt"))
 
 
@@ -205,7 +215,7 @@ def _load_crafted(kind: str, edit: Any) -> None:
         edit(meta["config"], data["state"])
         data["metadata"] = json.dumps(meta)
         torch.save(data, path)
-        goals.Goals.load(path, forward_func=_bnn().features if kind == "bnn" else None)
+        tx.Goals.load(path, forward_func=_bnn().features if kind == "bnn" else None)
 
 
 def _set(key: str, index: Any, value: float) -> Any:
@@ -297,7 +307,7 @@ CRAFTED = [
 
 for _kind, _what, _edit, _match in CRAFTED:
 
-    @case(f"{G}.Goals", f"load: {_what} ({_kind})", SavedFieldError, r"\.pt': saved field .*" + _match)
+    @case("torchxplain.Goals", f"load: {_what} ({_kind})", SavedFieldError, r"\.pt': saved field .*" + _match)
     def _(kind=_kind, edit=_edit):
         _load_crafted(kind, edit)
 
@@ -339,35 +349,53 @@ def _renamed(**kwargs: Any) -> _RenamedGP:
     return model
 
 
-@case(f"{G}.Goals", "a DataFrame without feature names to check it", ValueError, r"no feature names to check")
+@case("torchxplain.Goals", "a DataFrame without feature names to check it", ValueError, r"no feature names to check")
 def _():
     x = _gp().train_inputs[0][:3]
-    goals.Goals(_gp()).attribute(_frame(x, ["a", "b", "c"]))
+    tx.Goals(_gp()).attribute(_frame(x, ["a", "b", "c"]))
 
 
 @case(
-    f"{G}.Goals", "a column-reversed DataFrame", ValueError, r"differ from those seen at fit time \(the same names in"
+    "torchxplain.Goals",
+    "a column-reversed DataFrame",
+    ValueError,
+    r"differ from those seen at fit time \(the same names in",
 )
 def _():
     x = _gp().train_inputs[0][:3]
-    goals.Goals(_gp(), feature_names=["a", "b", "c"]).attribute(_frame(x.flip(1), ["c", "b", "a"]))
+    tx.Goals(_gp(), feature_names=["a", "b", "c"]).attribute(_frame(x.flip(1), ["c", "b", "a"]))
 
 
-@case(f"{G}.Goals", "a GP with two kernel modules", ValueError, r"exactly one gpytorch.kernels.Kernel module \(found 2")
+@case(
+    "torchxplain.Goals",
+    "a GP with two kernel modules",
+    ValueError,
+    r"exactly one gpytorch.kernels.Kernel module \(found 2",
+)
 def _():
-    goals.Goals(_renamed(extra=gpytorch.kernels.RBFKernel()))
+    tx.Goals(_renamed(extra=gpytorch.kernels.RBFKernel()))
 
 
-@case(f"{G}.Goals", "a GP whose forward scales its kernel", ValueError, r"prior forward\(x\) is not MultivariateNormal")
+@case(
+    "torchxplain.Goals",
+    "a GP whose forward scales its kernel",
+    ValueError,
+    r"prior forward\(x\) is not MultivariateNormal",
+)
 def _():
-    goals.Goals(_renamed(scale=2.0))
+    tx.Goals(_renamed(scale=2.0))
 
 
-@case(f"{G}.Goals", "a GP without a mean module", ValueError, r"exactly one gpytorch.means.Mean module \(found none\)")
+@case(
+    "torchxplain.Goals",
+    "a GP without a mean module",
+    ValueError,
+    r"exactly one gpytorch.means.Mean module \(found none\)",
+)
 def _():
     model = _renamed()
     del model.prior_mean
-    goals.Goals(model)
+    tx.Goals(model)
 
 
 @case(
@@ -410,11 +438,11 @@ def _():
     goals.rate_kld(torch.zeros(2), torch.tensor([[1.0, float("nan")], [0.0, 1.0]]))
 
 
-@result_case(f"{G}.Goals", "a DataFrame with the training columns, and the same frame reordered")
+@result_case("torchxplain.Goals", "a DataFrame with the training columns, and the same frame reordered")
 def _():
     model = _gp()
     x = torch.randn(5, 3, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
-    g = goals.Goals(model, xi=0.5, feature_names=["a", "b", "c"])
+    g = tx.Goals(model, xi=0.5, feature_names=["a", "b", "c"])
     torch.testing.assert_close(
         g.attribute(_frame(x, ["a", "b", "c"])), _shift_reference(model, x, 0.5), atol=1e-8, rtol=0
     )
@@ -426,14 +454,14 @@ def _():
         raise AssertionError("a column-reversed frame was accepted")
 
 
-@result_case(f"{G}.Goals", "a GP whose mean and kernel are not called mean_module / covar_module")
+@result_case("torchxplain.Goals", "a GP whose mean and kernel are not called mean_module / covar_module")
 def _():
     model = _renamed()
     x = torch.randn(5, 3, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
-    torch.testing.assert_close(goals.Goals(model).attribute(x), _shift_reference(model, x, 1.0), atol=1e-8, rtol=0)
+    torch.testing.assert_close(tx.Goals(model).attribute(x), _shift_reference(model, x, 1.0), atol=1e-8, rtol=0)
 
 
-@result_case(f"{G}.Goals", "to_shap values have the sign of the slopes (shap's 'impact on model output')")
+@result_case("torchxplain.Goals", "to_shap values have the sign of the slopes (shap's 'impact on model output')")
 def _():
     g_ = torch.Generator().manual_seed(2)
     x = torch.randn(30, 3, generator=g_, dtype=torch.float64)
@@ -441,7 +469,7 @@ def _():
     model = _GP(x, y).double()
     model.covar_module = gpytorch.kernels.LinearKernel().double()
     model.likelihood.noise = 1e-3
-    explanation = goals.Goals(model, xi=0.5).to_shap(x[:6])
+    explanation = tx.Goals(model, xi=0.5).to_shap(x[:6])
     slopes = torch.tensor([2.0, -3.0, 0.0], dtype=torch.float64) * 0.5  # f(x + xi e_j) - f(x) of y's linear part
     np.testing.assert_allclose(explanation.values, slopes.expand(6, 3).numpy(), atol=0.05)
     np.testing.assert_allclose(explanation.values, -_shift_reference(model, x[:6], 0.5).numpy(), atol=1e-8)

@@ -16,9 +16,10 @@ I = "torchxplain.integrations"  # noqa: E741
 
 
 def _lightning():
-    from torchxplain.integrations import lightning
+    """The integrations namespace (its Lightning names load Lightning on first use)."""
+    from torchxplain import integrations
 
-    return lightning
+    return integrations
 
 
 @case(f"{I}.ExplanationCallback", "a probe with NaN rows", ValueError, r"probe rows \[1\] hold NaN")
@@ -71,18 +72,18 @@ def _():
     _lightning().explain_module_class("lightning")
 
 
-@case(f"{I}.explain_batch", "a mapping without inputs", KeyError, r"needs an 'inputs' entry")
+@case(f"{I}.attribute_batch", "a mapping without inputs", KeyError, r"needs an 'inputs' entry")
 def _():
-    from torchxplain.integrations import explain_batch
+    from torchxplain.integrations import attribute_batch
 
-    explain_batch(object(), {"x": np.zeros((2, 2))})
+    attribute_batch(object(), {"x": np.zeros((2, 2))})
 
 
-@case(f"{I}.explain_batch", "string inputs", TypeError, r"batch inputs must hold numbers")
+@case(f"{I}.attribute_batch", "string inputs", TypeError, r"batch inputs must hold numbers")
 def _():
-    from torchxplain.integrations import explain_batch
+    from torchxplain.integrations import attribute_batch
 
-    explain_batch(object(), [np.array([["a", "b"]])])
+    attribute_batch(object(), [np.array([["a", "b"]])])
 
 
 @case(f"{I}.merge_shards", "a folder without shards", ValueError, r"no shards matching")
@@ -249,8 +250,9 @@ def _():
     from captum.attr import IntegratedGradients
 
     from tests.integration._lightning_setup import QUIET, data, loaders, regressor_class
+    from torchxplain.integrations._lightning import _compat
 
-    pl = _lightning()._compat.package()
+    pl = _compat.package()
     x, y = data()
     frame = pd.DataFrame(x[:8].double().numpy(), columns=[f"f{j}" for j in range(x.shape[1])])  # what pandas gives
     callback = _lightning().ExplanationCallback(IntegratedGradients, frame, figures=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import re
 
 import pytest
@@ -18,25 +19,21 @@ from tests.robustness import (  # noqa: F401  (they register their cases)
 )
 from tests.robustness.harness import CASES, EXEMPT, RESULT_CASES
 
-SUBPACKAGES = (
-    "torchxplain",
-    "torchxplain.data",
-    "torchxplain.fourier",
-    "torchxplain.goals",
-    "torchxplain.goals.bnn",
-    "torchxplain.idx",
-    "torchxplain.integrations",
-    "torchxplain.integrations.lightning",
-    "torchxplain.settings",
-    "torchxplain.testing",
-    "torchxplain.viz",
-)
+
+def public_namespaces() -> list[str]:
+    """Every public module that declares ``__all__`` (no private part in its path), found by walking the package."""
+    found = []
+    for info in pkgutil.walk_packages(torchxplain.__path__, "torchxplain."):
+        if not any(part.startswith("_") for part in info.name.split(".")):
+            if hasattr(importlib.import_module(info.name), "__all__"):
+                found.append(info.name)
+    return ["torchxplain", *sorted(found)]
 
 
 def public_names() -> list[str]:
     """Every ``module.name`` in ``__all__`` of the package and each subpackage (re-exports listed once per module)."""
     names = []
-    for module_name in SUBPACKAGES:
+    for module_name in public_namespaces():
         module = importlib.import_module(module_name)
         names.extend(f"{module_name}.{name}" for name in module.__all__)
     return names

@@ -213,14 +213,17 @@ class dtype_policy(_Setting[DtypePolicy]):  # noqa: N801
         return "auto"
 
     @classmethod
-    def compute_dtype(cls, *tensors: torch.Tensor) -> torch.dtype:
-        """The dtype to compute in for these inputs under the policy in force."""
+    def compute_dtype(cls, *inputs: torch.Tensor | torch.dtype) -> torch.dtype:
+        """The dtype to compute in for these inputs (tensors or dtypes) under the policy in force: the policy's
+        dtype, or under ``"auto"`` float64 when an input is float64, else float32 (half, bfloat16, integer and bool
+        data never make a computation run in low precision). The one dtype rule of every method."""
         policy = cls.value()
         if policy == "float64":
             return torch.float64
         if policy == "float32":
             return torch.float32
-        return torch.float64 if any(t.dtype == torch.float64 for t in tensors) else torch.float32
+        dtypes = [t if isinstance(t, torch.dtype) else t.dtype for t in inputs]
+        return torch.float64 if torch.float64 in dtypes else torch.float32
 
 
 @contextlib.contextmanager

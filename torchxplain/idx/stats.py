@@ -9,8 +9,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from torchxplain.idx.classifier import BayesianClassifier
-from torchxplain.idx.relations import relation_tensors
+from torchxplain.idx._classifier import BayesianClassifier, check_classifier
+from torchxplain.idx._relations import relation_tensors
 
 SHARE_COLUMNS = {
     ("sd", "support"): "SD+",
@@ -24,12 +24,18 @@ SHARE_COLUMNS = {
 
 def structural_share(bc: BayesianClassifier) -> float:
     """Percentage of influences between two classifications (Table 4's ``R^C`` columns)."""
+    bc = check_classifier(bc)
     cls = set(bc.classifications)
     return 100.0 * sum(x in cls and y in cls for x, y in bc.influences) / len(bc.influences)
 
 
 def shares_from_relations(relations: dict[str, dict[str, Tensor]]) -> dict[str, float]:
     """Percentage of (input, influence) pairs in each relation, from :func:`relation_tensors` output."""
+    if not isinstance(relations, dict) or not all(isinstance(v, dict) for v in relations.values()):
+        raise TypeError(
+            "relations must be relation_tensors' output, a dict {kit: {relation name: (B, P) bool mask}}, got "
+            f"{type(relations).__name__}"
+        )
     out = {}
     for (kit, name), col in SHARE_COLUMNS.items():
         if kit in relations:
@@ -44,7 +50,7 @@ def relation_shares(
     """Table 4: the percentage of (input, influence) pairs in each relation, plus ``"R^C"``.
 
     Every influence of every input counts (the per-influence view), as in the paper's Table 4. Runs on the bulk
-    path (:func:`~torchxplain.idx.relations.relation_tensors`), so a million inputs take seconds; ``kwargs``
+    path (:func:`~torchxplain.idx._relations.relation_tensors`), so a million inputs take seconds; ``kwargs``
     (``rtol``, ``max_cf_assignments``, ``max_memory``, ``show_progress``) go to it.
     """
     _, rel = relation_tensors(bc, inputs, tuple(kits), **kwargs)
@@ -106,3 +112,13 @@ def monotonicity_violations(relations: dict[str, Tensor], md: dict[str, Tensor])
     bad = (relations["attack"] & ~md["attack"]) | (relations["support"] & ~md["support"])
     total = torch.count_nonzero(rel).item()
     return 100.0 * torch.count_nonzero(bad).item() / total if total else 0.0
+
+
+__all__ = [
+    "SHARE_COLUMNS",
+    "agreement",
+    "monotonicity_violations",
+    "relation_shares",
+    "shares_from_relations",
+    "structural_share",
+]

@@ -17,7 +17,7 @@ from torchxplain._core import ExplainerBase, settings
 from torchxplain._core.inputs import (
     FeatureNames,
     check_feature_names,
-    compute_dtype,
+    data_dtype,
     flatten_inputs,
     player_ids,
     rows,
@@ -87,7 +87,7 @@ class FourierExplainerCore(ExplainerBase):
             )
         if max_memory is not None:
             settings.max_memory(max_memory)  # validate the budget now, not at the first call
-        dtype = compute_dtype(raw.dtype, spectra[0].dtype)
+        dtype = data_dtype(raw, spectra[0].dtype)
         self.surrogate = SparseFourierSurrogate.from_outputs([s.to(device=raw.device, dtype=dtype) for s in spectra])
         self.encoder = encoder.to(raw.device)
         self.register_buffer("background", raw.to(dtype))

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from torchxplain._core.inputs import FeatureNames, check_feature_names, compute_dtype, rows
+from torchxplain._core.inputs import FeatureNames, check_feature_names, data_dtype, rows
 from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder, ThresholdEncoder
 from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
 from torchxplain.fourier.explainer._outputs import Outputs
@@ -105,7 +105,7 @@ def tree_source(
     if energy is not None or threshold is not None:
         pruned = [prune(s, bits, energy, threshold, None, None, None, 1024, 0) for s in spectra]
         spectra, reports = [p[0] for p in pruned], [p[1] for p in pruned]
-    dtype = compute_dtype(raw.dtype, torch.get_default_dtype())
+    dtype = data_dtype(raw, torch.get_default_dtype())
     spectra = [s.to(dtype) for s in spectra]
     pruning = None if not reports else reports[0] if len(reports) == 1 else tuple(reports)
     return TreeSource(encoder, spectra, outputs, raw, bits.bool(), names, pruning)
