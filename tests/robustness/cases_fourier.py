@@ -400,3 +400,38 @@ def _():
 @case(IX + "check_index", "max_order above the players", ValueError, r"max_order must be between 1 and .* \(3\)")
 def _():
     torchxplain.fourier.values.interactions._api.check_index("SII", 9, 3)
+
+
+# --- issue 25: Captum's conventions, grouped players, devices, files, memory and dtype ---------------------------
+def explainer() -> Any:
+    return tx.FourierShap.from_spectrum(spectrum(), bits(3))
+
+
+@case("torchxplain.fit_sparse_fourier", "a device this machine lacks", ValueError, r"device='cuda:99', but")
+def _():
+    tx.fit_sparse_fourier(model, 4, device="cuda:99")
+
+
+@case("torchxplain.FourierShap", "load onto a device this machine lacks", ValueError, r"map_location='cuda:99', but")
+def _():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = explainer().save(f"{folder}/fs.pt")
+        tx.FourierShap.load(path, map_location="cuda:99")
+
+
+@case("torchxplain.FourierShap", "save into a folder", IsADirectoryError, r"is a directory; pass a file path")
+def _():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        explainer().save(folder)
+
+
+@case("torchxplain.FourierShap", "save under a missing folder", FileNotFoundError, r"folder .* does not exist")
+def _():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        explainer().save(f"{folder}/no/such/fs.pt")
