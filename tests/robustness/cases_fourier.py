@@ -435,3 +435,32 @@ def _():
 
     with tempfile.TemporaryDirectory() as folder:
         explainer().save(f"{folder}/no/such/fs.pt")
+
+
+@case(F + "interaction_values", "m = 16 players at max_order=8", ValueError, r"order 8 on 16 players .* max_memory")
+def _():
+    wide = tx.FourierSpectrum(torch.eye(16, dtype=torch.bool), torch.ones(16))
+    tx.fourier.interaction_values(wide, torch.zeros(1, 16), torch.zeros(1, 16), max_order=8)
+
+
+@case(F + "shapley_values", "a background term of another spectrum", ValueError, r"term was made for another spectrum")
+def _():
+    term = tx.fourier.precompute_background(spectrum(), bits(3))
+    tx.fourier.shapley_values(tx.FourierSpectrum(spectrum().frequencies, torch.ones(4)), bits(2), term)
+
+
+@case("torchxplain.FourierSpectrum", "prune(k=2.5)", TypeError, r"k must be an int, got float")
+def _():
+    spectrum().prune(k=2.5)
+
+
+@case("torchxplain.FourierSpectrum", "prune(energy='all')", TypeError, r"energy must be a number or None, got str")
+def _():
+    spectrum().prune(energy="all")
+
+
+@case(
+    "torchxplain.FourierSpectrum", "evaluate on a list of the wrong width", ValueError, r"x has 3 features.*expected 4"
+)
+def _():
+    spectrum().evaluate([[0, 1, 0]])
