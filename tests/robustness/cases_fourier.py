@@ -13,7 +13,9 @@ from tests.robustness.harness import case, exempt
 
 F = "torchxplain.fourier."
 reason = "a result container built by the library (its fields are the library's outputs)"
-exempt(reason, F + "FitReport", F + "PruningReport", F + "BackgroundTerm", "torchxplain.AfterFitResult")
+exempt(
+    reason, F + "FitReport", F + "PruningReport", F + "BackgroundTerm", F + "PlayerValues", "torchxplain.AfterFitResult"
+)
 exempt("an abstract base class of encoders (no constructor arguments of its own)", F + "InputEncoder")
 exempt("a warning category the library raises (users filter it; it takes no input)", F + "FitQualityWarning")
 
@@ -151,9 +153,14 @@ def _():
     tx.FourierShap.from_spectrum(spectrum(), bits(3)).banzhaf(bits(2)[:, :3])
 
 
-@case("torchxplain.FourierShap", "baselines of the wrong width", ValueError, r"baselines has 2 features")
+@case("torchxplain.FourierShap", "a background of the wrong width", ValueError, r"background has 2 features")
 def _():
-    tx.FourierShap.from_spectrum(spectrum(), bits(3)).interactions(bits(2), baselines=bits(3)[:, :2])
+    tx.FourierShap.from_spectrum(spectrum(), bits(3)).interactions(bits(2), background=bits(3)[:, :2])
+
+
+@case("torchxplain.FourierShap", "baselines of the wrong width", ValueError, r"baselines has shape \(2, 2\).*\(2, 4\)")
+def _():
+    tx.FourierShap.from_spectrum(spectrum(), bits(3)).interactions(bits(2), baselines=bits(2)[:, :2])
 
 
 @case("torchxplain.FourierShap", "a target it was not built for", ValueError, r"built for target=None .*; got target=1")
@@ -407,6 +414,100 @@ def explainer() -> Any:
     return tx.FourierShap.from_spectrum(spectrum(), bits(3))
 
 
+@case(
+    "torchxplain.FourierShap",
+    "baselines of neither 1 nor N rows",
+    ValueError,
+    r"baselines has shape \(3, 4\).*background=",
+)
+def _():
+    explainer().attribute(bits(2), baselines=bits(3))
+
+
+@case(
+    "torchxplain.FourierShap", "baselines and background at once", ValueError, r"baselines=.*or background=.*not both"
+)
+def _():
+    explainer().attribute(bits(2), baselines=bits(2), background=bits(5))
+
+
+@case("torchxplain.FourierShap", "one tensor baseline for tuple inputs", ValueError, r"tuple with one entry per input")
+def _():
+    explainer().attribute((bits(2)[:, :2], bits(2)[:, 2:]), baselines=bits(2))
+
+
+@case("torchxplain.FourierShap", "a non-binary scalar baseline", ValueError, r"baselines must hold binary")
+def _():
+    explainer().attribute(bits(2), baselines=0.5)
+
+
+@case("torchxplain.FourierShap", "per-row baselines on relaxed inputs", ValueError, r"per-row baselines need binary")
+def _():
+    tx.FourierShap.from_spectrum(spectrum(), bits(3), relaxed=True).attribute(bits(2) * 0.5, baselines=bits(2, 1))
+
+
+@case(
+    "torchxplain.FourierShap", "a per-row target of the wrong length", ValueError, r"target has 2 entries for 3 input"
+)
+def _():
+    tx.FourierShap.from_trees(tree(binary=False), np.zeros((4, 3))).attribute(np.zeros((3, 3)), target=[0, 1])
+
+
+@case(
+    "torchxplain.FourierShap", "additional_forward_args to a spectrum", ValueError, r"takes no additional_forward_args"
+)
+def _():
+    explainer().attribute(bits(2), additional_forward_args=(1.0,))
+
+
+@case(
+    "torchxplain.FourierShap",
+    "other additional_forward_args than the fit's",
+    ValueError,
+    r"additional_forward_args differ from those the spectrum was fitted with",
+)
+def _():
+    black_box = tx.FourierShap(lambda x, c: model(x) * c, bits(6), method="exact", additional_forward_args=2.0)
+    black_box.attribute(bits(2), additional_forward_args=3.0)
+
+
+@case("torchxplain.FourierShap", "internal_batch_size=0", ValueError, r"internal_batch_size must be .*got 0")
+def _():
+    explainer().attribute(bits(2), internal_batch_size=0)
+
+
+@case("torchxplain.FourierShap", "return_convergence_delta='yes'", TypeError, r"return_convergence_delta must be True")
+def _():
+    explainer().attribute(bits(2), return_convergence_delta="yes")
+
+
+@case("torchxplain.FourierShap", "player_names without feature_mask", ValueError, r"player_names name the players of")
+def _():
+    explainer().to_shap(bits(2), player_names=["a", "b", "c", "d"])
+
+
+@case(
+    "torchxplain.FourierShap", "player_names of the wrong length", ValueError, r"player_names must name the 2 players"
+)
+def _():
+    explainer().player_values(bits(2), feature_mask=torch.tensor([[0, 0, 1, 1]]), player_names=["a"])
+
+
+@case("torchxplain.FourierShap", "player_values of an unknown kind", ValueError, r"kind must be 'shapley' or 'banzhaf'")
+def _():
+    explainer().player_values(bits(2), kind="owen")
+
+
+@case("torchxplain.FourierShap", "from_spectrum with kernel='dense'", ValueError, r"kernel must be one of \['auto'")
+def _():
+    tx.FourierShap.from_spectrum(spectrum(), bits(3), kernel="dense")
+
+
+@case("torchxplain.FourierShap", "a device this machine lacks", ValueError, r"device='cuda:99', but (CUDA is not|this)")
+def _():
+    tx.FourierShap(model, bits(3), device="cuda:99")
+
+
 @case("torchxplain.fit_sparse_fourier", "a device this machine lacks", ValueError, r"device='cuda:99', but")
 def _():
     tx.fit_sparse_fourier(model, 4, device="cuda:99")
@@ -437,6 +538,12 @@ def _():
         explainer().save(f"{folder}/no/such/fs.pt")
 
 
+@case("torchxplain.FourierShap", "interaction_values above the budget", ValueError, r"returns dense tensors of .* GiB")
+def _():
+    wide = tx.FourierSpectrum(torch.eye(16, dtype=torch.bool), torch.ones(16))
+    tx.FourierShap.from_spectrum(wide, torch.zeros(1, 16)).interaction_values(torch.zeros(1, 16), max_order=8)
+
+
 @case(F + "interaction_values", "m = 16 players at max_order=8", ValueError, r"order 8 on 16 players .* max_memory")
 def _():
     wide = tx.FourierSpectrum(torch.eye(16, dtype=torch.bool), torch.ones(16))
@@ -464,3 +571,8 @@ def _():
 )
 def _():
     spectrum().evaluate([[0, 1, 0]])
+
+
+@case(F + "to_shapiq_values", "a baseline of the wrong shape", ValueError, r"baseline_value must be a scalar or one")
+def _():
+    tx.fourier.to_shapiq_values({0: torch.zeros(2), 1: torch.zeros(2, 3)}, "k-SII", torch.zeros(5))

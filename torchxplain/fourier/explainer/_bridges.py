@@ -77,8 +77,13 @@ def to_shapiq_values(
     order = top if max_order is None else max_order
     if isinstance(order, bool) or not isinstance(order, int) or not 1 <= order <= top:
         raise ValueError(f"max_order must be an int between 1 and the result's largest order {top}, got {order!r}")
-    given = result[0] if index == "FBII" else baseline_value
-    base = np.broadcast_to(_array(given, "baseline_value").astype(np.float64), (rows,))
+    given = _array(result[0] if index == "FBII" else baseline_value, "baseline_value").astype(np.float64)
+    if given.shape not in ((), (1,), (rows,)):
+        raise ValueError(
+            f"baseline_value must be a scalar or one value per row ({rows},), got shape {given.shape}; pass the "
+            "model's mean output over the background (or each row's reference output)"
+        )
+    base = np.broadcast_to(given, (rows,))
     subsets: list[tuple[int, ...]] = [()]
     columns = [result[0].reshape(rows, 1)]
     for t in range(1, order + 1):
