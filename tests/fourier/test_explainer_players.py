@@ -50,6 +50,15 @@ def test_to_shap_with_a_feature_mask_keeps_one_representative_value_per_player()
     np.testing.assert_array_equal(explanation.data, levels)
     np.testing.assert_allclose(explanation.values, brute_force_values(v, "shapley"), atol=1e-10, rtol=0)
     np.testing.assert_allclose(explanation.values.sum(1) + explanation.base_values, model.predict(query), atol=1e-10)
+    # what each level is, for shap's waterfall: the column's name without the variable's stem
+    np.testing.assert_array_equal(explanation.display_data, np.array(list(LEVELS))[levels - 1])
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import shap
+
+    shap.plots.beeswarm(explanation, show=False)
+    shap.plots.waterfall(explanation[0], show=False)
 
 
 def test_representative_values_of_blocks_that_are_not_one_hot_are_nan_and_names_fall_back():

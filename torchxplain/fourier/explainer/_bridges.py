@@ -113,6 +113,7 @@ def to_shap_explanation(
     data: object = None,
     feature_names: Sequence[str] | None = None,
     output_names: Sequence[str] | None = None,
+    display_data: np.ndarray | None = None,
 ) -> Any:
     """A ``shap.Explanation`` (values, base values, data, feature names) for shap's waterfall/beeswarm/force plots.
 
@@ -124,6 +125,8 @@ def to_shap_explanation(
             the feature names when ``feature_names`` is not given).
         feature_names: optional ``m`` names (default: shap's ``Feature 0`` ...).
         output_names: optional ``C`` names of the outputs.
+        display_data: optional ``(Q, m)`` array of what ``data`` means, shown by shap's waterfall instead of the
+            numbers (e.g. a categorical level's name).
 
     Returns:
         ``shap.Explanation`` holding float64 numpy arrays.
@@ -151,10 +154,13 @@ def to_shap_explanation(
         raise ValueError(f"feature_names must name the {m} players, got {len(names)} names")
     if output_names is not None and (vals.ndim != 3 or len(output_names) != vals.shape[2]):
         raise ValueError(f"output_names must name the {vals.shape[2] if vals.ndim == 3 else 0} outputs")
+    if display_data is not None and (data is None or np.shape(display_data) != (rows, m)):
+        raise ValueError(f"display_data must come with data and have shape {(rows, m)}, got {np.shape(display_data)}")
     return shap.Explanation(
         values=vals,
         base_values=base,
         data=data,
+        display_data=display_data,
         feature_names=names,
         output_names=list(output_names) if output_names is not None else None,
     )

@@ -34,7 +34,7 @@ from torchxplain.fourier.explainer._forward_args import as_args, model_output, s
 from torchxplain.fourier.explainer._outputs import Outputs
 from torchxplain.fourier.explainer._paired import paired_indices
 from torchxplain.fourier.explainer._plan_cache import PlanCache
-from torchxplain.fourier.explainer._player_values import PlayerValues, player_data
+from torchxplain.fourier.explainer._player_values import PlayerValues, player_data, player_labels
 from torchxplain.fourier.explainer._player_values import player_names as player_names_of
 from torchxplain.fourier.explainer._references import Reference, reference
 from torchxplain.fourier.fit._oracle import model_placement
@@ -399,7 +399,8 @@ class FourierExplainerCore(ExplainerBase):
         when there was one) and ``data`` holds the inputs. With it, one column per player, named as in
         :meth:`player_values` (``player_names`` names them; it needs a ``feature_mask``), and ``data`` holds one
         representative value per player and row, so grouped beeswarms are coloured: a one-feature player's value,
-        a one-hot block's level (``j`` when its ``j``-th column is on, ``0`` when none is; NaN when several are).
+        a one-hot block's level (``j`` when its ``j``-th column is on, ``0`` when none is; NaN when several are);
+        with column names, ``display_data`` names the levels (``A`` for ``site3_A``) for shap's waterfall.
         Values plus the base value equal the explained output at each row (efficiency); the base value is per
         row for per-row ``baselines`` or ``target``. Several outputs give shap's ``(Q, n, C)`` layout (``target=c``
         picks one). ``baselines``/``background`` as :meth:`attribute`. Needs ``shap``.
@@ -413,6 +414,7 @@ class FourierExplainerCore(ExplainerBase):
         result = self._compute("shapley", (x,), feature_mask, baselines, background, target)
         players = result.players
         names: Any
+        labels = None
         if feature_mask is None:
             per = [players.to_inputs(v) for v in result.values]
             names, data = self.feature_names, result.x
@@ -420,6 +422,7 @@ class FourierExplainerCore(ExplainerBase):
             per = [players.expand(v, 1) for v in result.values]
             names = player_names_of(player_names, players.ids, players.of_input, self.feature_names)
             data = player_data(result.x, players.of_input, players.m)
+            labels = player_labels(data, players.of_input, self.feature_names)
         several = len(result.columns) > 1 and result.pick is None
         return to_shap_explanation(
             self.outputs.combine(per, result.pick, target).detach(),
@@ -427,6 +430,7 @@ class FourierExplainerCore(ExplainerBase):
             data,
             feature_names=names,
             output_names=[self.outputs.names[c] for c in result.columns] if several else None,
+            display_data=labels,
         )
 
     def to_shapiq(

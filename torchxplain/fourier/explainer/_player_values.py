@@ -11,7 +11,8 @@ player of several columns their common prefix up to a separator (``site3_A``, ``
 Representative values (:func:`player_data`): a one-feature player's own value; for a player of several features,
 the level of a one-hot block — ``j`` when its ``j``-th feature (1-based, in column order) is the one that is on,
 ``0`` when none is (a dropped reference level) — and NaN for a row where several are on or a value is not 0/1
-(no single level describes it).
+(no single level describes it). With column names, :func:`player_labels` says what each level is: its column's
+name without the block's stem (``A`` for ``site3_A``), ``"none"`` for 0 and ``"several"`` for NaN.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -43,6 +45,14 @@ class PlayerValues:
     base_values: Tensor
 
 
+def _members(of_input: Tensor, m: int) -> list[list[int]]:
+    """Each player's input features, in column order."""
+    members: list[list[int]] = [[] for _ in range(m)]
+    for feature, player in enumerate(of_input.tolist()):
+        members[player].append(feature)
+    return members
+
+
 def player_names(given: object, ids: Tensor, of_input: Tensor, feature_names: Sequence[str] | None) -> tuple[str, ...]:
     """The ``m`` players' names (module docstring).
 
@@ -62,11 +72,8 @@ def player_names(given: object, ids: Tensor, of_input: Tensor, feature_names: Se
         if len(given) != m:
             raise ValueError(f"player_names must name the {m} players (ordered by id), got {len(given)} names")
         return tuple(given)
-    members: list[list[int]] = [[] for _ in range(m)]
-    for feature, player in enumerate(of_input.tolist()):
-        members[player].append(feature)
     names = []
-    for player, features in enumerate(members):
+    for player, features in enumerate(_members(of_input, m)):
         name = None
         if feature_names is not None and features:
             columns = [str(feature_names[f]) for f in features]
@@ -84,6 +91,28 @@ def _common_stem(columns: list[str]) -> str | None:
     cut = max(prefix.rfind(s) for s in SEPARATORS)
     stem = prefix[:cut].rstrip(SEPARATORS) if cut > 0 else ""
     return stem or None
+
+
+def player_labels(data: Tensor, of_input: Tensor, feature_names: Sequence[str] | None) -> np.ndarray | None:
+    """``(Q, m)`` object array naming each :func:`player_data` value (module docstring); ``None`` without names.
+
+    A one-feature player's entries are its values; a block's are its levels' names (shap's waterfall shows them as
+    ``"A = site3"``).
+    """
+    if feature_names is None:
+        return None
+    values = data.detach().cpu().numpy()
+    out = values.astype(object)
+    for player, features in enumerate(_members(of_input, values.shape[1])):
+        if len(features) < 2:
+            continue
+        columns = [str(feature_names[f]) for f in features]
+        stem = _common_stem(columns)
+        levels = [(c[len(stem) :].lstrip(SEPARATORS) or c) if stem else c for c in columns]
+        table = np.array(["none", *levels, "several"], dtype=object)
+        level = np.nan_to_num(values[:, player], nan=len(levels) + 1).astype(np.int64)
+        out[:, player] = table[level]
+    return out
 
 
 def player_data(x: Tensor, of_input: Tensor, m: int) -> Tensor:
