@@ -576,3 +576,11 @@ def _():
 @case(F + "to_shapiq_values", "a baseline of the wrong shape", ValueError, r"baseline_value must be a scalar or one")
 def _():
     tx.fourier.to_shapiq_values({0: torch.zeros(2), 1: torch.zeros(2, 3)}, "k-SII", torch.zeros(5))
+
+
+@case("torchxplain.FourierShap", "a data frame with other columns", ValueError, r"data has columns that differ")
+def _():
+    import pandas as pd
+
+    background = pd.DataFrame(bits(6).numpy(), columns=list("abcd"))
+    tx.FourierShap(model, background, method="exact", data=pd.DataFrame(bits(6).numpy(), columns=list("dcba")))

@@ -29,7 +29,7 @@ from torch import Tensor
 
 from torchxplain._core import settings
 from torchxplain._core.devices import check_device
-from torchxplain._core.inputs import rows
+from torchxplain._core.inputs import check_feature_names, rows
 from torchxplain.fourier.encoding._encoders import BinaryEncoder
 from torchxplain.fourier.explainer._core import FourierExplainerCore
 from torchxplain.fourier.explainer._forward_args import as_args, bind
@@ -132,8 +132,11 @@ class FourierShap(FourierExplainerCore):
                 )
             encoder = BinaryEncoder(raw.shape[1])
             encoder.check(raw, "background")
-            data_rows = None if data is None else rows(data, "data", n_features=raw.shape[1]).tensor
-            if data_rows is not None:
+            data_rows = None
+            if data is not None:
+                given = rows(data, "data", n_features=raw.shape[1], device=raw.device)
+                check_feature_names(names, given.feature_names, "data")  # a frame's columns, as the background's
+                data_rows = given.tensor
                 encoder.check(data_rows, "data")
             # the model with its arguments bound: queried where (and in the dtype) the model itself would be
             query_device, query_dtype = model_placement(forward_func, raw.device, fit_options.pop("dtype", None), raw)
