@@ -584,3 +584,133 @@ def _():
 
     background = pd.DataFrame(bits(6).numpy(), columns=list("abcd"))
     tx.FourierShap(model, background, method="exact", data=pd.DataFrame(bits(6).numpy(), columns=list("dcba")))
+
+
+# --- crafted or damaged saved files: refused at load, with the field named ---------------------------------------
+def load_crafted(explainer: Any, config: Any = None, state: Any = None) -> Any:
+    """Save ``explainer``, edit its metadata (``config(cfg)``) or state (``state(tensors)``) in place, and load it."""
+    import json
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = explainer.save(os.path.join(folder, "fs.pt"))
+        data = torch.load(path, weights_only=True)
+        meta = json.loads(data["metadata"])
+        tensors = dict(data["state"])
+        if config is not None:
+            config(meta["config"])
+        if state is not None:
+            state(tensors)
+        torch.save({**data, "metadata": json.dumps(meta), "state": tensors}, path)
+        return tx.FourierShap.load(path)
+
+
+def tree_explainer() -> Any:
+    return tx.FourierShap.from_trees(tree(binary=False), np.random.default_rng(1).normal(size=(6, 3)), target=0)
+
+
+def edit(key: str, change: Any) -> Any:
+    def apply(tensors: dict[str, torch.Tensor]) -> None:
+        tensors[key] = change(tensors[key].clone())
+
+    return apply
+
+
+def nan_first(bits: torch.Tensor) -> torch.Tensor:
+    values = bits.view(torch.float64).clone()
+    values[0] = float("nan")
+    return values.view(torch.int64)
+
+
+def set_first(value: int) -> Any:
+    def change(t: torch.Tensor) -> torch.Tensor:
+        t[0] = value
+        return t
+
+    return change
+
+
+SAVED = "torchxplain.FourierShap"
+
+
+@case(SAVED, "a saved NaN tree threshold", ValueError, r"'encoder.threshold_bits' holds NaN thresholds")
+def _():
+    load_crafted(tree_explainer(), state=edit("encoder.threshold_bits", nan_first))
+
+
+@case(SAVED, "a saved negative tree owner", ValueError, r"'encoder.owner' must hold values >= 0")
+def _():
+    load_crafted(tree_explainer(), state=edit("encoder.owner", set_first(-1)))
+
+
+@case(SAVED, "a saved tree owner out of range", ValueError, r"'encoder.owner' must hold values <= 2")
+def _():
+    load_crafted(tree_explainer(), state=edit("encoder.owner", set_first(7)))
+
+
+@case(SAVED, "saved background bits that disagree", ValueError, r"'background_bits' is not the encoding of the saved")
+def _():
+    load_crafted(tree_explainer(), state=edit("background_bits", lambda b: ~b))
+
+
+@case(SAVED, "a saved tree background of the wrong width", ValueError, r"encoder\['n_inputs'\] is 3, but the saved")
+def _():
+    load_crafted(tree_explainer(), state=edit("background", lambda b: torch.cat([b, b[:, :1]], 1)))
+
+
+@case(SAVED, "an unknown saved input dtype", ValueError, r"encoder\['input_dtype'\] must name a dtype from")
+def _():
+    load_crafted(tree_explainer(), config=lambda c: c["encoder"].update(input_dtype="no_such_dtype"))
+
+
+@case(SAVED, "a saved binary background of the wrong width", ValueError, r"'background_bits' has n_binary = 3")
+def _():
+    def narrow(tensors: dict[str, torch.Tensor]) -> None:
+        tensors["background"], tensors["background_bits"] = (
+            tensors["background"][:, :3],
+            tensors["background_bits"][:, :3],
+        )
+
+    load_crafted(explainer(), state=narrow)
+
+
+@case(SAVED, "a non-binary saved background", ValueError, r"'background' must hold only 0 and 1")
+def _():
+    load_crafted(explainer(), state=edit("background", lambda b: b * 0.5))
+
+
+@case(SAVED, "relaxed: 'no' in a saved file", ValueError, r"'relaxed' must be true or false, got str 'no'")
+def _():
+    load_crafted(explainer(), config=lambda c: c.update(relaxed="no"))
+
+
+@case(SAVED, "a crafted n of 2^40 features", ValueError, r"encoder\['n'\] is 1099511627776, but the spectrum")
+def _():
+    load_crafted(explainer(), config=lambda c: c["encoder"].update(n=2**40))
+
+
+@case(SAVED, "a stride-0 (2^28, 8) background", ValueError, r"'background' is an expanded \(stride-0\) view")
+def _():
+    wide = tx.FourierSpectrum(torch.eye(8, dtype=torch.bool), torch.ones(8, dtype=torch.float64))
+
+    def expand(tensors: dict[str, torch.Tensor]) -> None:
+        tensors["background"] = torch.zeros(1, 8, dtype=torch.float64).expand(2**28, 8)
+        tensors["background_bits"] = torch.zeros(1, 8, dtype=torch.bool).expand(2**28, 8)
+
+    load_crafted(tx.FourierShap.from_spectrum(wide, torch.zeros(2, 8)), state=expand)
+
+
+@case(SAVED, "saved feature_names of the wrong length", ValueError, r"'feature_names' has 1 names, expected 4")
+def _():
+    load_crafted(explainer(), config=lambda c: c.update(feature_names=["a"]))
+
+
+@case(SAVED, "a saved kernel name that is not one", ValueError, r"'kernel' must be one of \['auto'")
+def _():
+    load_crafted(explainer(), config=lambda c: c.update(kernel="dense"))
+
+
+@case(SAVED, "a saved fit report with unknown fields", ValueError, r"'fit_report' must be a FitReport record")
+def _():
+    load_crafted(explainer(), config=lambda c: c.update(fit_report={"method": "exact", "bogus": 1}))
