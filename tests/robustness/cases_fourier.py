@@ -9,7 +9,7 @@ import torch
 
 import torchxplain
 import torchxplain as tx
-from tests.robustness.harness import case, exempt
+from tests.robustness.harness import case, exempt, result_case
 
 F = "torchxplain.fourier."
 reason = "a result container built by the library (its fields are the library's outputs)"
@@ -714,3 +714,76 @@ def _():
 @case(SAVED, "a saved fit report with unknown fields", ValueError, r"'fit_report' must be a FitReport record")
 def _():
     load_crafted(explainer(), config=lambda c: c.update(fit_report={"method": "exact", "bogus": 1}))
+
+
+# --- issue 25: inputs that gave a wrong number (or failed inside a dependency), against independent references ----
+@result_case("torchxplain.FourierShap", "(N, n) baselines: Captum's per-row pairing (they were averaged)")
+def _():
+    from captum.attr import ShapleyValues
+
+    xq, baselines = bits(3, 1), bits(3, 2)
+    explainer = tx.FourierShap.from_spectrum(spectrum(), bits(5))
+    captum = ShapleyValues(explainer.surrogate).attribute(xq, baselines=baselines).double()  # float32 inside
+    torch.testing.assert_close(explainer.attribute(xq, baselines=baselines), captum, rtol=0, atol=1e-5)
+
+
+@result_case("torchxplain.FourierShap", "additional_forward_args reach every query of the fit (they were refused)")
+def _():
+    from tests.integration._brute import interventional_shap
+
+    shift = torch.tensor([0.0, 1.0, 0.0, 0.0], dtype=torch.float64)
+
+    def shifted(x: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
+        return model((x + delta) % 2)
+
+    explainer = tx.FourierShap(shifted, bits(6), method="exact", additional_forward_args=(shift,))
+    want = interventional_shap(lambda z: shifted(z, shift), bits(3, 1), bits(6))
+    torch.testing.assert_close(explainer.attribute(bits(3, 1), additional_forward_args=(shift,)), want)
+
+
+@result_case("torchxplain.FourierShap", "to_shap with a per-row target: base values per row (failed to broadcast)")
+def _():
+    forest = tree(binary=False)
+    x = np.random.default_rng(2).normal(size=(4, 3))
+    explanation = tx.FourierShap.from_trees(forest, x[:3] + 0.1).to_shap(x, target=[0, 2, 1, 0])
+    want = forest.predict_proba(x)[np.arange(4), [0, 2, 1, 0]]  # the model's own probabilities
+    np.testing.assert_allclose(explanation.values.sum(1) + explanation.base_values, want, atol=1e-12)
+
+
+@result_case("torchxplain.FourierShap", "to_shap(feature_mask=) keeps each player's level (the data was dropped)")
+def _():
+    onehot = torch.tensor([[1.0, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, 1]])
+    explanation = tx.FourierShap.from_spectrum(spectrum(), bits(3)).to_shap(
+        onehot, feature_mask=torch.tensor([0, 0, 0, 1])
+    )
+    np.testing.assert_array_equal(explanation.data, [[1, 1], [2, 0], [3, 1]])  # level of the block 0..2, bit 3
+
+
+@result_case(F + "shapley_values", "dtype_policy('float32') on a float64 spectrum (it computed in float64)")
+def _():
+    want = tx.fourier.shapley_values(spectrum(), bits(3, 1), bits(5))
+    with tx.settings.dtype_policy("float32"):
+        got = tx.fourier.shapley_values(spectrum(), bits(3, 1), bits(5))
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.double(), want, rtol=0, atol=1e-6)
+
+
+@result_case(F + "interaction_values", "a float16 spectrum computes in float32 (it computed in half)")
+def _():
+    half = tx.FourierSpectrum(spectrum().frequencies, spectrum().amplitudes.half())
+    want = tx.fourier.interaction_values(
+        tx.FourierSpectrum(half.frequencies, half.amplitudes.double()), bits(3), bits(5)
+    )
+    got = tx.fourier.interaction_values(half, bits(3), bits(5))
+    assert got[2].dtype == torch.float32
+    torch.testing.assert_close(got[2].double(), want[2], rtol=0, atol=1e-6)
+
+
+@result_case("torchxplain.FourierSpectrum", "evaluate and the surrogate on numpy and lists (AttributeError)")
+def _():
+    from tests.fourier.brute_force import evaluate
+
+    x = bits(4, 3)
+    want = torch.tensor(evaluate(spectrum().frequencies.numpy(), spectrum().amplitudes.numpy(), x.numpy()))
+    torch.testing.assert_close(spectrum().evaluate(x.numpy()), want)
+    torch.testing.assert_close(tx.SparseFourierSurrogate(spectrum())(x.tolist()), want)
