@@ -561,7 +561,12 @@ def _():
     spectrum().prune(k=2.5)
 
 
-@case("torchxplain.FourierSpectrum", "prune(energy='all')", TypeError, r"energy must be a number or None, got str")
+@case(
+    "torchxplain.FourierSpectrum",
+    "prune(energy='all')",
+    TypeError,
+    r"energy must be a finite number in \(0, 1\], got str",
+)
 def _():
     spectrum().prune(energy="all")
 

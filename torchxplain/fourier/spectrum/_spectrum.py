@@ -7,7 +7,15 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from torchxplain._core import check_binary, check_finite, check_int, chunk_bounds, parse_memory, rows_per_chunk
+from torchxplain._core import (
+    check_binary,
+    check_finite,
+    check_int,
+    check_number,
+    chunk_bounds,
+    parse_memory,
+    rows_per_chunk,
+)
 from torchxplain._core.inputs import compute_dtype, rows, to_tensor
 
 
@@ -152,13 +160,10 @@ class FourierSpectrum:
             A new spectrum with frequencies sorted by decreasing ``|a_f|``.
         """
         k = check_int(k, "k", minimum=0, optional=True)
-        for name, value in (("threshold", threshold), ("energy", energy)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-                raise TypeError(f"{name} must be a number or None, got {type(value).__name__} {str(value)[:40]!r}")
-        if threshold is not None and not threshold >= 0:  # also refuses NaN, which would drop every term
-            raise ValueError(f"threshold must be a non-negative amplitude, got {threshold}")
-        if energy is not None and not 0.0 < energy <= 1.0:
-            raise ValueError(f"energy must be a fraction in (0, 1], got {energy}")
+        if threshold is not None:  # NaN refused too: it would drop every term
+            threshold = check_number(threshold, "threshold", at_least=0.0, hint="a non-negative amplitude")
+        if energy is not None:
+            energy = check_number(energy, "energy", greater_than=0.0, at_most=1.0, hint="a fraction of the energy")
         order = torch.argsort(self.amplitudes.detach().abs(), descending=True, stable=True)
         amp = self.amplitudes[order]
         keep = len(self)
