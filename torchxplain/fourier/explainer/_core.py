@@ -505,7 +505,7 @@ class FourierExplainerCore(ExplainerBase):
             order = 1
             if kind == "interaction_values":
                 order = check_index(index, max_order, players.m)
-                check_result_memory(x.shape[0], players.m, order, self.dtype)
+                check_result_memory(players.m, order, self.dtype)
             bounds = chunk_bounds(x.shape[0], batch) if batch and x.shape[0] else [(0, x.shape[0])]
             values = [
                 _concat(
