@@ -61,6 +61,8 @@ def paired_indices(
         return out
     players, sizes = _support_players(frequencies, groups, m)
     table = weight_table(index, order, int(sizes.max()), xq.dtype, device)
+    if groups is None and order == 1:
+        return _singleton_first_order(xq, references, frequencies.to(xq.dtype), amplitudes, table, out)
     layout = None if groups is None else _group_layout(groups, m, frequencies.any(0))
     budget = parse_memory() // (2 * xq.element_size())
     for size in torch.unique(sizes).tolist():
@@ -89,4 +91,21 @@ def paired_indices(
                         power = (power[..., :, None] * dis[..., None, :]).reshape(q1 - q0, f1 - f0, -1)
     for t in range(2, order + 1):
         out[t] = out[t] * _distinct_mask(m, t, device)
+    return out
+
+
+def _singleton_first_order(
+    xq: Tensor, references: Tensor, freq: Tensor, amplitudes: Tensor, table: Tensor, out: dict[int, Tensor]
+) -> dict[int, Tensor]:
+    """Orders 0 and 1 of singleton players in two products per block of rows: with ``d = x* ⊕ b``, the counts are
+    ``c = d Fᵀ`` and the values ``d ∘ ((s · W(c, 1)) F)``."""
+    rows, k = xq.shape[0], freq.shape[0]
+    step = max(1, parse_memory() // (4 * max(k, 1) * xq.element_size()))
+    for q0, q1 in chunk_bounds(rows, step):
+        ref = references[q0:q1]
+        d = (xq[q0:q1] - ref).abs_()
+        c = (d @ freq.T).round_().long()  # (q, k) exact small integers
+        signed = (1.0 - 2.0 * torch.remainder(ref @ freq.T, 2.0)) * amplitudes
+        out[0][q0:q1] = (table[:, 0][c] * signed).sum(1)
+        out[1][q0:q1] = d * ((table[:, 1][c] * signed) @ freq)
     return out
