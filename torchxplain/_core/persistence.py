@@ -26,6 +26,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from torchxplain._core.devices import check_device
 from torchxplain._core.saved_fields import SavedFieldError
 
 FORMAT = "torchxplain-explainer"
@@ -70,6 +71,9 @@ def save_explainer(explainer: Any, path: str | os.PathLike[str]) -> str:
 
     Returns:
         The path, as a string.
+
+    Raises:
+        IsADirectoryError: ``path`` is a folder. FileNotFoundError: its folder does not exist.
     """
     name = _class_name(explainer)
     config = explainer._config()
@@ -83,6 +87,15 @@ def save_explainer(explainer: Any, path: str | os.PathLike[str]) -> str:
             raise TypeError(f"state_dict entry {key!r} is a {type(value).__name__}, not a tensor")
         state[key] = value.detach().cpu().clone()
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(
+            f"{path!r} is a directory; pass a file path such as {os.path.join(path, 'explainer.pt')!r}"
+        )
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(
+            f"the folder {folder!r} does not exist; create it first (os.makedirs) or save elsewhere"
+        )
     torch.save({"format": FORMAT, "version": VERSION, "metadata": metadata, "state": state}, path)
     return path
 
@@ -134,7 +147,7 @@ def load_explainer(
         path: the file.
         forward_func: the user's model to attach (``None``: the class's default, e.g. FourierShap's
             own surrogate).
-        map_location: device for the explainer's tensors (default: CPU).
+        map_location: device for the explainer's tensors (default: CPU); one this machine has.
 
     Returns:
         An explainer of the saved class whose ``state_dict`` equals the saved one.
@@ -142,7 +155,8 @@ def load_explainer(
     Raises:
         FileNotFoundError: no such file.
         ValueError: an empty, truncated or foreign file, invalid metadata, a class that is not loadable, or a state
-            that lacks entries the class needs (each message names the file and the fix);
+            that lacks entries the class needs (each message names the file and the fix), or a ``map_location``
+            this machine does not have (e.g. ``"cuda"`` without CUDA);
             :class:`~torchxplain._core.saved_fields.SavedFieldError` (a ``ValueError``) for a field that fails
             its check (NaN, out of range, of the wrong shape, inconsistent with another field).
     """
@@ -158,7 +172,8 @@ def load_explainer(
         raise ValueError(
             f"saved class {str(meta.get('class'))[:60]!r} is not loadable; loadable are {sorted(registry)}"
         )
-    state = {k: v.to(map_location) if map_location is not None else v for k, v in data["state"].items()}
+    device = None if map_location is None else check_device(map_location, "map_location")
+    state = {k: v.to(device) if device is not None else v for k, v in data["state"].items()}
     try:
         explainer = registry[meta["class"]]._from_config(meta["config"], state, forward_func)
         explainer.load_state_dict(state, strict=True)

@@ -24,15 +24,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
+import torch
 from torch import Tensor
 
 from torchxplain._core import settings
-from torchxplain._core.inputs import rows
+from torchxplain._core.devices import check_device
+from torchxplain._core.inputs import check_feature_names, rows
 from torchxplain.fourier.encoding._encoders import BinaryEncoder
 from torchxplain.fourier.explainer._core import FourierExplainerCore
+from torchxplain.fourier.explainer._forward_args import as_args, bind
 from torchxplain.fourier.explainer._outputs import single_output
 from torchxplain.fourier.explainer._persistence import explainer_config, explainer_from_config
 from torchxplain.fourier.fit._api import Method, fit_sparse_fourier
+from torchxplain.fourier.fit._oracle import model_placement
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.trees._source import tree_source
 from torchxplain.fourier.values._plan import Kernel
@@ -44,6 +48,12 @@ class FourierShap(FourierExplainerCore):
     Construct it from a black box (``FourierShap(model, background, k=...)`` fits a sparse spectrum by querying
     ``model`` once), from a known spectrum (:meth:`from_spectrum`) or from a tree ensemble (:meth:`from_trees`).
     Values are then closed forms on the spectrum (paper Eq. 5).
+
+    What each input is explained against: ``background=`` (any method) is a set of rows every input is explained
+    against (default: the constructor's background); Captum's ``baselines=`` give one reference per input row — a
+    scalar, a ``(1, n)`` row for all, or an ``(N, n)`` tensor whose row ``i`` is input ``i``'s reference — and any
+    other row count is refused (see :mod:`~torchxplain.fourier.explainer._references`). ``player_values`` gives one
+    value per player with the players' names.
 
     Args:
         forward_func: the model, a callable on ``(B, n)`` float tensors in {0,1} returning ``(B,)`` or ``(B, C)``
@@ -68,6 +78,12 @@ class FourierShap(FourierExplainerCore):
         kernel: closed-form kernel, ``"auto"`` (chosen by a cost model) or a kernel name (see ``ValuePlan``).
         data: ``(R, n)`` binary rows like the ones to be explained (e.g. the training set): the fit is held to
             hybrids of these rows with the background (default: the background's own hybrids).
+        additional_forward_args: Captum's extra model arguments: every query of the fit calls
+            ``forward_func(x, *additional_forward_args)``, so the spectrum explains that function (the same
+            arguments for every row: a per-example tensor would make each row another function). ``attribute``
+            accepts the same arguments again (Captum code passes them every call), not others. Not saved.
+        device: where the fit queries the model; the background's device (a background tensor elsewhere is
+            refused, not moved). It must exist on this machine.
         **fit_options: passed to ``fit_sparse_fourier`` (``target_r2=0.99`` by default: a fit whose held-out
             hybrid R² misses it raises a ``FitQualityWarning``; ``time_budget``, ``one_hot``, ``n_validation``, ...).
 
@@ -94,6 +110,8 @@ class FourierShap(FourierExplainerCore):
         differentiable: bool = False,
         kernel: Kernel = "auto",
         data: Any = None,
+        additional_forward_args: Any = None,
+        device: torch.device | str | None = None,
         **fit_options: Any,
     ) -> None:
         super().__init__(forward_func)
@@ -102,18 +120,30 @@ class FourierShap(FourierExplainerCore):
                 "forward_func must be the model to fit (a callable on (B, n) binary tensors); for a known spectrum "
                 "use FourierShap.from_spectrum, for a tree ensemble FourierShap.from_trees"
             )
+        args = as_args(additional_forward_args)
+        place = None if device is None else check_device(device)
         with settings.using(max_memory=max_memory, show_progress=show_progress):
-            converted = rows(background, "background")
+            converted = rows(background, "background", device=place)
             raw, names = converted.tensor, converted.feature_names
+            if place is not None and raw.device != place:
+                raise ValueError(
+                    f"background is on {raw.device} but device={str(device)!r}; the explainer lives on its "
+                    f"background's device: pass background.to({str(place)!r})"
+                )
             encoder = BinaryEncoder(raw.shape[1])
             encoder.check(raw, "background")
-            data_rows = None if data is None else rows(data, "data", n_features=raw.shape[1]).tensor
-            if data_rows is not None:
+            data_rows = None
+            if data is not None:
+                given = rows(data, "data", n_features=raw.shape[1], device=raw.device)
+                check_feature_names(names, given.feature_names, "data")  # a frame's columns, as the background's
+                data_rows = given.tensor
                 encoder.check(data_rows, "data")
+            # the model with its arguments bound: queried where (and in the dtype) the model itself would be
+            query_device, query_dtype = model_placement(forward_func, raw.device, fit_options.pop("dtype", None), raw)
             spectrum, report = cast(
                 tuple[FourierSpectrum, Any],
                 fit_sparse_fourier(
-                    forward_func,
+                    bind(forward_func, args),
                     raw.shape[1],
                     k=k,
                     max_degree=max_degree,
@@ -121,7 +151,8 @@ class FourierShap(FourierExplainerCore):
                     method=method,
                     target=target,
                     seed=seed,
-                    device=raw.device,
+                    device=query_device,
+                    dtype=query_dtype,
                     return_report=True,
                     background=raw,
                     data=data_rows,
@@ -143,6 +174,7 @@ class FourierShap(FourierExplainerCore):
             kernel=kernel,
             fit_report=report,
         )
+        self.__dict__["additional_forward_args"] = args
 
     # --- constructors ------------------------------------------------------------------------------------
     @classmethod

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
-from torchxplain._core import check_finite, check_matrix, chunk_bounds, rows_per_chunk
+from torchxplain._core import chunk_bounds, rows_per_chunk
+from torchxplain._core.inputs import rows
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 
 
@@ -92,18 +95,20 @@ class SparseFourierSurrogate(nn.Module):
             raise ValueError(f"this surrogate has {self.n_outputs} outputs; use output_spectrum(c) for output c")
         return FourierSpectrum.trusted(self.frequencies, self.amplitudes.detach())
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Any) -> Tensor:
         """Evaluate the surrogate.
 
         Args:
-            x: ``(B, n)`` real tensor (usually in [0, 1]).
+            x: ``(B, n)`` real rows, usually in [0, 1] (a tensor, or a numpy array, nested list or DataFrame, placed
+                on the amplitudes' device).
 
         Returns:
             ``(B,)`` tensor (``(B, C)`` for ``C`` outputs), differentiable in ``x`` and in the amplitudes.
         """
-        check_matrix(x, "x", self.n_features, allow_empty=True)
-        check_finite(x, "x")
-        return self.evaluate_checked(x)
+        device = self.amplitudes.device
+        return self.evaluate_checked(
+            rows(x, "x", n_features=self.n_features, device=device, values="finite", allow_empty=True).tensor
+        )
 
     def evaluate_checked(self, x: Tensor) -> Tensor:
         """:meth:`forward` on ``(B, n)`` rows the caller has validated (finite, right width)."""
