@@ -325,7 +325,8 @@ def test_import_torchxplain_imports_no_lightning_and_a_pytorch_lightning_only_in
         sys.modules["lightning"] = None  # from here on, as if only pytorch-lightning were installed
         import pytorch_lightning as legacy, torch
         from captum.attr import IntegratedGradients
-        from torchxplain.integrations._lightning import ExplanationCallback, ExplainModule, _compat
+        from torchxplain.integrations import ExplanationCallback, ExplainModule
+        from torchxplain.integrations._lightning import _compat
         from tests.integration._lightning_setup import QUIET, data, loaders, regressor_class
 
         assert list(_compat.PACKAGES) == ["pytorch_lightning"] and issubclass(ExplainModule, legacy.LightningModule)
