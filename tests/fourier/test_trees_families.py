@@ -76,9 +76,9 @@ def test_random_trees_equal_the_transform_of_their_table(trees: list[dict], offs
     )  # fmt: skip
     cube = _cube(n)
     table = np.array([offset + sum(_walk(t, row) for t in trees) for row in cube])
-    spec, families = extract(ensemble, families=True)
+    spec, families = extract(ensemble)
+    _check_cover(spec, families)
     np.testing.assert_allclose(_as_dense(spec), _dense_spectrum(table, n), atol=1e-12, rtol=0)
-    families.check()
     with tiny_memory_budget(2048):
         small = spectrum_of_ensemble(ensemble)
     assert torch.equal(small.frequencies, spec.frequencies)
@@ -105,7 +105,7 @@ def test_keys_round_trip(n: int, width: int) -> None:
 
 
 def test_buffer_merges_and_stays_within_its_capacity() -> None:
-    buffer = TermBuffer(n_words=1, capacity=64, device=torch.device("cpu"), families=True)
+    buffer = TermBuffer(n_words=1, capacity=64, device=torch.device("cpu"))
     keys = torch.arange(10).repeat(30)[:, None]  # 10 distinct keys, 300 rows
     for part in keys.split(25):
         buffer.add(part, torch.ones(len(part)), torch.ones(len(part)), part[:, 0] % 3)
@@ -127,22 +127,38 @@ def test_extraction_under_the_smallest_public_budget() -> None:
         tx.tree_spectrum(model, max_memory=1000)
 
 
+def _check_cover(spec: tx.FourierSpectrum, families) -> None:
+    """Every frequency of degree > 0 lies inside its family's members; the constant has none; the recorded
+    features are the frequencies' own."""
+    features = [frozenset(torch.nonzero(row).flatten().tolist()) for row in spec.frequencies]
+    members = [frozenset(row[row >= 0].tolist()) for row in families.members]
+    assert families.family.shape == (len(spec),)
+    for f, fam in zip(features, families.family.tolist()):
+        assert (fam == -1) if not f else f <= members[fam]
+    recorded = [frozenset(r[r < spec.n_features].tolist()) for r in families.features]
+    assert recorded == features
+    assert families.sizes.tolist() == [len(m) for m in members] == sorted(families.sizes.tolist())
+
+
 @pytest.mark.parametrize("kind", ["rf_reg", "xgb_clf", "lgb_reg", "cat_reg"])
-def test_families_are_maximal_path_sets_that_hold_each_frequency(kind: str) -> None:
-    x, y = diabetes() if kind != "cat_reg" else binary_data(10, seed=3)
+@pytest.mark.parametrize("binary", [True, False])
+def test_families_are_maximal_and_hold_each_frequency(kind: str, binary: bool) -> None:
+    """Binary inputs: the families are root-to-leaf path sets, none nested in another (the tree-structural merge
+    is maximal). Continuous inputs: the maximal supports of the spectrum, each inside a path set."""
+    x, y = binary_data(10, seed=3) if binary or kind == "cat_reg" else diabetes()
     model = fit(kind, 4, x, y)
     spec, families = tx.tree_spectrum(model, return_families=True)
-    families.check()  # every frequency's support inside its family's
-    assert families.family.shape == (len(spec),) and int(families.family.max()) < families.n_families
-    supports = [frozenset(row[row >= 0].tolist()) for row in families.supports]
-    assert len(set(supports)) == len(supports) and [len(s) for s in supports] == families.sizes.tolist()
+    _check_cover(spec, families)
+    supports = [frozenset(row[row >= 0].tolist()) for row in families.members]
+    assert len(set(supports)) == len(supports) and all(supports)
     assert not any(a < b for a, b in itertools.permutations(supports, 2))  # none nested in another
-    paths = _path_sets(parse_model_outputs(model)[0], model, encoded=kind != "cat_reg")
-    assert set(supports) <= paths  # each family is a root-to-leaf feature set
-    rows = torch.cat([families.members(j) for j in range(families.n_families)])
-    assert sorted(rows.tolist()) == list(range(len(spec)))
-    degrees = (families.indices >= 0).sum(1)
-    assert torch.equal(degrees, spec.frequencies.sum(1))
+    paths = _path_sets(parse_model_outputs(model)[0], model, encoded=not binary and kind != "cat_reg")
+    assert all(any(s <= p for p in paths) for s in supports)  # each family lies on a root-to-leaf path
+    if binary or kind == "cat_reg":
+        assert set(supports) <= paths  # and is one
+    else:
+        frequencies = {frozenset(torch.nonzero(row).flatten().tolist()) for row in spec.frequencies}
+        assert set(supports) <= frequencies  # a maximal support of the spectrum
 
 
 def _path_sets(ensemble: TreeEnsemble, model, encoded: bool) -> set[frozenset[int]]:
@@ -231,4 +247,4 @@ def test_single_leaf_trees_give_the_constant(encoding: str) -> None:
     model = make_model("gbm_reg", 3).fit(x, np.full(50, 2.5))  # every tree is one leaf
     spec, families = tx.tree_spectrum(model, encoding=encoding, return_families=True)
     assert len(spec) == 1 and spec.degree == 0 and float(spec.amplitudes[0]) == pytest.approx(2.5, abs=1e-12)
-    assert families.n_families == 1 and families.sizes.tolist() == [0] and families.family.tolist() == [0]
+    assert len(families) == 0 and families.family.tolist() == [-1]

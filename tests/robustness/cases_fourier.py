@@ -195,6 +195,7 @@ def _():
 
 A = F
 TR = "torchxplain.fourier.trees._extraction."  # private: reached through from_trees and tree_spectrum
+ENC = "torchxplain.fourier.trees._encoding."  # the one encoding rule of from_trees and tree_spectrum
 D = "torchxplain.fourier.trees.adapters._dispatch."
 IX = "torchxplain.fourier.values.interactions._api."
 exempt("a constant", F + "SUPPORTED_MODELS", F + "INDICES")
@@ -244,10 +245,16 @@ def _():
     torchxplain.fourier.trees.adapters._dispatch.parse_model_outputs("model.json")
 
 
-@case(TR + "resolve_encoding", "an unknown encoding name", ValueError, r"encoding must be one of \('auto', 'binary'")
+@case(ENC + "resolve_encoding", "an unknown encoding name", ValueError, r"encoding must be one of \('auto', 'binary'")
 def _():
     model = tree()
-    torchxplain.fourier.trees._extraction.resolve_encoding(model, tx.fourier.parse_model(model), "onehot")
+    torchxplain.fourier.trees._encoding.resolve_encoding("onehot", [tx.fourier.parse_model(model)], lambda: None)
+
+
+@case(ENC + "resolve_encoding", "an encoding of the wrong type", TypeError, r"encoding must be one of .* got int")
+def _():
+    model = tree()
+    torchxplain.fourier.trees._encoding.resolve_encoding(3, [tx.fourier.parse_model(model)], lambda: None)
 
 
 @case(TR + "extract", "an encoding name instead of a TreeEncoding", TypeError, r"encoding must be a TreeEncoding or")
@@ -301,12 +308,11 @@ def _():
     torchxplain.fourier.trees._splits.splits_binary_inputs(tree())
 
 
-@case(TR + "resolve_encoding", "the list parse_model_outputs returns", TypeError, r"ensemble must be a parsed TreeEns")
+@case(
+    ENC + "resolve_encoding", "a fitted model in place of its parsed ensembles", TypeError, r"ensemble must be a parsed"
+)
 def _():
-    model = tree()
-    torchxplain.fourier.trees._extraction.resolve_encoding(
-        model, torchxplain.fourier.trees.adapters._dispatch.parse_model_outputs(model), "auto"
-    )
+    torchxplain.fourier.trees._encoding.resolve_encoding("auto", [tree()], lambda: None)
 
 
 @case(TR + "spectrum_of_ensemble", "a 1-byte budget", ValueError, "max_memory must be at least 1 MiB")

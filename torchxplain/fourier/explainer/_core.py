@@ -42,6 +42,7 @@ from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.spectrum._surrogate import SparseFourierSurrogate
 from torchxplain.fourier.trees._pruning import PruningReport
 from torchxplain.fourier.values._cost import check_kernel
+from torchxplain.fourier.values._families import SupportFamilies
 from torchxplain.fourier.values._plan import Kernel, ValuePlan
 from torchxplain.fourier.values._players import PlayerMap, player_map
 from torchxplain.fourier.values.interactions._api import check_index, check_result_memory
@@ -120,9 +121,11 @@ class FourierExplainerCore(ExplainerBase):
         kernel: Kernel,
         pruning: PruningReport | tuple[PruningReport, ...] | None = None,
         fit_report: Any = None,
+        families: list[SupportFamilies | None] | None = None,
     ) -> None:
-        """Hold the validated state (``raw``: background rows, ``bits``: their encoding; one spectrum per output);
-        all constructors end here."""
+        """Hold the validated state (``raw``: background rows, ``bits``: their encoding; one spectrum per output;
+        ``families``: their support families when known, e.g. recorded by a tree extraction); all constructors end
+        here."""
         spectra = [spectra] if isinstance(spectra, FourierSpectrum) else list(spectra)
         if len(spectra) != len(outputs) or any(s.n_features != encoder.n_binary for s in spectra):
             raise ValueError(
@@ -148,6 +151,8 @@ class FourierExplainerCore(ExplainerBase):
         self.fit_report = fit_report
         self.__dict__.setdefault("additional_forward_args", None)
         self.__dict__["_plans"] = PlanCache()
+        # the plans of a single output read its recorded families (several outputs share reordered frequencies)
+        self.__dict__["_families"] = families[0] if families is not None and len(spectra) == 1 else None
         if self.forward_func is None:
             owned = self.surrogate if isinstance(encoder, BinaryEncoder) else self.predict
             self.__dict__["forward_func"] = owned
@@ -641,8 +646,12 @@ class FourierExplainerCore(ExplainerBase):
         spectrum = self._column_spectrum(column)
         bits = self.background_bits if baselines_bits is None else baselines_bits
 
+        families = self.__dict__.get("_families") if self.surrogate.amplitudes.ndim == 1 else None
+
         def build() -> ValuePlan:
-            return ValuePlan(spectrum, bits.to(self.dtype), players.binary_groups, players.m_active, self.kernel)
+            return ValuePlan(
+                spectrum, bits.to(self.dtype), players.binary_groups, players.m_active, self.kernel, families
+            )
 
         if self.differentiable or baselines_bits is not None:  # a graph or a one-off background: per call
             return build()

@@ -267,6 +267,7 @@ class FourierShap(FourierExplainerCore):
             differentiable=False,
             kernel=kernel,
             pruning=source.pruning,
+            families=source.families,
         )
 
     def _config(self) -> dict[str, Any]:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
+from torchxplain.fourier.trees._splits import check_ensemble, splits_binary_inputs
 from torchxplain.fourier.trees.adapters._base import TreeEnsemble
 from torchxplain.fourier.trees.adapters._dispatch import parse_model_outputs
 
@@ -60,3 +62,48 @@ class TreeEncoding(ThresholdEncoding):
             n_features=first.n_features,
             feature_names=first.feature_names,
         )
+
+
+ENCODINGS = ("auto", "binary", "thresholds")
+
+
+def resolve_encoding(
+    encoding: Any,
+    ensembles: Sequence[TreeEnsemble],
+    splits: Callable[[], ThresholdEncoding],
+    background: Tensor | None = None,
+) -> ThresholdEncoding | None:
+    """The one rule that turns an ``encoding`` argument into the encoding of a tree model's inputs.
+
+    Args:
+        encoding: ``"auto"`` (or ``None``): binary when every split of every ensemble separates 0 from 1 and the
+            ``background`` (when given) is 0/1, else thresholds; ``"binary"``; ``"thresholds"``; or a
+            :class:`ThresholdEncoding` (a :class:`TreeEncoding`), used as given.
+        ensembles: the parsed outputs to be explained.
+        splits: builds the thresholds encoding (the splits of every output the caller serves).
+        background: ``(B, p)`` rows that ``"auto"`` also requires to be 0/1 for the binary encoding.
+
+    Returns:
+        ``None`` for binary inputs, else the encoding.
+
+    Raises:
+        TypeError: ``encoding`` is neither a string nor a :class:`ThresholdEncoding`.
+        ValueError: an unknown encoding name.
+    """
+    if encoding is None:
+        encoding = "auto"
+    if isinstance(encoding, ThresholdEncoding):
+        return encoding
+    if not isinstance(encoding, str):
+        raise TypeError(
+            f"encoding must be one of {ENCODINGS} or a TreeEncoding (TreeEncoding.from_model(model)), got "
+            f"{type(encoding).__name__}"
+        )
+    if encoding not in ENCODINGS:
+        raise ValueError(f"encoding must be one of {ENCODINGS} or a TreeEncoding, got {encoding[:40]!r}")
+    for ensemble in ensembles:
+        check_ensemble(ensemble)
+    if encoding == "auto":
+        binary_rows = background is None or bool(((background == 0) | (background == 1)).all())
+        encoding = "binary" if binary_rows and all(splits_binary_inputs(e) for e in ensembles) else "thresholds"
+    return None if encoding == "binary" else splits()

@@ -7,12 +7,19 @@ of its ``k`` ancestors, the frequency ``e_{i_u} ⊕ (⊕_{a∈A} e_{i_a})`` with
 ``(M(left u) - M(right u)) · Π_{a∈A} s_a``, where ``s_a = +1`` if the path to ``u`` leaves ``a`` to the left and
 ``-1`` otherwise, and ``M(w) = Σ_{leaves l under w} v_l 2^{-depth(l)}``; the constant is ``Σ_trees M(root)``.
 
+Continuous inputs (an encoding's feature groups): each leaf is a product of two-option slots
+(:mod:`~torchxplain.fourier.trees._intervals`), so a leaf with ``s`` slots gives ``2^s`` terms, one option per slot.
+
 Oblivious trees (one split per level, leaf index ``L = Σ_j 2^j y_j`` with ``y_j`` "goes right at level j"):
 ``t = Σ_S â_S (-1)^{<S, y>}`` with ``â = WHT(v) / 2^d``, and ``(-1)^{y_j} = (-1)^{x_{b_j}}`` up to the sign of a
 swapped split, so subset ``S`` of the levels gives the frequency ``⊕_{j∈S} e_{b_j}``.
 
-Every term also carries the family (a leaf's root-to-leaf feature set, or an oblivious tree's feature set)
-whose support contains its own, for kernels that group frequencies by support.
+Every source (an internal node, a leaf's slots, an oblivious tree) has a sorted list of candidate features, and
+each of its terms selects some of them; a selection of a sorted list is sorted, so the terms' keys are packed
+straight from the selection (:meth:`~torchxplain.fourier.trees._terms.KeyLayout.pack_selected`) — no per-term
+sort. All sources of one kind are enumerated together, ragged (term ``t`` belongs to the source whose range
+holds it), in chunks of a bounded number of terms; sources whose candidates repeat a feature (a degenerate
+split, rare) take the general path, which sorts and cancels repeated features (``χ_i χ_i = 1``).
 """
 
 from __future__ import annotations
@@ -26,25 +33,79 @@ from torch import Tensor
 
 from torchxplain._core import progress
 from torchxplain.fourier.spectrum._fwht import fwht
-from torchxplain.fourier.trees._intervals import FeatureGroups, Slots, leaf_slots
-from torchxplain.fourier.trees._terms import KeyLayout, TermBuffer, canonical, unique_keys
+from torchxplain.fourier.trees._intervals import FeatureGroups, leaf_slots
+from torchxplain.fourier.trees._paths import Paths, node_paths
+from torchxplain.fourier.trees._terms import KeyLayout, canonical
 from torchxplain.fourier.trees.adapters._base import TreeEnsemble
 
 SHOW_PROGRESS_TERMS = 2_000_000
-Chunk = tuple[Tensor, Tensor, Tensor, Tensor | None]  # (rows (r, w) int64 with empty = n, amp, scale, family)
+Chunk = tuple[Tensor, Tensor, Tensor, Tensor]  # (keys (r, n_words), amplitude, rounding scale, source family)
 
 
 @dataclass
-class _Level:
-    """The internal nodes of one depth ``k`` with their ancestors' features and sides."""
+class Sources:
+    """Sources of one kind: each row's sorted candidate features and how its terms select them.
 
-    nodes: Tensor  # (c,) node ids
-    path_feat: Tensor  # (c, k) binary feature of each ancestor (root first)
-    path_right: Tensor  # (c, k) bool: the path leaves that ancestor to the right (sign -1)
+    Term ``m`` (``0 <= m < count``) of row ``r`` selects the candidates of :meth:`Expansion._select`; its amplitude
+    is :meth:`Expansion._amplitude`'s. ``family`` is the row's support family (``-1`` when found later).
+
+    Attributes:
+        kind: ``"node"``, ``"leaf"`` or ``"block"``.
+        codes: ``(R, p)`` int64 candidate features, ascending, ``n`` past the end.
+        count: ``(R,)`` int64 terms per row; start: ``(R,)`` int64 first term of each row (within the kind).
+        general: ``(R,)`` bool, rows whose candidates repeat a feature (sorted and cancelled per term).
+        family: ``(R,)`` int64 support family of each row's terms (assigned by
+            :func:`~torchxplain.fourier.trees._families.assign_families`; ``-1`` until then or for none).
+    """
+
+    kind: str
+    codes: Tensor
+    count: Tensor
+    start: Tensor
+    general: Tensor
+    family: Tensor
+
+    @property
+    def n_terms(self) -> int:
+        return int(self.count.sum())
+
+
+def _sorted_candidates(features: Tensor, n: int) -> tuple[Tensor, Tensor, Tensor]:
+    """``(codes, position, repeats)``: each row of ``(R, p)`` features (``-1`` or ``n`` = none) sorted with ``n``
+    last, the sorted position of every input column, and whether a row repeats a feature."""
+    features = torch.where(features >= 0, features, n)
+    codes, order = torch.sort(features, dim=1, stable=True)
+    position = torch.empty_like(order).scatter_(
+        1, order, torch.arange(order.shape[1], device=order.device).expand_as(order)
+    )
+    repeats = ((codes[:, 1:] == codes[:, :-1]) & (codes[:, 1:] < n)).any(1) if codes.shape[1] > 1 else codes[:, 0] < 0
+    return codes, position, repeats
+
+
+def _parity(x: Tensor) -> Tensor:
+    """``(-1)^{popcount(x)}`` of non-negative int64 values, as 0/1 (1 = odd)."""
+    for shift in (32, 16, 8, 4, 2, 1):
+        x = x ^ torch.bitwise_right_shift(x, shift)
+    return torch.bitwise_and(x, 1)
+
+
+def _offsets(count: Tensor) -> Tensor:
+    return torch.cumsum(count, 0) - count
+
+
+@dataclass(frozen=True)
+class _Block:
+    """An oblivious block's per-tree data: the sorted position of each level's feature ``(T, d)``, the leaves'
+    transform ``(T, 2^d)`` (already ``/ 2^d``), the swapped levels as a bit mask ``(T,)`` and the rounding scale."""
+
+    position: Tensor
+    spectrum: Tensor
+    swap_mask: Tensor
+    scale: Tensor
 
 
 class Expansion:
-    """The node-table walk and oblivious blocks of one ensemble, ready to generate terms chunk by chunk.
+    """The terms of one ensemble, ready to be generated chunk by chunk.
 
     Args:
         ensemble: the parsed trees.
@@ -66,181 +127,141 @@ class Expansion:
         groups: FeatureGroups | None = None,
     ) -> None:
         self.layout, self.device = layout, device
+        n = layout.n
         offsets = ensemble.split_offsets()
         swap = np.zeros(len(split_feature), dtype=bool) if split_swap is None else split_swap
-        internal = np.flatnonzero(~ensemble.is_leaf)
-        feat = np.zeros(len(ensemble.left), dtype=np.int64)
+        internal = ~ensemble.is_leaf
+        feat = np.full(len(ensemble.left), -1, dtype=np.int64)
         feat[internal] = split_feature[offsets[0] : offsets[1]]
         flip = np.zeros(len(ensemble.left), dtype=bool)
         flip[internal] = swap[offsets[0] : offsets[1]]
         left, right = np.where(flip, ensemble.right, ensemble.left), np.where(flip, ensemble.left, ensemble.right)
-        self.left, self.right = torch.from_numpy(left).to(device), torch.from_numpy(right).to(device)
-        self.feat = torch.from_numpy(feat).to(device)
-        self.levels, self.leaf_levels, depth = self._walk(torch.from_numpy(ensemble.roots).to(device))
         value = torch.from_numpy(ensemble.value).to(device)
-        self.mass = torch.where(self.left < 0, value * torch.pow(2.0, -depth.double()), torch.zeros_like(value))
-        for level in reversed(self.levels):
-            self.mass[level.nodes] = self.mass[self.left[level.nodes]] + self.mass[self.right[level.nodes]]
-        self.constant = float(self.mass[torch.from_numpy(ensemble.roots).to(device)].sum()) + ensemble.offset
-        self.slots: Slots | None = None
-        if groups is not None:  # leaf by leaf: the constant comes from the leaves' empty options
-            self.slots = leaf_slots(self.leaf_levels, groups, layout.n)
-            self.leaf_value = value[self.slots.nodes]
-            self.constant = ensemble.offset
-        self.blocks = [
-            (
-                torch.from_numpy(split_feature[start:stop].reshape(b.n_trees, b.depth)).to(device),
-                torch.from_numpy(swap[start:stop].reshape(b.n_trees, b.depth)).to(device),
-                torch.from_numpy(b.value).to(device),
+        self.paths: Paths = node_paths(
+            torch.from_numpy(left).to(device), torch.from_numpy(right).to(device), torch.from_numpy(feat).to(device),
+            value, ensemble.max_depth,
+        )  # fmt: skip
+        roots = torch.from_numpy(ensemble.roots).to(device)
+        self.sources: list[Sources] = []
+        self.constant = ensemble.offset
+        if groups is None:
+            self.constant += float(self.paths.mass[roots].sum())
+            self._node_sources()
+        else:  # leaf by leaf: the constant comes from the leaves' empty options
+            self._leaf_sources(groups, value)
+        self.blocks: list[_Block] = []
+        for index, (b, start, stop) in enumerate(zip(ensemble.oblivious, offsets[1:-1], offsets[2:])):
+            features = torch.from_numpy(split_feature[start:stop].reshape(b.n_trees, b.depth)).to(device)
+            levels = torch.arange(b.depth, device=device)
+            swap_mask = torch.bitwise_left_shift(
+                torch.from_numpy(swap[start:stop]).to(device).long(), levels.repeat(b.n_trees)
             )
-            for b, start, stop in zip(ensemble.oblivious, offsets[1:-1], offsets[2:])
-        ]
+            block_value = torch.from_numpy(b.value).to(device)
+            codes, position, repeats = _sorted_candidates(features, n)
+            self.blocks.append(
+                _Block(
+                    position=position,
+                    spectrum=fwht(block_value, dim=1) / 2.0**b.depth,
+                    swap_mask=swap_mask.view(b.n_trees, b.depth).sum(1),
+                    scale=block_value.abs().mean(dim=1) * b.depth,
+                )
+            )
+            count = torch.full((b.n_trees,), 2**b.depth, dtype=torch.int64, device=device)
+            self.sources.append(
+                Sources(f"block{index}", codes, count, _offsets(count), repeats, torch.full_like(count, -1))
+            )
 
-    def _walk(self, roots: Tensor) -> tuple[list[_Level], list[tuple[Tensor, Tensor, Tensor]], Tensor]:
-        """Walk down one depth at a time: internal nodes per level, ``(leaves, path features, sides)`` per level."""
-        levels: list[_Level] = []
-        leaves: list[tuple[Tensor, Tensor, Tensor]] = []
-        depth = torch.zeros(len(self.left), dtype=torch.int64, device=self.device)
-        nodes = roots
-        path_feat = torch.zeros(len(nodes), 0, dtype=torch.int64, device=self.device)
-        path_right = torch.zeros(len(nodes), 0, dtype=torch.bool, device=self.device)
-        while len(nodes):
-            depth[nodes] = len(levels)
-            inner = self.left[nodes] >= 0
-            leaves.append((nodes[~inner], path_feat[~inner], path_right[~inner]))
-            nodes, path_feat, path_right = nodes[inner], path_feat[inner], path_right[inner]
-            if not len(nodes):
-                break
-            levels.append(_Level(nodes, path_feat, path_right))
-            step = torch.cat([path_feat, self.feat[nodes, None]], dim=1)
-            side = torch.zeros(len(nodes), 1, dtype=torch.bool, device=self.device)
-            nodes = torch.cat([self.left[nodes], self.right[nodes]])
-            path_feat = torch.cat([step, step])
-            path_right = torch.cat([torch.cat([path_right, side], 1), torch.cat([path_right, ~side], 1)])
-        return levels, leaves, depth
+    # --- sources -----------------------------------------------------------------------------------------
+    def _node_sources(self) -> None:
+        paths, n = self.paths, self.layout.n
+        nodes = paths.internal
+        candidates = torch.cat([paths.feature[nodes, None], paths.ancestors[nodes]], dim=1)  # own first
+        codes, position, repeats = _sorted_candidates(candidates, n)
+        # a term chooses a subset of the ancestors (in sorted order, own left out) and always the own feature
+        self.own_position = position[:, 0]
+        rank_skip = position[:, 1:] - (position[:, 1:] > self.own_position[:, None]).long()  # own removed
+        on_right = paths.went_right[nodes] & (paths.ancestors[nodes] >= 0)
+        self.right_mask = (torch.bitwise_left_shift(on_right.long(), rank_skip.clamp(min=0))).sum(1)
+        self.delta = paths.mass[paths.left[nodes]] - paths.mass[paths.right[nodes]]
+        count = torch.bitwise_left_shift(torch.ones_like(nodes), paths.depth[nodes])
+        self.node_ids = nodes
+        self.sources.append(Sources("node", codes, count, _offsets(count), repeats, torch.full_like(nodes, -1)))
+
+    def _leaf_sources(self, groups: FeatureGroups, value: Tensor) -> None:
+        paths, n = self.paths, self.layout.n
+        leaves = paths.leaves
+        slots = leaf_slots(leaves, paths.ancestors[leaves], paths.went_right[leaves], groups, n)
+        width = int(slots.count.max()) if slots.count.numel() else 0
+        rows = slots.leaf
+        column = torch.arange(rows.numel(), device=self.device) - slots.start[rows]
+        feat = torch.full((leaves.numel(), max(width, 1), 2), n, dtype=torch.int64, device=self.device)
+        coef = torch.zeros(leaves.numel(), max(width, 1), 2, dtype=torch.float64, device=self.device)
+        coef[:, :, 0] = 1.0  # past a leaf's slots: the empty option with factor 1 (never the other: m < 2^count)
+        feat[rows, column] = slots.feat
+        coef[rows, column] = slots.coef
+        flat = feat.reshape(leaves.numel(), 2 * feat.shape[1])
+        codes, position, repeats = _sorted_candidates(flat, n)
+        slot_bits = torch.bitwise_left_shift(torch.ones_like(position), position)
+        self.slot_bits = torch.where(flat < n, slot_bits, 0).view_as(feat)
+        self.slot_coef, self.leaf_value = coef, value[leaves]
+        count = torch.bitwise_left_shift(torch.ones_like(leaves), slots.count)
+        self.sources.append(Sources("leaf", codes, count, _offsets(count), repeats, torch.full_like(leaves, -1)))
 
     @property
     def n_terms(self) -> int:
-        """Number of terms before merging duplicates (``Σ_u 2^depth(u)`` plus ``2^d`` per oblivious tree)."""
-        blocks = sum(int(v.shape[0]) * int(v.shape[1]) for _, _, v in self.blocks)
-        if self.slots is not None:
-            return 1 + int((2 ** self.slots.count.double()).sum()) + blocks
-        return 1 + sum(len(level.nodes) * 2**k for k, level in enumerate(self.levels)) + blocks
-
-    # --- families: one per distinct root-to-leaf feature set ---------------------------------------------
-    def family_keys(self) -> tuple[Tensor, Tensor, list[Tensor]]:
-        """``(keys (m, n_words), node_family (N,), block_family [(T,) per block])``: the distinct feature sets
-        of the root-to-leaf paths and oblivious trees, the family of every node (of a leaf below it for
-        internal nodes), and of every oblivious tree."""
-        empty = self.layout.n
-        parts, owners = [], []
-        for nodes, path, _ in self.leaf_levels:
-            pad = torch.full((len(nodes), self.layout.width - path.shape[1]), empty, device=self.device)
-            parts.append(self.layout.pack(canonical(torch.cat([path, pad.long()], 1), empty, parity=False)))
-            owners.append(nodes)
-        for features, _, _ in self.blocks:
-            pad = torch.full((features.shape[0], self.layout.width - features.shape[1]), empty, device=self.device)
-            parts.append(self.layout.pack(canonical(torch.cat([features, pad.long()], 1), empty, parity=False)))
-        no_words = torch.zeros(0, self.layout.n_words, dtype=torch.int64, device=self.device)
-        words = torch.cat(parts) if parts else no_words
-        inverse, count = unique_keys(words)
-        keys = words.new_zeros(count, words.shape[1]).index_copy_(0, inverse, words)
-        node_family = torch.zeros(len(self.left), dtype=torch.int64, device=self.device)
-        n_leaves = sum(len(o) for o in owners)
-        if owners:
-            node_family[torch.cat(owners)] = inverse[:n_leaves]
-        for level in reversed(self.levels):  # an internal node takes its left child's family
-            node_family[level.nodes] = node_family[self.left[level.nodes]]
-        block_family, start = [], n_leaves
-        for features, _, _ in self.blocks:
-            block_family.append(inverse[start : start + features.shape[0]])
-            start += features.shape[0]
-        return keys, node_family, block_family
+        """Number of terms before merging duplicates (plus the constant)."""
+        return 1 + sum(s.n_terms for s in self.sources)
 
     # --- term generation --------------------------------------------------------------------------------
-    def chunks(
-        self, rows_per_chunk: int, node_family: Tensor | None, block_family: list[Tensor] | None
-    ) -> Iterator[Chunk]:
-        """Every term once, in chunks of at most ``max(rows_per_chunk, 1)`` rows (plus the constant)."""
+    def chunks(self, rows_per_chunk: int) -> Iterator[Chunk]:
+        """Every term once, in chunks of at most ``max(rows_per_chunk, 1)`` terms (plus the constant)."""
         one = torch.ones(1, dtype=torch.float64, device=self.device)
-        empty_row = torch.full((1, 1), self.layout.n, dtype=torch.int64, device=self.device)
-        family = None if node_family is None else torch.zeros(1, dtype=torch.int64, device=self.device)
-        yield empty_row, one * self.constant, one * abs(self.constant), family
+        empty = torch.zeros(1, self.layout.n_words, dtype=torch.int64, device=self.device)
+        yield empty, one * self.constant, one * abs(self.constant), torch.full((1,), -1, device=self.device)
         step = max(1, rows_per_chunk)
-        if self.slots is None:
-            sizes = [("node", k, len(level.nodes), 2**k) for k, level in enumerate(self.levels)]
-        else:
-            counts = self.slots.count
-            self.by_count = {int(c): torch.nonzero(counts == c).reshape(-1) for c in torch.unique(counts).tolist()}
-            sizes = [("leaf", c, len(rows), 2**c) for c, rows in self.by_count.items()]
-        sizes += [("block", b, len(f), 2 ** f.shape[1]) for b, (f, _, _) in enumerate(self.blocks)]
-        work = [(kind, i, s, e, size) for kind, i, count, size in sizes for s, e in _spans(count, size, step)]
+        work = [(s, t0, min(t0 + step, s.n_terms)) for s in self.sources for t0 in range(0, s.n_terms, step)]
         quiet = False if self.n_terms < SHOW_PROGRESS_TERMS else None  # no bar for small models
-        for kind, index, start, stop, size in progress(work, show=quiet, desc="tree spectrum"):
-            for m0 in range(0, size, step):
-                masks = torch.arange(m0, min(size, m0 + step), device=self.device)
-                if kind == "node":
-                    yield self._node_terms(index, start, stop, masks, node_family)
-                elif kind == "leaf":
-                    yield self._leaf_terms(index, start, stop, masks, node_family)
-                else:
-                    yield self._block_terms(index, start, stop, masks, block_family)
+        for source, t0, t1 in progress(work, show=quiet, desc="tree spectrum"):
+            terms = torch.arange(t0, t1, device=self.device)
+            row = torch.searchsorted(source.start, terms, right=True) - 1
+            mask = terms - source.start[row]
+            selected, amp, scale = self._terms(source, row, mask)
+            general = source.general[row]
+            keys = self.layout.pack_selected(source.codes[row], selected)
+            if bool(general.any()):
+                keys[general] = self._general_keys(source.codes[row[general]], selected[general])
+            yield keys, amp, scale, source.family[row]
 
-    def _node_terms(self, k: int, start: int, stop: int, masks: Tensor, node_family: Tensor | None) -> Chunk:
-        level = self.levels[k]
-        nodes = level.nodes[start:stop]
-        bits = _bits(masks, k)  # (M, k)
-        chosen = torch.where(bits[None], level.path_feat[start:stop, None, :], self.layout.n)  # (c, M, k)
-        own = self.feat[nodes, None, None].expand(-1, len(masks), 1)
-        rows = canonical(torch.cat([own, chosen], dim=2).reshape(-1, k + 1), self.layout.n, parity=True)
-        flips = (bits[None] & level.path_right[start:stop, None, :]).sum(dim=2) % 2
-        delta = self.mass[self.left[nodes]] - self.mass[self.right[nodes]]
-        amp = (delta[:, None] * (1 - 2 * flips).double()).reshape(-1)
-        family = None if node_family is None else node_family[nodes].repeat_interleave(len(masks))
-        return rows, amp, amp.abs(), family
+    def _terms(self, source: Sources, row: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """``(selected, amplitude, scale)`` of terms ``mask`` of rows ``row``."""
+        if source.kind == "node":
+            own = self.own_position[row]
+            low = torch.bitwise_and(mask, torch.bitwise_left_shift(torch.ones_like(own), own) - 1)
+            high = torch.bitwise_left_shift(torch.bitwise_right_shift(mask, own), own + 1)
+            selected = high | low | torch.bitwise_left_shift(torch.ones_like(own), own)
+            sign = 1.0 - 2.0 * _parity(torch.bitwise_and(mask, self.right_mask[row])).double()
+            amp = self.delta[row] * sign
+            return selected, amp, amp.abs()
+        if source.kind == "leaf":
+            width = self.slot_bits.shape[1]
+            choice = torch.bitwise_and(
+                torch.bitwise_right_shift(mask[:, None], torch.arange(width, device=self.device)), 1
+            )  # (t, width)
+            selected = self.slot_bits[row].gather(2, choice[:, :, None])[..., 0].sum(1)
+            amp = self.leaf_value[row] * self.slot_coef[row].gather(2, choice[:, :, None])[..., 0].prod(1)
+            return selected, amp, amp.abs()
+        block = self.blocks[int(source.kind.removeprefix("block"))]
+        position = block.position[row]  # (t, d) sorted position of each level
+        levels = torch.arange(position.shape[1], device=self.device)
+        bits = torch.bitwise_and(torch.bitwise_right_shift(mask[:, None], levels), 1)
+        selected = torch.bitwise_left_shift(bits, position).sum(1)
+        sign = 1.0 - 2.0 * _parity(torch.bitwise_and(mask, block.swap_mask[row])).double()
+        return selected, block.spectrum[row, mask] * sign, block.scale[row]
 
-    def _leaf_terms(self, s: int, start: int, stop: int, masks: Tensor, node_family: Tensor | None) -> Chunk:
-        assert self.slots is not None
-        rows = self.by_count[s][start:stop]  # leaves with s slots
-        slot = self.slots.start[rows, None] + torch.arange(s, device=self.device)  # (c, s)
-        feat, coef = self.slots.feat[slot], self.slots.coef[slot]  # (c, s, 2)
-        bits = _bits(masks, s).long()[None, :, :, None].expand(len(rows), -1, -1, 1)  # (c, M, s, 1)
-        chosen = torch.gather(feat[:, None].expand(-1, len(masks), -1, -1), 3, bits)[..., 0]  # (c, M, s)
-        factor = torch.gather(coef[:, None].expand(-1, len(masks), -1, -1), 3, bits)[..., 0]
-        amp = (self.leaf_value[rows, None] * factor.prod(dim=2)).reshape(-1)
-        terms = canonical(chosen.reshape(len(rows) * len(masks), s), self.layout.n, parity=True)
-        family = None if node_family is None else node_family[self.slots.nodes[rows]].repeat_interleave(len(masks))
-        return terms, amp, amp.abs(), family
-
-    def _block_terms(self, b: int, start: int, stop: int, masks: Tensor, block_family: list[Tensor] | None) -> Chunk:
-        features, swap, value = (t[start:stop] for t in self.blocks[b])
-        d = features.shape[1]
-        spectrum = fwht(value, dim=1)[:, masks] / 2.0**d  # (c, M) in the levels' "goes right" bits
-        bits = _bits(masks, d)
-        flips = (bits[None] & swap[:, None, :]).sum(dim=2) % 2
-        amp = (spectrum * (1 - 2 * flips).double()).reshape(-1)
-        rows = torch.where(bits[None], features[:, None, :], self.layout.n).reshape(len(features) * len(masks), d)
-        scale = (value.abs().mean(dim=1, keepdim=True) * d).expand(-1, len(masks)).reshape(-1)
-        family = None if block_family is None else block_family[b][start:stop].repeat_interleave(len(masks))
-        return canonical(rows, self.layout.n, parity=True), amp, scale, family
-
-
-def _bits(masks: Tensor, k: int) -> Tensor:
-    """``(M, k)`` bool: bit ``j`` of each subset mask."""
-    return torch.bitwise_and(torch.bitwise_right_shift(masks[:, None], torch.arange(k, device=masks.device)), 1) > 0
-
-
-def _spans(count: int, per_item: int, target_rows: int) -> list[tuple[int, int]]:
-    """Slices of ``count`` items of ``per_item`` terms each, about ``target_rows`` terms per slice."""
-    step = max(1, target_rows // max(per_item, 1))
-    return [(s, min(s + step, count)) for s in range(0, count, step)]
-
-
-def fill(expansion: Expansion, buffer: TermBuffer, rows_per_chunk: int, families: bool) -> Tensor | None:
-    """Generate every term into ``buffer``; returns the family keys ``(m, n_words)`` when ``families``."""
-    keys, node_family, block_family = expansion.family_keys() if families else (None, None, None)
-    layout = expansion.layout
-    for rows, amp, scale, family in expansion.chunks(rows_per_chunk, node_family, block_family):
-        width = min(rows.shape[1], layout.width)
-        buffer.add(layout.pack(rows[:, :width]), amp, scale, family)
-    return keys
+    def _general_keys(self, codes: Tensor, selected: Tensor) -> Tensor:
+        """Keys of selections from candidate lists that repeat a feature: sorted, repeated pairs cancelled."""
+        p = codes.shape[1]
+        bit = torch.bitwise_and(torch.bitwise_right_shift(selected[:, None], torch.arange(p, device=codes.device)), 1)
+        chosen = torch.where(bit > 0, codes, self.layout.n)
+        rows = canonical(chosen, self.layout.n, parity=True)[:, : self.layout.width]
+        return self.layout.pack(rows)

@@ -41,6 +41,28 @@ class KeyLayout:
             words[:, word] |= torch.bitwise_left_shift(codes[:, j], self.bits * slot)
         return words
 
+    def pack_selected(self, codes: Tensor, selected: Tensor) -> Tensor:
+        """Keys of subsets of sorted feature lists, without sorting each term.
+
+        Args:
+            codes: ``(r, p)`` int64 feature indices ascending along each row (``n`` past the end).
+            selected: ``(r,)`` int64 bit masks over the ``p`` positions, at most ``width`` bits set.
+
+        Returns:
+            ``(r, n_words)`` keys of the selected features: a subset of a sorted list is sorted, so the ``j``-th
+            selected feature goes to slot ``j`` (its rank among the selected ones).
+        """
+        p = codes.shape[1]
+        bit = torch.bitwise_and(torch.bitwise_right_shift(selected[:, None], torch.arange(p, device=codes.device)), 1)
+        rank = torch.cumsum(bit, 1) - bit
+        value = (codes + 1) * bit  # 0 where not selected: contributes nothing
+        if self.n_words == 1:
+            return torch.bitwise_left_shift(value, self.bits * rank).sum(1, keepdim=True)
+        word, slot = rank // self.per_word, rank % self.per_word
+        shifted = torch.bitwise_left_shift(value, self.bits * slot)
+        out = torch.zeros(codes.shape[0], self.n_words, dtype=torch.int64, device=codes.device)
+        return out.scatter_add_(1, word.clamp(max=self.n_words - 1), shifted)  # disjoint bit fields: sum = or
+
     def unpack(self, words: Tensor) -> Tensor:
         """``(r, n_words)`` keys -> ``(r, width)`` int64 feature indices, ascending, ``-1`` in empty slots."""
         mask = (1 << self.bits) - 1
@@ -99,16 +121,16 @@ class TermBuffer:
     of the storage, it doubles: the result itself is then larger than the budget.
     """
 
-    def __init__(self, n_words: int, capacity: int, device: torch.device, families: bool) -> None:
+    def __init__(self, n_words: int, capacity: int, device: torch.device) -> None:
         self.capacity = max(1, capacity)
         self.size = 0
         self.merges = 0
         self.words = torch.empty(self.capacity, n_words, dtype=torch.int64, device=device)
         self.amp = torch.empty(self.capacity, dtype=torch.float64, device=device)
         self.scale = torch.empty(self.capacity, dtype=torch.float64, device=device)
-        self.family = torch.empty(self.capacity, dtype=torch.int64, device=device) if families else None
+        self.family = torch.empty(self.capacity, dtype=torch.int64, device=device)
 
-    def add(self, words: Tensor, amp: Tensor, scale: Tensor, family: Tensor | None) -> None:
+    def add(self, words: Tensor, amp: Tensor, scale: Tensor, family: Tensor) -> None:
         """Append ``r`` terms: ``(r, n_words)`` keys, ``(r,)`` amplitudes, scales and family ids."""
         rows = words.shape[0]
         if self.size + rows > self.capacity:
@@ -119,8 +141,7 @@ class TermBuffer:
         self.words[self.size : stop] = words
         self.amp[self.size : stop] = amp
         self.scale[self.size : stop] = scale
-        if self.family is not None and family is not None:
-            self.family[self.size : stop] = family
+        self.family[self.size : stop] = family
         self.size = stop
 
     def merge(self) -> None:
@@ -129,10 +150,9 @@ class TermBuffer:
         words = self.words.new_zeros(count, self.words.shape[1]).index_copy_(0, inverse, self.words[: self.size])
         amp = self.amp.new_zeros(count).index_add_(0, inverse, self.amp[: self.size])
         scale = self.scale.new_zeros(count).index_add_(0, inverse, self.scale[: self.size])
-        if self.family is not None:
-            family = torch.full((count,), torch.iinfo(torch.int64).max, dtype=torch.int64, device=amp.device)
-            family.scatter_reduce_(0, inverse, self.family[: self.size], "amin")
-            self.family[:count] = family
+        family = torch.full((count,), torch.iinfo(torch.int64).max, dtype=torch.int64, device=amp.device)
+        family.scatter_reduce_(0, inverse, self.family[: self.size], "amin")
+        self.family[:count] = family
         self.words[:count], self.amp[:count], self.scale[:count] = words, amp, scale
         self.size = count
         self.merges += 1
@@ -141,13 +161,12 @@ class TermBuffer:
         self.capacity = capacity
         for name in ("words", "amp", "scale", "family"):
             old = getattr(self, name)
-            if old is not None:
-                new = old.new_empty((capacity, *old.shape[1:]))
-                new[: self.size] = old[: self.size]
-                setattr(self, name, new)
+            new = old.new_empty((capacity, *old.shape[1:]))
+            new[: self.size] = old[: self.size]
+            setattr(self, name, new)
 
-    def result(self) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+    def result(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """The merged terms ``(words, amp, scale, family)``, views of the storage (sorted by key)."""
         self.merge()
         n = self.size
-        return self.words[:n], self.amp[:n], self.scale[:n], None if self.family is None else self.family[:n]
+        return self.words[:n], self.amp[:n], self.scale[:n], self.family[:n]

@@ -1,9 +1,13 @@
 """Support families: sets ``U`` of features such that every frequency's support lies in one of them.
 
-The families are the maximal supports of the spectrum (supports contained in no other one), so nested
+:class:`SupportFamilies` is the one cover type of the package: the small-support kernel reads it, a tree
+extraction records it (a root-to-leaf path's features cover every frequency of that path, see
+:mod:`~torchxplain.fourier.trees._families`) and :func:`support_families` finds it for any other spectrum.
+
+The search takes the maximal supports of the spectrum (supports contained in no other one), so nested
 supports are merged: for a tree, every subset of a root-to-leaf path's features joins that path's family.
 They are found greedily from the highest degree down. Every subset of a family's support is entered in a
-sorted key table (the support's packed bits; a hash of them when ``n > 63``), so whether a lower-degree
+sorted key table (the support's packed bits; a mixing hash of them when ``n > 63``), so whether a lower-degree
 frequency lies in a family already found is one binary search; a frequency found in none is maximal and
 starts a new family. Hash matches are verified bit by bit (a collision falls back to testing the families
 directly), so the result is exact. Each frequency is assigned to one family
@@ -12,7 +16,6 @@ containing it; the constant term (empty support) to none.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import torch
@@ -23,7 +26,8 @@ from torchxplain._core import chunk_bounds, parse_memory
 MAX_FAMILY_SIZE = 16
 """Largest support the family search (and the small-support kernel) handles: ``2^16`` subsets per family."""
 _BITS = 63  # bits per int64 word of a packed support (the sign bit stays clear)
-_MIX = (0x2545F4914F6CDD1D, 0x1B873593A3C1D5B7, 0x3C6EF372FE94F82B, 0x5851F42D4C957F2D)
+_GOLDEN = -0x61C8864680B583EB  # 0x9E3779B97F4A7C15 as a signed int64 (splitmix64's increment)
+_MIX1, _MIX2 = -0x40A7B892E31B1A47, -0x6B2FB644ECCEEE15  # 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 
 
 @dataclass(frozen=True)
@@ -34,14 +38,23 @@ class SupportFamilies:
         members: ``(M, u_max)`` int64 features of each family in increasing order, padded with ``-1``.
         sizes: ``(M,)`` int64 ``|U|`` of each family (non-decreasing).
         family: ``(k,)`` int64 family of each frequency (``-1`` for the constant term).
+        features: ``(k, D)`` int64 features of each frequency in increasing order, padded with ``n`` (as
+            :func:`feature_lists` gives them), when known: the cost model reads the degrees from them.
     """
 
     members: Tensor
     sizes: Tensor
     family: Tensor
+    features: Tensor | None = None
 
     def __len__(self) -> int:
         return int(self.sizes.shape[0])
+
+    def restrict(self, keep: Tensor) -> SupportFamilies:
+        """The cover of the frequencies ``keep`` (``(k,)`` bool) selects, in their order: families no kept
+        frequency uses are dropped."""
+        features = None if self.features is None else self.features[keep]
+        return from_cover(self.members, self.sizes, self.family[keep], None, features)
 
     def size_classes(self) -> list[tuple[int, int, int]]:
         """``[(u, start, stop), ...]``: the families of size ``u`` are ``start..stop-1``."""
@@ -50,13 +63,16 @@ class SupportFamilies:
         return [(int(u), stop - int(c), stop) for u, c, stop in zip(sizes.tolist(), counts.tolist(), stops)]
 
 
-def from_cover(supports: Tensor, sizes: Tensor, family: Tensor, degrees: Tensor) -> SupportFamilies:
+def from_cover(
+    supports: Tensor, sizes: Tensor, family: Tensor, degrees: Tensor | None, features: Tensor | None = None
+) -> SupportFamilies:
     """:class:`SupportFamilies` from any valid cover — ``(m, s)`` supports padded with ``-1``, their sizes, and
-    a family containing each frequency — such as the one a tree extraction records (a leaf's path features,
-    :class:`torchxplain.fourier.trees._families.SupportFamilies`): unused and empty families are dropped, the
-    rest sorted by size, and frequencies of degree 0 (``degrees``) get no family. The cover is trusted, not
-    re-checked."""
-    family = torch.where(degrees.to(family.device) > 0, family, -1)
+    a family containing each frequency (``-1``: none, for the constant term) — such as the one a tree extraction
+    records: unused and empty families are dropped, the rest sorted by size, and frequencies of degree 0
+    (``degrees``, when given) get no family. The cover is trusted, not re-checked."""
+    if degrees is not None:
+        family = torch.where(degrees.to(family.device) > 0, family, -1)
+    family = torch.where(sizes[family.clamp(min=0)] > 0, family, -1) if sizes.numel() else family
     used, inverse = torch.unique(family[family >= 0], return_inverse=True)
     order = torch.argsort(sizes[used], stable=True)
     rank = torch.empty_like(order)
@@ -65,7 +81,7 @@ def from_cover(supports: Tensor, sizes: Tensor, family: Tensor, degrees: Tensor)
     out[family >= 0] = rank[inverse]
     members = supports[used[order]]
     width = int(sizes[used].max()) if used.numel() else 0
-    return SupportFamilies(members[:, :width].contiguous(), sizes[used[order]], out)
+    return SupportFamilies(members[:, :width].contiguous(), sizes[used[order]], out, features)
 
 
 def feature_lists(frequencies: Tensor) -> tuple[Tensor, Tensor]:
@@ -104,18 +120,23 @@ def pack(feats: Tensor, n: int) -> Tensor:
 
 
 def _key(packed: Tensor) -> Tensor:
-    """One int64 key per packed support: the word itself for ``n ≤ 63``, else a multiplicative hash."""
+    """One int64 key per packed support: the word itself for ``n ≤ 63``, else a hash of the words.
+
+    Each word goes through splitmix64's finaliser (with its position mixed in) before the words are summed: a
+    linear combination of the words would collide whenever two supports differ by offsetting high bits in two
+    words. Arithmetic wraps modulo 2^64; matches are verified bit by bit, so a collision costs time, not exactness.
+    """
     if packed.shape[-1] == 1:
         return packed[..., 0]
-    return (packed * _mixers(packed.shape[-1], packed.device)).sum(
-        -1
-    )  # wraps modulo 2^64; matches are verified bit by bit
+    z = packed + _GOLDEN * torch.arange(1, packed.shape[-1] + 1, device=packed.device)
+    z = (z ^ _shift(z, 30)) * _MIX1
+    z = (z ^ _shift(z, 27)) * _MIX2
+    return (z ^ _shift(z, 31)).sum(-1)
 
 
-@functools.lru_cache(maxsize=64)
-def _mixers(words: int, device: torch.device) -> Tensor:
-    """Odd 64-bit multipliers of the support hash, one per word (cached; read-only)."""
-    return torch.tensor([_MIX[w % len(_MIX)] + 2 * w for w in range(words)], device=device)
+def _shift(z: Tensor, bits: int) -> Tensor:
+    """Logical right shift of int64 values (torch's ``>>`` is arithmetic: it copies the sign bit)."""
+    return (z >> bits) & ((1 << (64 - bits)) - 1)
 
 
 def support_families(frequencies: Tensor, features: tuple[Tensor, Tensor] | None = None) -> SupportFamilies:
@@ -159,7 +180,7 @@ def support_families(frequencies: Tensor, features: tuple[Tensor, Tensor] | None
             pending = pending[found < 0]
     if not defining:
         empty = torch.zeros(0, 0, dtype=torch.int64, device=device)
-        return SupportFamilies(empty, empty.new_zeros(0), family)
+        return SupportFamilies(empty, empty.new_zeros(0), family, feats)
     first = torch.cat(defining)
     sizes = degrees[first]
     order = torch.argsort(sizes, stable=True)  # families of equal size contiguous, smallest first
@@ -168,7 +189,7 @@ def support_families(frequencies: Tensor, features: tuple[Tensor, Tensor] | None
     members = feats[first[order]]
     members = torch.where(members < n, members, torch.full_like(members, -1))
     family = torch.where(family >= 0, rank[family.clamp(min=0)], family)
-    return SupportFamilies(members, sizes[order], family)
+    return SupportFamilies(members, sizes[order], family, feats)
 
 
 def _subset_keys(feats: Tensor, n: int, first_id: int) -> tuple[Tensor, Tensor]:

@@ -21,7 +21,6 @@ because validation happens once, at the public boundary that called them. Memory
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor
 
 from torchxplain._core import parse_memory
@@ -38,7 +37,7 @@ from torchxplain.fourier.values._cost import (
     small_support_seconds,
     workload,
 )
-from torchxplain.fourier.values._families import SupportFamilies, feature_lists, from_cover, support_families
+from torchxplain.fourier.values._families import SupportFamilies, feature_lists, support_families
 from torchxplain.fourier.values._gemm import FirstOrder, grouped_first_order, grouped_interactions, singleton_gemm
 from torchxplain.fourier.values._relaxed import relaxed_shapley
 from torchxplain.fourier.values._support import SupportLayout, build_tables, explain
@@ -58,10 +57,10 @@ class ValuePlan:
         kernel: ``"auto"`` (cost model; tables only when they fit in half of ``tx.settings.max_memory``),
             ``"gemm"`` (dense two-GEMM form) or ``"small_support"`` (tables over the patterns of support
             families, kept whatever their size).
-        families: support families of ``spectrum`` known already, so the plan skips their search: another
-            plan's :attr:`families`, or the ones a tree extraction records
-            (``tree_spectrum(model, return_families=True)``; any object with ``supports``, ``sizes`` and
-            ``family`` tensors is read as such a cover).
+        families: the :class:`~torchxplain.fourier.values._families.SupportFamilies` of ``spectrum`` known
+            already (rows aligned with its frequencies), so the plan skips their search: another plan's
+            :attr:`families`, or the ones a tree extraction records (``tree_spectrum(model,
+            return_families=True)``).
     """
 
     def __init__(
@@ -71,7 +70,7 @@ class ValuePlan:
         groups: Tensor | None,
         m: int,
         kernel: Kernel = "auto",
-        families: object | None = None,
+        families: SupportFamilies | None = None,
     ) -> None:
         self._init(BackgroundTerm(spectrum, background), groups, m, kernel, families)
 
@@ -82,20 +81,25 @@ class ValuePlan:
         groups: Tensor | None,
         m: int,
         kernel: Kernel = "auto",
-        families: object | None = None,
+        families: SupportFamilies | None = None,
     ) -> ValuePlan:
         """A plan on an existing :class:`BackgroundTerm` (sharing its cached signed amplitudes)."""
         plan = cls.__new__(cls)
         plan._init(term, groups, m, kernel, families)
         return plan
 
-    def _init(self, term: BackgroundTerm, groups: Tensor | None, m: int, kernel: Kernel, families: object) -> None:
+    def _init(
+        self, term: BackgroundTerm, groups: Tensor | None, m: int, kernel: Kernel, families: SupportFamilies | None
+    ) -> None:
         check_kernel(kernel)
         self.term, self.spectrum, self.groups, self.m = term, term.spectrum, groups, m
         self.kernel: Kernel = kernel
         if families is not None and not isinstance(families, SupportFamilies):
-            supports, sizes, family = (getattr(families, a) for a in ("supports", "sizes", "family"))
-            families = from_cover(supports, sizes, family, self.spectrum.frequencies.sum(1, dtype=torch.int64))
+            raise TypeError(f"families must be a SupportFamilies, got {type(families).__name__}")
+        if families is not None and families.family.shape[0] != len(self.spectrum):
+            raise ValueError(
+                f"families cover {families.family.shape[0]} frequencies, the spectrum has {len(self.spectrum)}"
+            )
         self._families: SupportFamilies | None = families
         self._lists: tuple[Tensor, Tensor] | None = None
         self._work: Workload | None = None
@@ -152,9 +156,15 @@ class ValuePlan:
         return self.spectrum.frequencies.to(self.term.background.device)
 
     def _feature_lists(self) -> tuple[Tensor, Tensor]:
-        """Each frequency's features and degree, computed once for the cost model and the family search."""
+        """Each frequency's features and degree, for the cost model and the family search: as the families
+        recorded them (a tree extraction does), else computed once."""
         if self._lists is None:
-            self._lists = feature_lists(self._frequencies())
+            known = None if self._families is None else self._families.features
+            if known is not None:
+                known = known.to(self.term.background.device)
+                self._lists = (known, (known < self.spectrum.n_features).sum(1))
+            else:
+                self._lists = feature_lists(self._frequencies())
         return self._lists
 
     @property
