@@ -17,7 +17,7 @@ from torchxplain.fourier import banzhaf_values, shapley_interactions, shapley_va
 from torchxplain.fourier.values import _families as families_module
 from torchxplain.fourier.values._families import support_families
 from torchxplain.fourier.values._support import butterfly, walsh
-from torchxplain.fourier.values._weights import _weight, walsh_weights
+from torchxplain.fourier.values._weights import SPECS, index_spec, walsh_weights
 from torchxplain.testing import tiny_memory_budget
 
 VALUES = {"shapley": shapley_values, "banzhaf": banzhaf_values, "interactions": shapley_interactions}
@@ -107,21 +107,35 @@ def test_constant_spectrum_gives_zeros():
 
 
 # --- the pieces -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kind", ["shapley", "banzhaf", "interactions"])
+def _direct_weight(kind: str, c: int) -> float:
+    """The closed forms' per-term weights, written out (DESIGN §3), for checking the tables' derivation."""
+    if kind == "shapley":
+        return 1.0 / c if c % 2 else 0.0
+    if kind == "banzhaf":
+        return float(c == 1)
+    return 1.0 / (c - 1) if c >= 2 and c % 2 == 0 else 0.0
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["shapley", "banzhaf", "interactions", ("k-SII", 0, 2), ("k-SII", 1, 2), ("FSII", 2, 2), ("BII", 1, 1)],
+)
 @pytest.mark.parametrize("d", [1, 2, 3, 5, 6])
 def test_walsh_weights_equal_direct_enumeration(kind, d):
-    """F̂(S) = Σ_A F(A) (-1)^{|A∩S|} by enumerating every A ⊆ [d] (players 0 and 1 are the fixed ones)."""
-    r = 2 if kind == "interactions" else 1
+    """F̂(S) = Σ_A F(A) (-1)^{|A∩S|} by enumerating every A ⊆ [d] (players 0..r-1 are the fixed ones)."""
+    spec = index_spec(*kind) if isinstance(kind, tuple) else SPECS[kind]
+    r = spec.order
     if d < r:
         return
-    table = walsh_weights(kind, d, torch.float64, torch.device("cpu"))
+    table = walsh_weights(spec, d, torch.float64, torch.device("cpu"))
     for s_mask in range(2**d):
         s = {j for j in range(d) if s_mask >> j & 1}
         direct = 0.0
         for a_size in range(d + 1):
             for a in itertools.combinations(range(d), a_size):
                 if set(range(r)) <= set(a):
-                    direct += _weight(kind, len(a)) * (-1) ** len(s & set(a))
+                    w = float(spec.weights[len(a)]) if isinstance(kind, tuple) else _direct_weight(kind, len(a))
+                    direct += w * (-1) ** len(s & set(a))
         assert abs(float(table[len(s), len(s & set(range(r)))]) - direct) < 1e-12
 
 

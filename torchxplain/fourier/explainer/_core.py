@@ -46,7 +46,6 @@ from torchxplain.fourier.values._families import SupportFamilies
 from torchxplain.fourier.values._plan import Kernel, ValuePlan
 from torchxplain.fourier.values._players import PlayerMap, player_map
 from torchxplain.fourier.values.interactions._api import check_index, check_result_memory
-from torchxplain.fourier.values.interactions._kernel import _interaction_values
 from torchxplain.fourier.values.interactions._weights import Index
 
 SpectrumOrList = FourierSpectrum | list[FourierSpectrum]
@@ -554,7 +553,7 @@ class FourierExplainerCore(ExplainerBase):
                 return plan.banzhaf(bits)
             if kind == "interactions":
                 return plan.interactions(bits)
-            result = _interaction_values(bits, plan.term, plan.groups, plan.m, index, kernel_order)
+            result = plan.interaction_values(bits, index, kernel_order)
         for t in range(kernel_order + 1, order + 1):
             result[t] = bits.new_zeros((bits.shape[0],) + (players.m_active,) * t)
         return result

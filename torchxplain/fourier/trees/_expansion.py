@@ -82,25 +82,19 @@ def _sorted_candidates(features: Tensor, n: int) -> tuple[Tensor, Tensor, Tensor
     return codes, position, repeats
 
 
-def _parity(x: Tensor) -> Tensor:
-    """``(-1)^{popcount(x)}`` of non-negative int64 values, as 0/1 (1 = odd)."""
-    for shift in (32, 16, 8, 4, 2, 1):
-        x = x ^ torch.bitwise_right_shift(x, shift)
-    return torch.bitwise_and(x, 1)
-
-
 def _offsets(count: Tensor) -> Tensor:
     return torch.cumsum(count, 0) - count
 
 
 @dataclass(frozen=True)
 class _Block:
-    """An oblivious block's per-tree data: the sorted position of each level's feature ``(T, d)``, the leaves'
-    transform ``(T, 2^d)`` (already ``/ 2^d``), the swapped levels as a bit mask ``(T,)`` and the rounding scale."""
+    """An oblivious block's per-tree data, levels in the order of their sorted features: the swapped levels as a bit
+    mask ``(T,)``, each level's bit ``2^level`` in the leaf index ``(T, d)``; and the leaves' transform ``(T, 2^d)``
+    (already ``/ 2^d``) and rounding scale ``(T,)``."""
 
-    position: Tensor
+    swapped: Tensor
+    weight: Tensor
     spectrum: Tensor
-    swap_mask: Tensor
     scale: Tensor
 
 
@@ -127,7 +121,6 @@ class Expansion:
         groups: FeatureGroups | None = None,
     ) -> None:
         self.layout, self.device = layout, device
-        n = layout.n
         offsets = ensemble.split_offsets()
         swap = np.zeros(len(split_feature), dtype=bool) if split_swap is None else split_swap
         internal = ~ensemble.is_leaf
@@ -152,17 +145,15 @@ class Expansion:
         self.blocks: list[_Block] = []
         for index, (b, start, stop) in enumerate(zip(ensemble.oblivious, offsets[1:-1], offsets[2:])):
             features = torch.from_numpy(split_feature[start:stop].reshape(b.n_trees, b.depth)).to(device)
-            levels = torch.arange(b.depth, device=device)
-            swap_mask = torch.bitwise_left_shift(
-                torch.from_numpy(swap[start:stop]).to(device).long(), levels.repeat(b.n_trees)
-            )
+            swapped = torch.from_numpy(swap[start:stop].reshape(b.n_trees, b.depth)).to(device)
             block_value = torch.from_numpy(b.value).to(device)
-            codes, position, repeats = _sorted_candidates(features, n)
+            codes, order = torch.sort(features, dim=1, stable=True)
+            repeats = ((codes[:, 1:] == codes[:, :-1]).any(1)) if b.depth > 1 else torch.zeros_like(codes[:, 0]) > 0
             self.blocks.append(
                 _Block(
-                    position=position,
+                    swapped=_bit_mask(swapped.gather(1, order)),
+                    weight=torch.bitwise_left_shift(torch.ones_like(order), order),
                     spectrum=fwht(block_value, dim=1) / 2.0**b.depth,
-                    swap_mask=swap_mask.view(b.n_trees, b.depth).sum(1),
                     scale=block_value.abs().mean(dim=1) * b.depth,
                 )
             )
@@ -175,16 +166,16 @@ class Expansion:
     def _node_sources(self) -> None:
         paths, n = self.paths, self.layout.n
         nodes = paths.internal
-        candidates = torch.cat([paths.feature[nodes, None], paths.ancestors[nodes]], dim=1)  # own first
-        codes, position, repeats = _sorted_candidates(candidates, n)
-        # a term chooses a subset of the ancestors (in sorted order, own left out) and always the own feature
-        self.own_position = position[:, 0]
-        rank_skip = position[:, 1:] - (position[:, 1:] > self.own_position[:, None]).long()  # own removed
-        on_right = paths.went_right[nodes] & (paths.ancestors[nodes] >= 0)
-        self.right_mask = (torch.bitwise_left_shift(on_right.long(), rank_skip.clamp(min=0))).sum(1)
+        nodes = nodes[torch.argsort(paths.depth[nodes], stable=True)]  # one depth after another: equal term counts
+        ancestors = torch.where(paths.ancestors[nodes] >= 0, paths.ancestors[nodes], n)
+        codes, order = torch.sort(ancestors, dim=1, stable=True)
+        own = paths.feature[nodes]
+        repeats = ((codes == own[:, None]).any(1)) | ((codes[:, 1:] == codes[:, :-1]) & (codes[:, 1:] < n)).any(1)
+        self.node_right = _bit_mask(paths.went_right[nodes].gather(1, order))  # sorted ancestors with s_a = -1
+        self.node_own, self.node_ids = own, nodes
+        self.node_depth = paths.depth[nodes]
         self.delta = paths.mass[paths.left[nodes]] - paths.mass[paths.right[nodes]]
-        count = torch.bitwise_left_shift(torch.ones_like(nodes), paths.depth[nodes])
-        self.node_ids = nodes
+        count = torch.bitwise_left_shift(torch.ones_like(nodes), self.node_depth)
         self.sources.append(Sources("node", codes, count, _offsets(count), repeats, torch.full_like(nodes, -1)))
 
     def _leaf_sources(self, groups: FeatureGroups, value: Tensor) -> None:
@@ -214,54 +205,138 @@ class Expansion:
 
     # --- term generation --------------------------------------------------------------------------------
     def chunks(self, rows_per_chunk: int) -> Iterator[Chunk]:
-        """Every term once, in chunks of at most ``max(rows_per_chunk, 1)`` terms (plus the constant)."""
+        """Every term once, in chunks of about ``max(rows_per_chunk, 1)`` terms (plus the constant); a source with
+        more terms than that is one chunk of its own."""
         one = torch.ones(1, dtype=torch.float64, device=self.device)
         empty = torch.zeros(1, self.layout.n_words, dtype=torch.int64, device=self.device)
         yield empty, one * self.constant, one * abs(self.constant), torch.full((1,), -1, device=self.device)
         step = max(1, rows_per_chunk)
-        work = [(s, t0, min(t0 + step, s.n_terms)) for s in self.sources for t0 in range(0, s.n_terms, step)]
+        work = [(source, r0, r1) for source in self.sources for r0, r1 in _row_spans(source, step)]
         quiet = False if self.n_terms < SHOW_PROGRESS_TERMS else None  # no bar for small models
-        for source, t0, t1 in progress(work, show=quiet, desc="tree spectrum"):
-            terms = torch.arange(t0, t1, device=self.device)
-            row = torch.searchsorted(source.start, terms, right=True) - 1
-            mask = terms - source.start[row]
-            selected, amp, scale = self._terms(source, row, mask)
-            general = source.general[row]
-            keys = self.layout.pack_selected(source.codes[row], selected)
-            if bool(general.any()):
-                keys[general] = self._general_keys(source.codes[row[general]], selected[general])
-            yield keys, amp, scale, source.family[row]
+        for source, r0, r1 in progress(work, show=quiet, desc="tree spectrum"):
+            if source.kind == "leaf":
+                yield self._leaf_terms(source, r0, r1)
+            else:
+                yield self._subset_terms(source, r0, r1)
 
-    def _terms(self, source: Sources, row: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """``(selected, amplitude, scale)`` of terms ``mask`` of rows ``row``."""
-        if source.kind == "node":
-            own = self.own_position[row]
-            low = torch.bitwise_and(mask, torch.bitwise_left_shift(torch.ones_like(own), own) - 1)
-            high = torch.bitwise_left_shift(torch.bitwise_right_shift(mask, own), own + 1)
-            selected = high | low | torch.bitwise_left_shift(torch.ones_like(own), own)
-            sign = 1.0 - 2.0 * _parity(torch.bitwise_and(mask, self.right_mask[row])).double()
-            amp = self.delta[row] * sign
-            return selected, amp, amp.abs()
-        if source.kind == "leaf":
-            width = self.slot_bits.shape[1]
-            choice = torch.bitwise_and(
-                torch.bitwise_right_shift(mask[:, None], torch.arange(width, device=self.device)), 1
-            )  # (t, width)
-            selected = self.slot_bits[row].gather(2, choice[:, :, None])[..., 0].sum(1)
-            amp = self.leaf_value[row] * self.slot_coef[row].gather(2, choice[:, :, None])[..., 0].prod(1)
-            return selected, amp, amp.abs()
+    def _subset_terms(self, source: Sources, r0: int, r1: int) -> Chunk:
+        """Terms of rows ``r0:r1`` (one term count) of a node or oblivious source: every subset of the row's
+        sorted candidates (a node's ancestors, a tree's levels), built by doubling (no per-term sort)."""
+        rows = torch.arange(r0, r1, device=self.device)
+        codes = source.codes[r0:r1]
+        general = source.general[r0:r1]
+        if source.kind == "node":  # rows sorted by depth: the last is the deepest; shallower rows' pad columns
+            k = int(self.node_depth[r1 - 1])  # are their empty slots, and the subsets that take one are dropped
+            keys, taken = subsets(self.layout, codes[:, :k])
+            own = self.node_own[r0:r1, None]
+            below = _popcount(taken & _bit_mask(codes[:, :k] < own)[:, None])  # ancestors under the own feature
+            keys = self.layout.insert(keys, own.expand(-1, 2**k), below)
+            flips = _popcount(taken & self.node_right[r0:r1, None]) & 1
+            amp = self.delta[r0:r1, None] * (1.0 - 2.0 * flips.double())
+            valid = (taken < torch.bitwise_left_shift(torch.ones_like(taken), self.node_depth[r0:r1, None])).flatten()
+            keys, amp = keys.reshape(-1, self.layout.n_words)[valid], amp.reshape(-1)[valid]
+            family = source.family[r0:r1, None].expand(-1, 2**k).reshape(-1)[valid]
+            if bool(general.any()):  # a feature repeats among the candidates: sort and cancel per term
+                terms = general[:, None].expand(-1, 2**k).reshape(-1)[valid]
+                inside = valid.view(-1, 2**k)[general].flatten()
+                keys[terms] = self._general_keys(source, rows[general], taken[general], k)[inside]
+            return keys, amp, amp.abs(), family
         block = self.blocks[int(source.kind.removeprefix("block"))]
-        position = block.position[row]  # (t, d) sorted position of each level
-        levels = torch.arange(position.shape[1], device=self.device)
-        bits = torch.bitwise_and(torch.bitwise_right_shift(mask[:, None], levels), 1)
-        selected = torch.bitwise_left_shift(bits, position).sum(1)
-        sign = 1.0 - 2.0 * _parity(torch.bitwise_and(mask, block.swap_mask[row])).double()
-        return selected, block.spectrum[row, mask] * sign, block.scale[row]
+        k = codes.shape[1]
+        keys, taken = subsets(self.layout, codes)
+        bits = torch.bitwise_and(torch.bitwise_right_shift(taken[..., None], torch.arange(k, device=self.device)), 1)
+        level = (bits * block.weight[r0:r1, None, :]).sum(-1)  # the subset as bits of the leaf index
+        flips = _popcount(taken & block.swapped[r0:r1, None]) & 1
+        amp = (block.spectrum[r0:r1].gather(1, level) * (1.0 - 2.0 * flips.double())).reshape(-1)
+        scale = block.scale[r0:r1, None].expand(-1, 2**k).reshape(-1)
+        keys = keys.reshape(-1, self.layout.n_words)
+        if bool(general.any()):  # a feature repeats among the candidates: sort and cancel per term
+            terms = general.repeat_interleave(2**k)
+            keys[terms] = self._general_keys(source, rows[general], taken[general], k)
+        return keys, amp, scale, source.family[r0:r1].repeat_interleave(2**k)
 
-    def _general_keys(self, codes: Tensor, selected: Tensor) -> Tensor:
+    def _leaf_terms(self, source: Sources, r0: int, r1: int) -> Chunk:
+        """Terms of leaves ``r0:r1``: one option per slot, enumerated ragged, keys packed from the selection."""
+        count = source.count[r0:r1]
+        row = torch.repeat_interleave(torch.arange(r0, r1, device=self.device), count)
+        mask = torch.arange(row.numel(), device=self.device) - (_offsets(count))[row - r0]
+        width = self.slot_bits.shape[1]
+        choice = torch.bitwise_and(torch.bitwise_right_shift(mask[:, None], torch.arange(width, device=self.device)), 1)
+        selected = self.slot_bits[row].gather(2, choice[:, :, None])[..., 0].sum(1)
+        amp = self.leaf_value[row] * self.slot_coef[row].gather(2, choice[:, :, None])[..., 0].prod(1)
+        keys = self.layout.pack_selected(source.codes[row], selected)
+        general = source.general[row]
+        if bool(general.any()):
+            keys[general] = self._selected_keys(source.codes[row[general]], selected[general])
+        return keys, amp, amp.abs(), source.family[row]
+
+    def _general_keys(self, source: Sources, rows: Tensor, taken: Tensor, k: int) -> Tensor:
+        """Keys of the subsets ``taken`` (``(r, 2^k)`` bit masks over the sorted candidates) of rows whose
+        candidates repeat a feature (plus a node's own feature)."""
+        bits = torch.bitwise_and(torch.bitwise_right_shift(taken[..., None], torch.arange(k, device=self.device)), 1)
+        chosen = torch.where(bits > 0, source.codes[rows, None, :k], self.layout.n)  # (r, 2^k, k)
+        if source.kind == "node":
+            own = self.node_own[rows, None, None].expand(-1, 2**k, 1)
+            chosen = torch.cat([chosen, own], dim=2)
+        rows_ = canonical(chosen.reshape(-1, chosen.shape[2]), self.layout.n, parity=True)[:, : self.layout.width]
+        return self.layout.pack(rows_)
+
+    def _selected_keys(self, codes: Tensor, selected: Tensor) -> Tensor:
         """Keys of selections from candidate lists that repeat a feature: sorted, repeated pairs cancelled."""
         p = codes.shape[1]
         bit = torch.bitwise_and(torch.bitwise_right_shift(selected[:, None], torch.arange(p, device=codes.device)), 1)
         chosen = torch.where(bit > 0, codes, self.layout.n)
         rows = canonical(chosen, self.layout.n, parity=True)[:, : self.layout.width]
         return self.layout.pack(rows)
+
+
+def _row_spans(source: Sources, step: int) -> list[tuple[int, int]]:
+    """Consecutive row ranges of about ``step`` terms each (at least one row). A node range is generated padded to
+    its deepest row (rows are sorted by depth), an oblivious block's rows have one count, leaves are ragged."""
+    count = source.count.tolist()
+    spans, start = [], 0
+    while start < len(count):
+        stop, total = start + 1, count[start]
+        while stop < len(count):
+            total = (stop - start + 1) * count[stop] if source.kind != "leaf" else total + count[stop]
+            if total > step:
+                break
+            stop += 1
+        spans.append((start, stop))
+        start = stop
+    return spans
+
+
+def subsets(layout: KeyLayout, codes: Tensor) -> tuple[Tensor, Tensor]:
+    """Every subset of each row's ``p`` ascending candidates, built by doubling from the largest column down.
+
+    A column taken goes to slot 0 of the key and every other feature moves up one, so the keys stay sorted.
+
+    Args:
+        codes: ``(r, p)`` ascending features.
+
+    Returns:
+        ``(keys (r, 2^p, n_words), taken (r, 2^p))``: each subset's key and its bit mask over the columns.
+    """
+    r, p = codes.shape
+    keys = torch.zeros(r, 1, layout.n_words, dtype=torch.int64, device=codes.device)
+    taken = torch.zeros(r, 1, dtype=torch.int64, device=codes.device)
+    for j in range(p - 1, -1, -1):
+        with_j = layout.shift_up(keys)
+        with_j[..., 0] |= codes[:, j, None] + 1
+        keys = torch.cat([keys, with_j], dim=1)
+        taken = torch.cat([taken, taken + (1 << j)], dim=1)
+    return keys, taken
+
+
+def _bit_mask(flags: Tensor) -> Tensor:
+    """``(r, p)`` bool -> ``(r,)`` int64 with bit ``j`` set where column ``j`` is."""
+    return torch.bitwise_left_shift(flags.long(), torch.arange(flags.shape[1], device=flags.device)).sum(1)
+
+
+def _popcount(x: Tensor) -> Tensor:
+    """Set bits of non-negative int64 values below ``2^32``."""
+    x = x - (torch.bitwise_right_shift(x, 1) & 0x55555555)
+    x = (x & 0x33333333) + (torch.bitwise_right_shift(x, 2) & 0x33333333)
+    x = (x + torch.bitwise_right_shift(x, 4)) & 0x0F0F0F0F
+    return torch.bitwise_right_shift(x * 0x01010101, 24) & 0xFF

@@ -21,11 +21,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchxplain._core import parse_memory
-from torchxplain.fourier.trees._expansion import Expansion
+from torchxplain.fourier.trees._expansion import Expansion, subsets
 from torchxplain.fourier.trees._terms import KeyLayout, canonical, unique_keys
 
-MAX_SUBSET_ROWS = 1 << 24  # above this many subsets, cross-tree nesting is left unmerged (still valid, not maximal)
+MAX_SUBSET_ROWS = 1 << 22  # above this many subsets, cross-tree nesting is left unmerged (still valid, not maximal)
 
 
 def assign_families(expansion: Expansion) -> Tensor | None:
@@ -99,39 +98,26 @@ def maximal_parents(keys: Tensor, layout: KeyLayout) -> Tensor:
     """``(m,)`` for each family, a family of largest size that contains it (itself when none does).
 
     Only a larger family can contain another, so nothing is enumerated when all families have one size.
-    Otherwise every subset of every family is matched with the families' keys; skipped (every family its own
-    parent) when that exceeds :data:`MAX_SUBSET_ROWS`.
+    Otherwise every subset of every family is built by doubling (all padded to the largest size, the subsets
+    that take padding dropped) and matched with the families' keys in one sort; skipped (every family its own
+    parent) above :data:`MAX_SUBSET_ROWS` padded subsets.
     """
     m = keys.shape[0]
     supports = layout.unpack(keys)
     sizes = (supports >= 0).sum(dim=1)
     identity = torch.arange(m, device=keys.device)
-    if m < 2 or int(sizes.min()) == int(sizes.max()) or int((2 ** sizes.double()).sum()) > MAX_SUBSET_ROWS:
+    if m < 2 or int(sizes.min()) == int(sizes.max()) or m * 2 ** int(sizes.max()) > MAX_SUBSET_ROWS:
         return identity
+    width = int(sizes.max())
+    codes = torch.where(supports[:, :width] >= 0, supports[:, :width], layout.n)  # ascending, padding last
+    words, taken = subsets(layout, codes)
+    inside = (taken < torch.bitwise_left_shift(torch.ones_like(taken), sizes[:, None])).flatten()  # no padding
+    inverse, count = unique_keys(torch.cat([keys, words.reshape(-1, layout.n_words)[inside]]))
+    family_of = torch.full((count,), -1, dtype=torch.int64, device=keys.device)
+    family_of[inverse[:m]] = identity
+    matched = family_of[inverse[m:]]
+    owner = identity.repeat_interleave(2**width)[inside]
+    hit = matched >= 0
     best = sizes * m + (m - 1 - identity)  # larger size first, then smaller id
-    rows_budget = max(1, parse_memory() // (32 * layout.width + 64))
-    order = torch.argsort(sizes)
-    cost = torch.cumsum(2 ** sizes[order], dim=0)
-    start = 0
-    while start < m:  # chunks of families whose subsets fit the budget
-        done = int(cost[start - 1]) if start else 0
-        stop = max(start + 1, int(torch.searchsorted(cost, done + rows_budget, right=True)))
-        chunk = order[start:stop]
-        for size in torch.unique(sizes[chunk]).tolist():
-            if size == 0:  # the empty family's one subset is itself; it is found inside every larger family
-                continue
-            owners = chunk[sizes[chunk] == size]
-            masks = torch.arange(2**size, device=keys.device)
-            bits = (masks[:, None] >> torch.arange(size, device=keys.device)) & 1 > 0  # (M, size)
-            chosen = torch.where(bits[None], supports[owners, None, :size], layout.n).reshape(-1, size)
-            sub = layout.pack(canonical(chosen, layout.n, parity=False))
-            inverse, count = unique_keys(torch.cat([keys, sub]))
-            family_of = torch.full((count,), -1, dtype=torch.int64, device=keys.device)
-            family_of[inverse[:m]] = identity
-            matched = family_of[inverse[m:]]
-            owner = owners.repeat_interleave(2**size)
-            hit = matched >= 0
-            score = sizes[owner[hit]] * m + (m - 1 - owner[hit])
-            best.scatter_reduce_(0, matched[hit], score, "amax")
-        start = stop
+    best.scatter_reduce_(0, matched[hit], sizes[owner[hit]] * m + (m - 1 - owner[hit]), "amax")
     return m - 1 - best % m

@@ -34,12 +34,14 @@ class KeyLayout:
 
     def pack(self, rows: Tensor) -> Tensor:
         """``(r, w)`` canonical supports (ascending, empty slots ``= n`` last, ``w <= width``) -> ``(r, n_words)``."""
+        w = rows.shape[1]
         codes = torch.where(rows < self.n, rows + 1, torch.zeros_like(rows))
+        slot = torch.arange(w, device=rows.device)
+        shifted = torch.bitwise_left_shift(codes, self.bits * (slot % self.per_word))  # disjoint fields: sum = or
+        if self.n_words == 1:
+            return shifted.sum(1, keepdim=True)
         words = torch.zeros(rows.shape[0], self.n_words, dtype=torch.int64, device=rows.device)
-        for j in range(rows.shape[1]):  # a loop over support slots (at most the tree depth)
-            word, slot = divmod(j, self.per_word)
-            words[:, word] |= torch.bitwise_left_shift(codes[:, j], self.bits * slot)
-        return words
+        return words.index_add_(1, slot // self.per_word, shifted)
 
     def pack_selected(self, codes: Tensor, selected: Tensor) -> Tensor:
         """Keys of subsets of sorted feature lists, without sorting each term.
@@ -63,14 +65,34 @@ class KeyLayout:
         out = torch.zeros(codes.shape[0], self.n_words, dtype=torch.int64, device=codes.device)
         return out.scatter_add_(1, word.clamp(max=self.n_words - 1), shifted)  # disjoint bit fields: sum = or
 
+    def shift_up(self, words: Tensor) -> Tensor:
+        """``(..., n_words)`` keys with every feature moved up one slot (slot 0 left empty)."""
+        span = self.bits * self.per_word
+        full = (1 << span) - 1
+        up = torch.bitwise_and(torch.bitwise_left_shift(words, self.bits), full)
+        if self.n_words > 1:  # the top slot of each word carries into the next word's slot 0
+            top = torch.bitwise_right_shift(words[..., :-1], span - self.bits)
+            up[..., 1:] |= top
+        return up
+
+    def insert(self, words: Tensor, code: Tensor, rank: Tensor) -> Tensor:
+        """Keys with feature ``code`` (``(...)`` indices) put at slot ``rank`` and the slots above moved up one."""
+        up = self.shift_up(words)
+        out = torch.empty_like(words)
+        for j in range(self.n_words):
+            below = (rank - j * self.per_word).clamp(0, self.per_word)  # slots of word j under the insertion
+            low = torch.bitwise_left_shift(torch.ones_like(below), self.bits * below) - 1
+            at = ((rank >= j * self.per_word) & (rank < (j + 1) * self.per_word)).long()
+            put = torch.bitwise_left_shift((code + 1) * at, self.bits * below)
+            slot = torch.bitwise_left_shift(((1 << self.bits) - 1) * at, self.bits * below)
+            out[..., j] = (words[..., j] & low) | (up[..., j] & ~low & ~slot) | put
+        return out
+
     def unpack(self, words: Tensor) -> Tensor:
         """``(r, n_words)`` keys -> ``(r, width)`` int64 feature indices, ascending, ``-1`` in empty slots."""
-        mask = (1 << self.bits) - 1
-        out = torch.empty(words.shape[0], self.width, dtype=torch.int64, device=words.device)
-        for j in range(self.width):
-            word, slot = divmod(j, self.per_word)
-            out[:, j] = (torch.bitwise_right_shift(words[:, word], self.bits * slot) & mask) - 1
-        return out
+        slot = torch.arange(self.width, device=words.device)
+        fields = torch.bitwise_right_shift(words[:, slot // self.per_word], self.bits * (slot % self.per_word))
+        return torch.bitwise_and(fields, (1 << self.bits) - 1) - 1
 
 
 def canonical(rows: Tensor, empty: int, parity: bool) -> Tensor:

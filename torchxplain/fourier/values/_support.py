@@ -27,7 +27,7 @@ from torch import Tensor
 from torchxplain._core import chunk_bounds, parse_memory
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.values._families import SupportFamilies, support_families
-from torchxplain.fourier.values._weights import SCALE, TableKind, order, walsh_weights
+from torchxplain.fourier.values._weights import TableKind, TableSpec, order, padded_walsh_weights, spec_of
 
 _CPU_BLOCK = 2**19  # gathered entries per block of queries: cache-resident on a CPU
 _CUDA_BLOCK = 2**26
@@ -120,7 +120,7 @@ class SupportLayout:
         self.moment_offset = torch.cumsum(pattern_sizes, 0) - pattern_sizes
         self.moments = _moments(background, members, self.classes, self.moment_offset)
 
-    def gathers_per_query(self, kind: TableKind) -> int:
+    def gathers_per_query(self, kind: TableKind | TableSpec) -> int:
         """Table entries one query gathers: ``Σ_U |U|`` (``|U|²`` for interactions)."""
         return sum((stop - start) * u ** order(kind) for u, start, stop in self.classes)
 
@@ -169,47 +169,51 @@ def _holding(x: Tensor, d: int, *blocks: int) -> Tensor:
     return view
 
 
-def build_tables(layout: SupportLayout, amplitudes: Tensor, kind: TableKind) -> list[Tensor]:
-    """The tables ``T_U[slot, p]`` (``[slot, slot', p]`` for interactions) of every family, one tensor per size.
+def build_tables(layout: SupportLayout, amplitudes: Tensor, kind: TableKind | TableSpec) -> list[Tensor]:
+    """The tables of every family, one tensor per size class: ``T_U[p]`` (order 0), ``T_U[slot, p]`` (order 1)
+    or ``T_U[slot, slot', p]`` (order 2, zero diagonal).
 
     The Walsh coefficient of slot ``g`` at pattern ``e = f ⊕ f_S`` collects ``F̂_g(S)``, which is ``F̂(d, |S|, 0)``
     when ``g`` is one of ``e``'s blocks and ``F̂(d, |S|, 1)`` when ``g ∈ S``. Which slots are ``e``'s blocks
     depends on ``e`` alone, so the first case is one scalar per (family, pattern) times a fixed mask, and only
-    the pairs ``g ∈ S`` (and, for interactions, ``g, h ∈ S``) are scattered one by one.
+    the pairs ``g ∈ S`` (and, for pairs, ``g, h ∈ S``) are scattered one by one.
+
+    Frequencies are processed by the number ``d`` of players they touch, so the ``2^d`` subsets of each are one
+    strided tensor; a small spectrum is one pass with every frequency padded to the largest ``d`` (the subsets
+    that take a padded block weigh nothing), which saves a pass per degree where calls, not work, are the cost.
 
     Args:
         layout: the prepared families and moments.
         amplitudes: ``(k,)`` amplitudes of the spectrum the layout was made for.
-        kind: ``"shapley"``, ``"banzhaf"`` or ``"interactions"``.
+        kind: ``"shapley"``, ``"banzhaf"``, ``"interactions"`` or a :class:`TableSpec`.
 
     Returns:
-        For each size class ``(u, start, stop)`` of ``layout.classes``: ``(stop - start, u[, u], 2^u)``.
+        For each size class ``(u, start, stop)`` of ``layout.classes``: ``(stop - start, [u, [u,]] 2^u)``.
     """
-    r, dtype = order(kind), layout.dtype
+    spec = spec_of(kind)
+    r, dtype = spec.order, layout.dtype
     device, sizes = layout.local.device, layout.sizes
     width = torch.bitwise_left_shift(sizes, sizes)  # u·2^u per family: the first-order layout
     offset = torch.cumsum(width, 0) - width
     pair_width = torch.bitwise_left_shift(sizes * sizes, sizes)
     pair_offset = torch.cumsum(pair_width, 0) - pair_width
     scalar = torch.zeros(layout.moments.shape[0], dtype=dtype, device=device)  # laid out like the moments
-    single = torch.zeros(int(width.sum()), dtype=dtype, device=device)
+    single = torch.zeros(int(width.sum()) if r >= 1 else 0, dtype=dtype, device=device)
     double = torch.zeros(int(pair_width.sum()) if r == 2 else 0, dtype=dtype, device=device)
-    amp = amplitudes.to(device=device, dtype=dtype)[layout.rows] * (SCALE[kind] / layout.n_background)
-    for d in torch.unique(layout.n_blocks).tolist():
-        if d < r:
-            continue
-        hat = walsh_weights(kind, d, dtype, device)  # (d + 1, r + 1): by |S| and how many fixed in S
+    amp = amplitudes.to(device=device, dtype=dtype)[layout.rows] * (spec.scale / layout.n_background)
+    cache = _CPU_PAIRS if device.type == "cpu" else _CUDA_BLOCK
+    for d, sel in _degree_groups(layout.n_blocks, r, cache):
+        hat = padded_walsh_weights(spec, d, dtype, device)  # (degree, |S|, how many fixed in S)
         size = torch.bitwise_and(
             torch.bitwise_right_shift(torch.arange(2**d, device=device)[:, None], torch.arange(d, device=device)), 1
         ).sum(1)
-        sel = torch.nonzero(layout.n_blocks == d).flatten()
         # a few families per chunk on a CPU, so their coefficients stay in cache across the slot passes
-        cache = _CPU_PAIRS if device.type == "cpu" else _CUDA_BLOCK
         step = max(1, min(parse_memory() // (2**d * 8 * 8), cache // 2**d))
         for c0, c1 in chunk_bounds(sel.numel(), step):
             rows = sel[c0:c1]
+            degree = layout.n_blocks[rows]
             blocks = layout.blocks[rows]
-            slots = torch.argsort((blocks == 0).to(torch.int8), dim=1, stable=True)[:, :d]  # the d non-empty
+            slots = torch.argsort((blocks == 0).to(torch.int8), dim=1, stable=True)[:, :d]  # the non-empty first
             subset = blocks.new_zeros(rows.numel(), 2**d)
             picked = blocks.gather(1, slots)
             for j in range(d):  # all 2^d unions of blocks; bit j of the subset index is block j
@@ -217,16 +221,22 @@ def build_tables(layout: SupportLayout, amplitudes: Tensor, kind: TableKind) -> 
             fam = layout.fam[rows]
             u = sizes[fam][:, None]
             moment_at = layout.moment_offset[fam][:, None]
-            vals = (amp[rows] * 2.0**-d)[:, None] * layout.moments[moment_at + subset]
+            vals = (amp[rows] * torch.pow(2.0, -degree.to(dtype)))[:, None] * layout.moments[moment_at + subset]
+            weights = hat[degree[:, None], size[None, :]]  # (c, 2^d, r + 1)
+            if not bool((degree == d).all()):  # padded rows: the subsets that take a padded block weigh nothing
+                inside = torch.arange(2**d, device=device)[None, :] < torch.bitwise_left_shift(1, degree)[:, None]
+                weights = weights * inside[..., None]
             pattern = layout.local[rows][:, None] - subset  # f ⊕ f_S
-            scalar.index_add_(0, (moment_at + pattern).flatten(), (vals * hat[size, 0]).flatten())
-            at, weighted = offset[fam][:, None] + pattern, vals * hat[size, 1]
+            scalar.index_add_(0, (moment_at + pattern).flatten(), (vals * weights[..., 0]).flatten())
+            if r == 0:
+                continue
+            at, weighted = offset[fam][:, None] + pattern, vals * weights[..., 1]
             shifted = torch.bitwise_left_shift(slots, u)
             for j in range(d):  # the subsets holding block j: a strided view, no gather
                 index = _holding(at, d, j) + shifted[:, j].view(-1, *([1] * (d - 1)))  # one pass, contiguous
                 single.index_add_(0, index.flatten(), _holding(weighted, d, j).flatten())
             if r == 2:
-                at, weighted = pair_offset[fam][:, None] + pattern, vals * hat[size, 2]
+                at, weighted = pair_offset[fam][:, None] + pattern, vals * weights[..., 2]
                 for j in range(d):
                     for h in range(j + 1, d):
                         base, value = _holding(at, d, j, h), _holding(weighted, d, j, h).flatten()
@@ -234,6 +244,19 @@ def build_tables(layout: SupportLayout, amplitudes: Tensor, kind: TableKind) -> 
                             cell = torch.bitwise_left_shift(slots[:, g1] * u[:, 0] + slots[:, g2], u[:, 0])
                             double.index_add_(0, (base + cell.view(-1, *([1] * (d - 2)))).flatten(), value)
     return [_assemble(layout, scalar, single, double, offset, pair_offset, c, r) for c in layout.classes]
+
+
+def _degree_groups(n_blocks: Tensor, r: int, cache: int) -> list[tuple[int, Tensor]]:
+    """``[(d, rows), ...]``: the frequencies touching at least ``r`` players, by their number ``d`` — or all in one
+    group padded to the largest ``d`` when that many subsets fit one cache-sized chunk."""
+    degrees = torch.unique(n_blocks).tolist()
+    degrees = [d for d in degrees if d >= r]
+    if not degrees:
+        return []
+    every = torch.nonzero(n_blocks >= r).flatten()
+    if every.numel() * 2 ** degrees[-1] <= cache:
+        return [(degrees[-1], every)]
+    return [(d, torch.nonzero(n_blocks == d).flatten()) for d in degrees]
 
 
 def _assemble(
@@ -249,8 +272,11 @@ def _assemble(
     """One size class's Walsh coefficients from the three scattered parts, transformed to tables."""
     u, start, stop = size_class
     count, patterns = stop - start, 2**u
-    o, mo = int(offset[start]), int(layout.moment_offset[start])
+    mo = int(layout.moment_offset[start])
     g = scalar[mo : mo + count * patterns].view(count, 1, patterns)
+    if r == 0:
+        return walsh(g, -1)
+    o = int(offset[start])
     v = single[o : o + count * u * patterns].view(count, u, patterns)
     index = torch.arange(patterns, device=g.device)
     beta = (torch.bitwise_and(index, layout.slot_mask[start:stop, :u, None]) != 0).to(g.dtype)  # e's blocks
@@ -264,8 +290,9 @@ def _assemble(
     return walsh(coeff, -1)
 
 
-def explain(layout: SupportLayout, tables: list[Tensor], xq: Tensor, kind: TableKind) -> Tensor:
-    """Values of binary queries ``xq`` (``(Q, n)``) from the tables: ``(Q, m)``, or ``(Q, m, m)`` for interactions.
+def explain(layout: SupportLayout, tables: list[Tensor], xq: Tensor, kind: TableKind | TableSpec) -> Tensor:
+    """Values of binary queries ``xq`` (``(Q, n)``) from the tables: ``(Q,)`` (order 0), ``(Q, m)`` (order 1) or
+    ``(Q, m, m)`` (order 2).
 
     Each query gathers one table entry per family slot (at its pattern on the family's features) and adds it
     into the slot's player; queries run along the last axis so every step is a contiguous row operation.
@@ -282,7 +309,12 @@ def explain(layout: SupportLayout, tables: list[Tensor], xq: Tensor, kind: Table
     classes = []
     for (u, start, stop), table in zip(layout.classes, tables):
         players = layout.slot_player[start:stop, :u]
-        target = players if r == 1 else players[:, :, None] * (m + 1) + players[:, None, :]
+        if r == 0:
+            target = torch.zeros_like(players[:, :1])
+        elif r == 1:
+            target = players
+        else:
+            target = players[:, :, None] * (m + 1) + players[:, None, :]
         feats = layout.members[start:stop, :u]
         if product:
             weights = xq.new_zeros(stop - start, xq.shape[1])
@@ -300,9 +332,12 @@ def explain(layout: SupportLayout, tables: list[Tensor], xq: Tensor, kind: Table
             else:
                 pattern = (xt[weights].view(-1, u, q1 - q0) * _powers(u, xq.device).to(xq.dtype)[:, None]).sum(1)
                 pattern = pattern.long()
-            vals = table.view(table.shape[0], -1, 2**u).gather(2, pattern[:, None, :].expand(-1, u**r, -1))
+            cells = table.view(table.shape[0], -1, 2**u)
+            vals = cells.gather(2, pattern[:, None, :].expand(-1, cells.shape[1], -1))
             acc.index_add_(0, target, vals.view(-1, q1 - q0))
         out[q0:q1] = acc.T
+    if r == 0:
+        return out[:, 0]
     if r == 1:
         return out[:, :m]
     return out.view(q, m + 1, m + 1)[:, :m, :m]

@@ -9,7 +9,6 @@ from torchxplain._core import parse_memory, settings
 from torchxplain._core.settings import MIN_MEMORY
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.values._public import _plan
-from torchxplain.fourier.values.interactions._kernel import _interaction_values
 from torchxplain.fourier.values.interactions._weights import INDICES, Index
 
 _VALUES = ("SV", "BV")
@@ -95,4 +94,4 @@ def interaction_values(
         plan, xq = _plan(spectrum, x, background, groups, "auto", relaxed=False)  # the value functions' checks
         order = check_index(index, max_order, plan.m)
         check_result_memory(plan.m, order, xq.dtype)
-        return _interaction_values(xq, plan.term, plan.groups, plan.m, index, order)
+        return plan.interaction_values(xq, index, order)
