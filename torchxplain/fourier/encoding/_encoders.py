@@ -119,6 +119,7 @@ class ThresholdEncoder(InputEncoder):
         self.register_buffer("zero_is_missing", encoding.zero_is_missing.clone())
         self.strict = encoding.strict
         self.input_dtype = encoding.input_dtype
+        self.missing_value = encoding.missing_value
         self._n_inputs = encoding.n_features
 
     @property
@@ -136,6 +137,7 @@ class ThresholdEncoder(InputEncoder):
             self.strict,
             self.input_dtype,
             self._n_inputs,
+            missing_value=self.missing_value,
         )
 
     def check(self, x: Tensor, name: str, relaxed: bool = False) -> None:
@@ -152,6 +154,7 @@ class ThresholdEncoder(InputEncoder):
             self.zero_is_missing,
             self.strict,
             self.input_dtype,
+            self.missing_value,
         )  # x was validated at the explainer's boundary
         return codes.to(dtype)
 
@@ -162,6 +165,7 @@ class ThresholdEncoder(InputEncoder):
             "n_binary": self.n_binary,
             "strict": self.strict,
             "input_dtype": str(self.input_dtype).removeprefix("torch."),
+            "missing_value": None if self.missing_value != self.missing_value else self.missing_value,
         }
 
 
@@ -198,5 +202,9 @@ def encoder_from_fields(fields: SavedFields) -> InputEncoder:
         bool(config.flag("strict")),
         config.dtype("input_dtype", {"float32": torch.float32, "float64": torch.float64}),
         n_inputs,
+        # a missing= sentinel (XGBoost); null or absent (files saved before it) is NaN: none
+        missing_value=float("nan")
+        if config.value("missing_value", optional=True) is None
+        else config.number("missing_value"),
     )
     return ThresholdEncoder(encoding)

@@ -11,7 +11,7 @@ from torch import Tensor
 
 from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
 from torchxplain.fourier.trees._splits import check_ensemble, splits_binary_inputs
-from torchxplain.fourier.trees.adapters._base import TreeEnsemble
+from torchxplain.fourier.trees.adapters._base import TreeEnsemble, fitted_names
 from torchxplain.fourier.trees.adapters._dispatch import parse_model_outputs
 
 
@@ -27,7 +27,8 @@ class TreeEncoding(ThresholdEncoding):
     with :meth:`transform`, and use :attr:`groups` as the player groups of the Shapley values, so that values come
     per original feature. An encoding built from one model serves every output of it (it holds the splits of
     all classes) and any model that splits on a subset of its splits. Attributes as :class:`ThresholdEncoding`;
-    ``feature_names`` are the model's fit-time column names (``None`` when it was fitted on an array).
+    ``feature_names`` are the model's fit-time column names (``None`` when it was fitted on an array) and
+    ``missing_value`` its ``missing=`` sentinel (XGBoost's scikit-learn wrappers; NaN otherwise).
     """
 
     @classmethod
@@ -61,7 +62,21 @@ class TreeEncoding(ThresholdEncoding):
             input_dtype=torch.float32 if first.input_dtype == np.float32 else torch.float64,
             n_features=first.n_features,
             feature_names=first.feature_names,
+            missing_value=first.missing,
+            names=first.names,
         )
+
+    def __init__(self, *args: Any, names: str = "exact", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.names = names
+
+    def transform(self, x: Any, max_memory: int | str | None = None) -> Tensor:
+        """:meth:`ThresholdEncoding.transform`; a DataFrame's columns are compared with the names as the library
+        stored them at fit time (LightGBM writes ``_`` for a space)."""
+        columns = getattr(x, "columns", None)
+        if columns is not None and self.names != "exact":
+            x = x.set_axis(list(fitted_names(tuple(str(c) for c in columns), self.names) or ()), axis=1)
+        return super().transform(x, max_memory)
 
 
 ENCODINGS = ("auto", "binary", "thresholds")

@@ -15,6 +15,7 @@ from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.trees._encoding import TreeEncoding, resolve_encoding
 from torchxplain.fourier.trees._extraction import extract
 from torchxplain.fourier.trees._pruning import PruningReport, prune
+from torchxplain.fourier.trees.adapters._base import fitted_names
 from torchxplain.fourier.trees.adapters._dispatch import parse_model_outputs
 from torchxplain.fourier.values._families import SupportFamilies
 
@@ -44,7 +45,7 @@ def tree_encoder(
         raise ValueError(
             f"background has {raw.shape[1]} features, but {ensembles[0].description} expects {ensembles[0].n_features}"
         )
-    check_feature_names(ensembles[0].feature_names, names, "background")
+    check_feature_names(ensembles[0].feature_names, fitted_names(names, ensembles[0].names), "background")
     # every output's splits: one encoding serves them all
     resolved = resolve_encoding(encoding, ensembles, lambda: TreeEncoding.from_ensembles(ensembles), raw)
     encoder: InputEncoder

@@ -126,6 +126,8 @@ class ValuePlan:
 
     def interactions(self, xq: Tensor) -> Tensor:
         """``(Q, m, m)`` pairwise Shapley interaction index (zero diagonal)."""
+        if self.m == 0:  # no players (a constant model): nothing interacts
+            return xq.new_zeros(xq.shape[0], 0, 0)
         if self._choose(xq, "interactions") == "small_support":
             return explain(self.layout, self._tables_of("interactions"), xq, "interactions")
         return grouped_interactions(xq, self.term, self.groups, self.m)
@@ -139,6 +141,9 @@ class ValuePlan:
         """
         specs = [index_spec(index, t, max_order) for t in range(max_order + 1)]
         key = f"{index} up to order {max_order}"
+        if self.m == 0:  # no players: every frequency is the constant, v(∅) = v(N) is all there is
+            constant = self.spectrum.amplitudes.sum().reshape(1).expand(xq.shape[0]).to(xq)
+            return {0: constant * float(specs[0].weights[0]) * specs[0].scale}
         if max_order > 2:
             self._record(key, "gemm", xq.shape[0], "order above 2")
         elif self._decide(xq, key, specs, lambda q, d: index_seconds(self.work, q, max_order, d)) == "small_support":
@@ -149,6 +154,8 @@ class ValuePlan:
         return _interaction_values(xq, self.term, self.groups, self.m, index, max_order)
 
     def _first_order(self, xq: Tensor, kind: FirstOrder) -> Tensor:
+        if self.m == 0:  # no players (a constant model)
+            return xq.new_zeros(xq.shape[0], 0)
         if self._choose(xq, kind) == "small_support":
             return explain(self.layout, self._tables_of(kind), xq, kind)
         if self.groups is None:

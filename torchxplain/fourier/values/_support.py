@@ -33,6 +33,7 @@ _CPU_BLOCK = 2**19  # gathered entries per block of queries: cache-resident on a
 _CUDA_BLOCK = 2**26
 _GEMM_SPEEDUP = 10  # multiply-adds of a product per gathered element, in time (patterns by GEMM or by gathers)
 _CPU_PAIRS = 2**15  # (frequency, subset) pairs per chunk of the table build on a CPU (measured best of 2^12..2^19)
+_SMALL_PAIRS = 2**17  # up to this many padded pairs, the whole build is one chunk
 
 
 def walsh(x: Tensor, dim: int) -> Tensor:
@@ -202,13 +203,12 @@ def build_tables(layout: SupportLayout, amplitudes: Tensor, kind: TableKind | Ta
     double = torch.zeros(int(pair_width.sum()) if r == 2 else 0, dtype=dtype, device=device)
     amp = amplitudes.to(device=device, dtype=dtype)[layout.rows] * (spec.scale / layout.n_background)
     cache = _CPU_PAIRS if device.type == "cpu" else _CUDA_BLOCK
-    for d, sel in _degree_groups(layout.n_blocks, r, cache):
+    for d, sel, step in _degree_groups(layout.n_blocks, r, cache):
         hat = padded_walsh_weights(spec, d, dtype, device)  # (degree, |S|, how many fixed in S)
         size = torch.bitwise_and(
             torch.bitwise_right_shift(torch.arange(2**d, device=device)[:, None], torch.arange(d, device=device)), 1
         ).sum(1)
-        # a few families per chunk on a CPU, so their coefficients stay in cache across the slot passes
-        step = max(1, min(parse_memory() // (2**d * 8 * 8), cache // 2**d))
+        step = max(1, min(parse_memory() // (2**d * 8 * 8), step))
         for c0, c1 in chunk_bounds(sel.numel(), step):
             rows = sel[c0:c1]
             degree = layout.n_blocks[rows]
@@ -246,17 +246,17 @@ def build_tables(layout: SupportLayout, amplitudes: Tensor, kind: TableKind | Ta
     return [_assemble(layout, scalar, single, double, offset, pair_offset, c, r) for c in layout.classes]
 
 
-def _degree_groups(n_blocks: Tensor, r: int, cache: int) -> list[tuple[int, Tensor]]:
-    """``[(d, rows), ...]``: the frequencies touching at least ``r`` players, by their number ``d`` — or all in one
-    group padded to the largest ``d`` when that many subsets fit one cache-sized chunk."""
-    degrees = torch.unique(n_blocks).tolist()
-    degrees = [d for d in degrees if d >= r]
+def _degree_groups(n_blocks: Tensor, r: int, cache: int) -> list[tuple[int, Tensor, int]]:
+    """``[(d, rows, rows per chunk), ...]``: the frequencies touching at least ``r`` players by their number ``d``,
+    a few families per chunk so their coefficients stay in cache across the slot passes — or, for a small
+    spectrum, all in one chunk padded to the largest ``d`` (calls, not work, are its cost)."""
+    degrees = [d for d in torch.unique(n_blocks).tolist() if d >= r]
     if not degrees:
         return []
     every = torch.nonzero(n_blocks >= r).flatten()
-    if every.numel() * 2 ** degrees[-1] <= cache:
-        return [(degrees[-1], every)]
-    return [(d, torch.nonzero(n_blocks == d).flatten()) for d in degrees]
+    if every.numel() * 2 ** degrees[-1] <= _SMALL_PAIRS:
+        return [(degrees[-1], every, every.numel())]
+    return [(d, torch.nonzero(n_blocks == d).flatten(), max(1, cache // 2**d)) for d in degrees]
 
 
 def _assemble(

@@ -23,7 +23,7 @@ support by one Walsh–Hadamard transform (:mod:`~torchxplain.fourier.values._su
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from math import comb
 from typing import Literal
@@ -42,8 +42,10 @@ MAX_PLAYERS = 16
 class TableSpec:
     """One kind of small-support table.
 
+    Specs compare (and hash) by name and order.
+
     Attributes:
-        name: what it holds, e.g. ``"shapley"`` or ``"k-SII order 1 of 2"``.
+        name: what it holds, e.g. ``"shapley"`` or ``"k-SII order 1 of 2"``; unique per weights.
         order: ``r``, the size of the player tuples (0, 1 or 2).
         weights: ``w(c)`` for ``c = 0..MAX_PLAYERS``, exact.
         scale: the constant ``c`` (the values are ``c / |D|`` times the closed form).
@@ -51,8 +53,8 @@ class TableSpec:
 
     name: str
     order: int
-    weights: tuple[Fraction, ...]
-    scale: float
+    weights: tuple[Fraction, ...] = field(compare=False)  # the name says which: hashing them every call is slow
+    scale: float = field(compare=False)
 
 
 def _fractions(w: object) -> tuple[Fraction, ...]:

@@ -111,6 +111,7 @@ def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
                 output=output,
                 target=choice.target,
                 feature_names=_names(dump),
+                names="lightgbm",
             )
         )
     return out
