@@ -798,3 +798,117 @@ def _():
     want = torch.tensor(evaluate(spectrum().frequencies.numpy(), spectrum().amplitudes.numpy(), x.numpy()))
     torch.testing.assert_close(spectrum().evaluate(x.numpy()), want)
     torch.testing.assert_close(tx.SparseFourierSurrogate(spectrum())(x.tolist()), want)
+
+
+# --- trees: the model's own output, on every input a newcomer gives (issue 25) ------------------------------
+def _margin_gap(model: Any, x: Any, margin: np.ndarray) -> float:
+    """Largest |Σ φ + E[f] - margin| of a fresh explainer on ``x[40:]`` against ``x[:40]`` (efficiency against
+    the model's own output: a spectrum that misreads an input misses it)."""
+    explainer = tx.FourierShap.from_trees(model, x[:40])
+    phi = explainer.attribute(x[40:]).numpy()
+    return float(np.abs(phi.sum(1) + float(explainer.expected_value()) - margin).max())
+
+
+def _xgb_data(sentinel: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(300, 4))
+    if sentinel is not None:
+        x[rng.random(x.shape) < 0.2] = sentinel
+    return x, (x[:, 0] + x[:, 1] * x[:, 2] > 0).astype(int)
+
+
+@result_case("torchxplain.FourierShap", "XGBClassifier(missing=1e-8): entries equal to the sentinel are missing")
+def _():
+    import xgboost
+
+    x, y = _xgb_data(1e-8)
+    for cls in (xgboost.XGBClassifier, xgboost.XGBRFClassifier):
+        model = cls(n_estimators=15, max_depth=3, missing=1e-8).fit(x, y)
+        assert _margin_gap(model, x[:80], model.predict(x[40:80], output_margin=True)) < 1e-5, cls.__name__
+
+
+@result_case("torchxplain.FourierShap", "an XGBoost dart booster (trees weighted by weight_drop)")
+def _():
+    import json
+
+    import xgboost
+
+    x, y = _xgb_data()
+    model = xgboost.XGBClassifier(n_estimators=15, max_depth=3, booster="dart", rate_drop=0.5, skip_drop=0.0)
+    model.fit(x, y)
+    drops = json.loads(model.get_booster().save_raw("json"))["learner"]["gradient_booster"]["weight_drop"]
+    assert len(set(drops)) > 1, "the case needs trees of different weights"
+    assert _margin_gap(model, x[:80], model.predict(x[40:80], output_margin=True)) < 1e-5
+
+
+@result_case("torchxplain.FourierShap", "an XGBRanker (ranking objectives explain the margin)")
+def _():
+    import xgboost
+
+    x, y = _xgb_data()
+    for objective in ("rank:ndcg", "rank:pairwise"):
+        model = xgboost.XGBRanker(n_estimators=15, max_depth=3, objective=objective)
+        model.fit(x, y, qid=np.repeat(np.arange(30), 10))
+        assert _margin_gap(model, x[:80], model.predict(x[40:80], output_margin=True)) < 1e-5, objective
+
+
+@result_case("torchxplain.FourierShap", "a LightGBM model fitted on a frame whose column names have spaces")
+def _():
+    import lightgbm
+    import pandas as pd
+
+    x, y = _xgb_data()
+    frame = pd.DataFrame(x, columns=["age years", "blood pressure", "bmi", "s 1"])
+    model = lightgbm.LGBMRegressor(n_estimators=10, verbose=-1).fit(frame, y)
+    assert _margin_gap(model, frame.iloc[:80], model.predict(frame.iloc[40:80], raw_score=True)) < 1e-10
+    codes = tx.fourier.TreeEncoding.from_model(model).transform(frame.iloc[:5])  # the encoding takes it too
+    assert codes.shape[0] == 5
+
+
+@result_case("torchxplain.FourierShap", "a constant tree model (LightGBM on constant y): interactions and indices")
+def _():
+    import lightgbm
+
+    x = np.random.default_rng(0).normal(size=(100, 3))
+    explainer = tx.FourierShap.from_trees(
+        lightgbm.LGBMRegressor(n_estimators=3, verbose=-1).fit(x, np.full(100, 2.5)), x
+    )
+    assert torch.equal(explainer.attribute(x[:4]), torch.zeros(4, 3, dtype=torch.float64))
+    assert torch.equal(explainer.interactions(x[:4]), torch.zeros(4, 3, 3, dtype=torch.float64))
+    values = explainer.interaction_values(x[:4], index="k-SII", max_order=2)
+    assert torch.allclose(values[0], torch.full((4,), 2.5, dtype=torch.float64)) and not values[1].any()
+    assert explainer.to_shapiq(x[:1])[0].baseline_value == 2.5
+
+
+@case("torchxplain.FourierShap", "negative tree feature_groups ids", ValueError, "feature_groups must hold non-neg")
+def _():
+    x = np.random.default_rng(0).integers(0, 2, (30, 4)).astype(float)
+    tx.FourierShap.from_trees(tree(), x, feature_groups=[-1, 0, 1, 1])
+
+
+@case("torchxplain.FourierShap", "a tree encoding of the wrong type", TypeError, r"encoding must be one of .* got int")
+def _():
+    x = np.random.default_rng(0).integers(0, 2, (30, 4)).astype(float)
+    tx.FourierShap.from_trees(tree(), x, encoding=3)
+
+
+@case("torchxplain.tree_spectrum", "an encoding of the wrong type", TypeError, r"encoding must be one of .* got list")
+def _():
+    tx.tree_spectrum(tree(), encoding=["thresholds"])
+
+
+@result_case("torchxplain.FourierShap", "a saved explainer of XGBClassifier(missing=1e-8) keeps the sentinel")
+def _():
+    import tempfile
+    from pathlib import Path
+
+    import xgboost
+
+    x, y = _xgb_data(1e-8)
+    explainer = tx.FourierShap.from_trees(
+        xgboost.XGBClassifier(n_estimators=5, max_depth=2, missing=1e-8).fit(x, y), x[:40]
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        explainer.save(Path(folder) / "xgb.pt")
+        loaded = tx.FourierShap.load(Path(folder) / "xgb.pt")
+    torch.testing.assert_close(loaded.attribute(x[40:60]), explainer.attribute(x[40:60]), atol=0, rtol=0)
