@@ -14,9 +14,10 @@ import torchxplain as tx
 from tests.fourier.tree_cases import binary_data, diabetes, fit, make_model
 from torchxplain.fourier import TreeEnsemble
 from torchxplain.fourier.trees._extraction import extract, spectrum_of_ensemble
-from torchxplain.fourier.trees._terms import KeyLayout, TermBuffer, canonical
+from torchxplain.fourier.trees._terms import TermBuffer
 from torchxplain.fourier.trees.adapters._base import concat_trees
 from torchxplain.fourier.trees.adapters._dispatch import parse_model_outputs
+from torchxplain.fourier.values._keys import KeyLayout, canonical
 from torchxplain.testing import tiny_memory_budget
 
 

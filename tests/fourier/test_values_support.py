@@ -14,7 +14,6 @@ from tests.fourier import brute_force
 from tests.fourier.cases import random_groups, small_support_case
 from torchxplain import FourierSpectrum
 from torchxplain.fourier import banzhaf_values, shapley_interactions, shapley_values
-from torchxplain.fourier.values import _families as families_module
 from torchxplain.fourier.values._families import support_families
 from torchxplain.fourier.values._support import butterfly, walsh
 from torchxplain.fourier.values._weights import SPECS, index_spec, walsh_weights
@@ -167,12 +166,21 @@ def test_family_search_refuses_large_supports():
         support_families(torch.ones(2, 17, dtype=torch.bool))
 
 
-def test_hash_collisions_fall_back_to_an_exact_test(monkeypatch):
-    """With every multi-word support hashed to one key, the families are still the maximal supports."""
+def test_families_of_a_wide_spectrum():
+    """n in the thousands (a tree's thresholds): supports packed into several words, matched exactly."""
     rng = np.random.default_rng(3)
-    freq = torch.tensor(np.unique(rng.random((30, 130)) < 0.03, axis=0))
-    monkeypatch.setattr(families_module, "_key", lambda packed: packed[..., 0] * 0)
-    _check_families(freq)
+    base = [rng.choice(2500, size=12, replace=False) for _ in range(6)]
+    rows = []
+    for support in base:
+        for _ in range(8):
+            keep = support[rng.random(12) < 0.6]
+            row = np.zeros(2500, dtype=bool)
+            row[keep] = True
+            rows.append(row)
+        full = np.zeros(2500, dtype=bool)
+        full[support] = True
+        rows.append(full)
+    _check_families(torch.tensor(np.unique(np.array(rows), axis=0)))
 
 
 def test_the_cuda_transform_equals_the_cpu_one():

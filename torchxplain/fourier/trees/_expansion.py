@@ -35,8 +35,8 @@ from torchxplain._core import progress
 from torchxplain.fourier.spectrum._fwht import fwht
 from torchxplain.fourier.trees._intervals import FeatureGroups, leaf_slots
 from torchxplain.fourier.trees._paths import Paths, node_paths
-from torchxplain.fourier.trees._terms import KeyLayout, canonical
 from torchxplain.fourier.trees.adapters._base import TreeEnsemble
+from torchxplain.fourier.values._keys import KeyLayout, canonical, subsets
 
 SHOW_PROGRESS_TERMS = 2_000_000
 Chunk = tuple[Tensor, Tensor, Tensor, Tensor]  # (keys (r, n_words), amplitude, rounding scale, source family)
@@ -305,28 +305,6 @@ def _row_spans(source: Sources, step: int) -> list[tuple[int, int]]:
         spans.append((start, stop))
         start = stop
     return spans
-
-
-def subsets(layout: KeyLayout, codes: Tensor) -> tuple[Tensor, Tensor]:
-    """Every subset of each row's ``p`` ascending candidates, built by doubling from the largest column down.
-
-    A column taken goes to slot 0 of the key and every other feature moves up one, so the keys stay sorted.
-
-    Args:
-        codes: ``(r, p)`` ascending features.
-
-    Returns:
-        ``(keys (r, 2^p, n_words), taken (r, 2^p))``: each subset's key and its bit mask over the columns.
-    """
-    r, p = codes.shape
-    keys = torch.zeros(r, 1, layout.n_words, dtype=torch.int64, device=codes.device)
-    taken = torch.zeros(r, 1, dtype=torch.int64, device=codes.device)
-    for j in range(p - 1, -1, -1):
-        with_j = layout.shift_up(keys)
-        with_j[..., 0] |= codes[:, j, None] + 1
-        keys = torch.cat([keys, with_j], dim=1)
-        taken = torch.cat([taken, taken + (1 << j)], dim=1)
-    return keys, taken
 
 
 def _bit_mask(flags: Tensor) -> Tensor:

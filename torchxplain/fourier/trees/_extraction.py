@@ -29,10 +29,11 @@ from torchxplain.fourier.trees._expansion import Expansion
 from torchxplain.fourier.trees._families import assign_families
 from torchxplain.fourier.trees._intervals import FeatureGroups
 from torchxplain.fourier.trees._splits import binary_split_features, check_ensemble, encoded_split_features
-from torchxplain.fourier.trees._terms import KeyLayout, TermBuffer
+from torchxplain.fourier.trees._terms import TermBuffer
 from torchxplain.fourier.trees.adapters._base import TreeEnsemble
 from torchxplain.fourier.trees.adapters._dispatch import parse_model
 from torchxplain.fourier.values._families import MAX_FAMILY_SIZE, SupportFamilies, from_cover, support_families
+from torchxplain.fourier.values._keys import KeyLayout
 
 DEFAULT_MAX_TERMS = 50_000_000
 EncodingArg = ThresholdEncoding | Literal["auto", "binary", "thresholds"] | None

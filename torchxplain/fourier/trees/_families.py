@@ -21,8 +21,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchxplain.fourier.trees._expansion import Expansion, subsets
-from torchxplain.fourier.trees._terms import KeyLayout, canonical, unique_keys
+from torchxplain.fourier.trees._expansion import Expansion
+from torchxplain.fourier.values._keys import KeyLayout, canonical, subsets, unique_keys
 
 MAX_SUBSET_ROWS = 1 << 22  # above this many subsets, cross-tree nesting is left unmerged (still valid, not maximal)
 

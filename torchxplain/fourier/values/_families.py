@@ -6,12 +6,11 @@ extraction records it (a root-to-leaf path's features cover every frequency of t
 
 The search takes the maximal supports of the spectrum (supports contained in no other one), so nested
 supports are merged: for a tree, every subset of a root-to-leaf path's features joins that path's family.
-They are found greedily from the highest degree down. Every subset of a family's support is entered in a
-sorted key table (the support's packed bits; a mixing hash of them when ``n > 63``), so whether a lower-degree
-frequency lies in a family already found is one binary search; a frequency found in none is maximal and
-starts a new family. Hash matches are verified bit by bit (a collision falls back to testing the families
-directly), so the result is exact. Each frequency is assigned to one family
-containing it; the constant term (empty support) to none.
+They are found greedily from the highest degree down: the keys of every subset of the families found so far
+are sorted together with the keys of the remaining supports (exact packed keys,
+:mod:`~torchxplain.fourier.values._keys`), so each remaining support learns whether a family holds it; one found
+in none is maximal and starts a new family. Each frequency is assigned to one family containing it; the
+constant term (empty support) to none.
 """
 
 from __future__ import annotations
@@ -21,13 +20,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, parse_memory
+from torchxplain.fourier.values._keys import KeyLayout, subsets, unique_keys
 
 MAX_FAMILY_SIZE = 16
 """Largest support the family search (and the small-support kernel) handles: ``2^16`` subsets per family."""
-_BITS = 63  # bits per int64 word of a packed support (the sign bit stays clear)
-_GOLDEN = -0x61C8864680B583EB  # 0x9E3779B97F4A7C15 as a signed int64 (splitmix64's increment)
-_MIX1, _MIX2 = -0x40A7B892E31B1A47, -0x6B2FB644ECCEEE15  # 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 
 
 @dataclass(frozen=True)
@@ -107,46 +103,14 @@ def feature_lists(frequencies: Tensor) -> tuple[Tensor, Tensor]:
     return feats, degrees
 
 
-def pack(feats: Tensor, n: int) -> Tensor:
-    """Feature lists ``(k, D)`` (padded with ``n``) -> ``(k, ceil(n/63))`` int64 words of their bits."""
-    words = max(1, -(-n // _BITS))
-    valid = feats < n
-    powers = torch.bitwise_left_shift(
-        torch.ones(_BITS, dtype=torch.int64, device=feats.device), torch.arange(_BITS, device=feats.device)
-    )
-    bit = torch.where(valid, powers[feats % _BITS], 0)  # a table lookup: variable shifts are slow
-    index = torch.where(valid, feats // _BITS, 0)
-    return torch.zeros(feats.shape[0], words, dtype=torch.int64, device=feats.device).scatter_add_(1, index, bit)
-
-
-def _key(packed: Tensor) -> Tensor:
-    """One int64 key per packed support: the word itself for ``n ≤ 63``, else a hash of the words.
-
-    Each word goes through splitmix64's finaliser (with its position mixed in) before the words are summed: a
-    linear combination of the words would collide whenever two supports differ by offsetting high bits in two
-    words. Arithmetic wraps modulo 2^64; matches are verified bit by bit, so a collision costs time, not exactness.
-    """
-    if packed.shape[-1] == 1:
-        return packed[..., 0]
-    z = packed + _GOLDEN * torch.arange(1, packed.shape[-1] + 1, device=packed.device)
-    z = (z ^ _shift(z, 30)) * _MIX1
-    z = (z ^ _shift(z, 27)) * _MIX2
-    return (z ^ _shift(z, 31)).sum(-1)
-
-
-def _shift(z: Tensor, bits: int) -> Tensor:
-    """Logical right shift of int64 values (torch's ``>>`` is arithmetic: it copies the sign bit)."""
-    return (z >> bits) & ((1 << (64 - bits)) - 1)
-
-
 def support_families(frequencies: Tensor, features: tuple[Tensor, Tensor] | None = None) -> SupportFamilies:
     """The maximal supports of ``frequencies`` (``(k, n)`` bool) and each frequency's family.
 
     ``features`` may pass their :func:`feature_lists`, computed already.
 
-    Cost: ``O(nnz)`` to pack, ``Σ_U 2^|U|`` keys for the subsets of the families, and one binary search per
-    frequency and round (a round per degree at which new families appear; most supports are found in the
-    first).
+    Supports are matched by their packed keys (:mod:`~torchxplain.fourier.values._keys`: exact, a few words
+    whatever ``n``). Cost: one sort per round of ``Σ_U 2^|U|`` subset keys of the new families and the pending
+    frequencies (a round per degree at which new families appear; most supports are found in the first).
 
     Raises:
         ValueError: a frequency has more than :data:`MAX_FAMILY_SIZE` features.
@@ -159,7 +123,8 @@ def support_families(frequencies: Tensor, features: tuple[Tensor, Tensor] | None
             f"support families hold at most {MAX_FAMILY_SIZE} features, but a frequency has {feats.shape[1]}; "
             "spectra of such degrees take the dense kernel (kernel='gemm')"
         )
-    packed = pack(feats, n)
+    layout = KeyLayout.create(n, feats.shape[1])
+    keys = layout.pack(feats)  # features ascending, padded with n: exact keys
     family = torch.full((k,), -1, dtype=torch.int64, device=device)
     defining: list[Tensor] = []  # frequencies whose supports are the families, in order of discovery
     pending = torch.nonzero(degrees > 0).flatten()
@@ -172,10 +137,7 @@ def support_families(frequencies: Tensor, features: tuple[Tensor, Tensor] | None
         family[rows] = torch.arange(rows.numel(), device=device) + first_id
         defining.append(rows)
         if pending.numel():
-            family_words = packed[torch.cat(defining)]
-            found, collided = _lookup(packed[pending], _subset_keys(feats[rows, :d], n, first_id), family_words)
-            if bool(collided.any()):  # a hash collision may hide a family: test those supports directly
-                found[collided] = _test_every_family(packed[pending[collided]], family_words)
+            found = _containing(layout, feats[rows, :d], keys[pending], first_id)
             family[pending] = found
             pending = pending[found < 0]
     if not defining:
@@ -192,38 +154,13 @@ def support_families(frequencies: Tensor, features: tuple[Tensor, Tensor] | None
     return SupportFamilies(members, sizes[order], family, feats)
 
 
-def _subset_keys(feats: Tensor, n: int, first_id: int) -> tuple[Tensor, Tensor]:
-    """Sorted keys of every subset of each new family's support (``(r, u)`` features) and the family ids."""
-    r, u = feats.shape
-    words = pack(feats.reshape(-1, 1), n).view(r, u, -1)  # one word row per member feature
-    subsets = torch.zeros(r, 1, words.shape[-1], dtype=torch.int64, device=feats.device)
-    for j in range(u):  # doubling: the subsets without member j, then with it
-        subsets = torch.cat([subsets, subsets + words[:, j : j + 1]], dim=1)
-    keys = _key(subsets).flatten()
-    ids = (torch.arange(r, device=feats.device) + first_id).repeat_interleave(2**u)
-    order = torch.argsort(keys)
-    return keys[order], ids[order]
-
-
-def _lookup(packed: Tensor, table: tuple[Tensor, Tensor], family_words: Tensor) -> tuple[Tensor, Tensor]:
-    """A family of ``table`` (sorted subset keys, their family) containing each packed support, verified bit by bit,
-    else ``-1``; and whether the key matched a family not containing it (a hash collision, which may hide one)."""
-    keys, ids = table
-    key = _key(packed)
-    order = torch.argsort(key)  # sorted queries: successive binary searches stay in cache
-    pos = torch.empty_like(order)
-    pos[order] = torch.searchsorted(keys, key[order]).clamp(max=keys.numel() - 1)
-    cand = ids[pos]
-    match = keys[pos] == key
-    inside = match & (torch.bitwise_and(packed, ~family_words[cand]) == 0).all(1)
-    return torch.where(inside, cand, -1), match & ~inside
-
-
-def _test_every_family(packed: Tensor, family_words: Tensor) -> Tensor:
-    """Fallback after a hash collision (rare): the first family containing each support, else ``-1``."""
-    out = torch.full((packed.shape[0],), -1, dtype=torch.int64, device=packed.device)
-    step = max(1, parse_memory() // (8 * family_words.numel() + 1))
-    for r0, r1 in chunk_bounds(packed.shape[0], step):
-        inside = (torch.bitwise_and(packed[r0:r1, None, :], ~family_words[None]) == 0).all(-1)
-        out[r0:r1] = torch.where(inside.any(1), inside.to(torch.int8).argmax(1), -1)
-    return out
+def _containing(layout: KeyLayout, supports: Tensor, queries: Tensor, first_id: int) -> Tensor:
+    """For each query key ``(q, n_words)``, a family among ``supports`` (``(r, d)`` ascending features, ids from
+    ``first_id``) that holds it, else ``-1``: every subset's key joins the queries' in one sort."""
+    r, d = supports.shape
+    words, _ = subsets(layout, supports)
+    owner = (torch.arange(r, device=supports.device) + first_id).repeat_interleave(2**d)
+    inverse, count = unique_keys(torch.cat([words.reshape(-1, layout.n_words), queries]))
+    holder = torch.full((count,), -1, dtype=torch.int64, device=supports.device)
+    holder.scatter_reduce_(0, inverse[: owner.numel()], owner, "amax")
+    return holder[inverse[owner.numel() :]]
