@@ -249,3 +249,52 @@ def test_single_leaf_trees_give_the_constant(encoding: str) -> None:
     spec, families = tx.tree_spectrum(model, encoding=encoding, return_families=True)
     assert len(spec) == 1 and spec.degree == 0 and float(spec.amplitudes[0]) == pytest.approx(2.5, abs=1e-12)
     assert len(families) == 0 and families.family.tolist() == [-1]
+
+
+@st.composite
+def random_continuous_tree(draw) -> dict:
+    """A random tree on 2 continuous features whose thresholds come from three values, so a split repeats along a
+    path (the interval of a leaf then has a repeated endpoint) and NaN goes either way."""
+    left, right, feature, threshold, nan_right, value = [-1], [-1], [-1], [0.0], [False], [0.0]
+    frontier = [0]
+    while frontier and len(left) < 31:
+        node = frontier.pop(0)
+        if draw(st.booleans()) or node == 0:
+            feature[node] = draw(st.integers(0, 1))
+            threshold[node] = draw(st.sampled_from([-0.5, 0.0, 0.5]))
+            nan_right[node] = draw(st.booleans())
+            for side in (left, right):
+                side[node] = len(left)
+                left.append(-1), right.append(-1), feature.append(-1), threshold.append(0.0), nan_right.append(False)
+                value.append(draw(st.floats(-4, 4, allow_nan=False)))
+                frontier.append(side[node])
+    zeros = [False] * len(left)
+    return {"left": left, "right": right, "feature": feature, "threshold": threshold, "nan_right": nan_right,
+            "zero_is_missing": zeros, "value": value}  # fmt: skip
+
+
+def _walk_continuous(tree: dict, row: np.ndarray) -> float:
+    node = 0
+    while tree["left"][node] >= 0:
+        v = row[tree["feature"][node]]
+        right = tree["nan_right"][node] if np.isnan(v) else v > tree["threshold"][node]
+        node = tree["right"][node] if right else tree["left"][node]
+    return float(tree["value"][node])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(random_continuous_tree(), min_size=1, max_size=3))
+def test_interval_expansion_of_repeated_splits_equals_the_trees(trees: list[dict]) -> None:
+    """Leaf by leaf (thresholds), with repeated and redundant splits on a path: the spectrum on the encoded rows is
+    the trees' own output, rows with NaN included."""
+    ensemble = concat_trees(
+        trees, [1.0] * len(trees), offset=0.25, n_features=2, strict=False,
+        input_dtype=np.dtype(np.float64), description="random trees",
+    )  # fmt: skip
+    encoding = tx.fourier.TreeEncoding.from_ensemble(ensemble)
+    rng = np.random.default_rng(0)
+    x = rng.choice([-1.0, -0.5, -0.2, 0.0, 0.3, 0.5, 1.0, np.nan], size=(64, 2))
+    spec, families = extract(ensemble, encoding)
+    _check_cover(spec, families)
+    expected = np.array([0.25 + sum(_walk_continuous(t, row) for t in trees) for row in x])
+    np.testing.assert_allclose(spec.evaluate(encoding.transform(x)).numpy(), expected, atol=1e-12, rtol=0)

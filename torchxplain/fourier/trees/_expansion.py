@@ -180,23 +180,34 @@ class Expansion:
 
     def _leaf_sources(self, groups: FeatureGroups, value: Tensor) -> None:
         paths, n = self.paths, self.layout.n
-        leaves = paths.leaves
-        slots = leaf_slots(leaves, paths.ancestors[leaves], paths.went_right[leaves], groups, n)
-        width = int(slots.count.max()) if slots.count.numel() else 0
-        rows = slots.leaf
-        column = torch.arange(rows.numel(), device=self.device) - slots.start[rows]
-        feat = torch.full((leaves.numel(), max(width, 1), 2), n, dtype=torch.int64, device=self.device)
-        coef = torch.zeros(leaves.numel(), max(width, 1), 2, dtype=torch.float64, device=self.device)
-        coef[:, :, 0] = 1.0  # past a leaf's slots: the empty option with factor 1 (never the other: m < 2^count)
-        feat[rows, column] = slots.feat
-        coef[rows, column] = slots.coef
-        flat = feat.reshape(leaves.numel(), 2 * feat.shape[1])
+        slots = leaf_slots(paths.leaves, paths.ancestors[paths.leaves], paths.went_right[paths.leaves], groups, n)
+        order = torch.argsort(slots.count, stable=True)  # one slot count after another
+        count = slots.count[order]
+        width = max(int(count.max()) if count.numel() else 0, 1)
+        rank = torch.empty_like(order)
+        rank[order] = torch.arange(order.numel(), device=self.device)
+        column = torch.arange(slots.leaf.numel(), device=self.device) - slots.start[slots.leaf]
+        feat = torch.full((order.numel(), width, 2), n, dtype=torch.int64, device=self.device)
+        coef = torch.zeros(order.numel(), width, 2, dtype=torch.float64, device=self.device)
+        coef[:, :, 0] = 1.0  # past a leaf's slots: the empty option with factor 1, the other weighs nothing
+        feat[rank[slots.leaf], column] = slots.feat
+        coef[rank[slots.leaf], column] = slots.coef
+        # slots in the order of their features: the binary features of one input are contiguous in an encoding,
+        # so one option per slot is then ascending — unless a leaf's slots share a range (sorted per term then)
+        by_feature = torch.argsort(feat.min(dim=2).values, dim=1, stable=True)[..., None].expand(-1, -1, 2)
+        feat, coef = feat.gather(1, by_feature), coef.gather(1, by_feature)
+        highest = torch.where(feat < n, feat, -1).max(dim=2).values
+        overlap = (highest[:, :-1] >= feat.min(dim=2).values[:, 1:]).any(1) if width > 1 else count < 0
+        flat = feat.reshape(order.numel(), 2 * width)
         codes, position, repeats = _sorted_candidates(flat, n)
         slot_bits = torch.bitwise_left_shift(torch.ones_like(position), position)
         self.slot_bits = torch.where(flat < n, slot_bits, 0).view_as(feat)
-        self.slot_coef, self.leaf_value = coef, value[leaves]
-        count = torch.bitwise_left_shift(torch.ones_like(leaves), slots.count)
-        self.sources.append(Sources("leaf", codes, count, _offsets(count), repeats, torch.full_like(leaves, -1)))
+        self.slot_feat, self.slot_coef, self.slot_count = feat, coef, count
+        self.leaf_value = value[paths.leaves[order]]
+        terms = torch.bitwise_left_shift(torch.ones_like(count), count)
+        self.sources.append(
+            Sources("leaf", codes, terms, _offsets(terms), repeats | overlap, torch.full_like(count, -1))
+        )
 
     @property
     def n_terms(self) -> int:
@@ -256,19 +267,34 @@ class Expansion:
         return keys, amp, scale, source.family[r0:r1].repeat_interleave(2**k)
 
     def _leaf_terms(self, source: Sources, r0: int, r1: int) -> Chunk:
-        """Terms of leaves ``r0:r1``: one option per slot, enumerated ragged, keys packed from the selection."""
-        count = source.count[r0:r1]
-        row = torch.repeat_interleave(torch.arange(r0, r1, device=self.device), count)
-        mask = torch.arange(row.numel(), device=self.device) - (_offsets(count))[row - r0]
-        width = self.slot_bits.shape[1]
-        choice = torch.bitwise_and(torch.bitwise_right_shift(mask[:, None], torch.arange(width, device=self.device)), 1)
-        selected = self.slot_bits[row].gather(2, choice[:, :, None])[..., 0].sum(1)
-        amp = self.leaf_value[row] * self.slot_coef[row].gather(2, choice[:, :, None])[..., 0].prod(1)
-        keys = self.layout.pack_selected(source.codes[row], selected)
-        general = source.general[row]
-        if bool(general.any()):
-            keys[general] = self._selected_keys(source.codes[row[general]], selected[general])
-        return keys, amp, amp.abs(), source.family[row]
+        """Terms of leaves ``r0:r1`` (sorted by slot count; the last has the most): one option per slot, by
+        doubling over the slots from the last (keys stay sorted: a slot's options precede the next slot's)."""
+        width = int(self.slot_count[r1 - 1])
+        n, rows = self.layout.n, torch.arange(r0, r1, device=self.device)
+        keys = torch.zeros(r1 - r0, 1, self.layout.n_words, dtype=torch.int64, device=self.device)
+        amp = self.leaf_value[r0:r1, None]
+        chosen = torch.zeros(r1 - r0, 1, dtype=torch.int64, device=self.device)
+        for j in range(width - 1, -1, -1):
+            up = self.layout.shift_up(keys)
+            parts = []
+            for option in (0, 1):
+                code = self.slot_feat[r0:r1, j, option, None]
+                with_it = up.clone()
+                with_it[..., 0] |= code + 1
+                parts.append(torch.where((code < n)[..., None], with_it, keys))
+            keys = torch.cat(parts, dim=1)
+            amp = torch.cat([amp * self.slot_coef[r0:r1, j, 0, None], amp * self.slot_coef[r0:r1, j, 1, None]], 1)
+            bits = self.slot_bits[r0:r1, j]
+            chosen = torch.cat([chosen | bits[:, 0, None], chosen | bits[:, 1, None]], dim=1)
+        general = source.general[r0:r1]
+        if bool(general.any()):  # slots that overlap or repeat a feature: sort and cancel per term
+            codes = source.codes[rows[general]].repeat_interleave(chosen.shape[1], dim=0)
+            fixed = self._selected_keys(codes, chosen[general].reshape(-1))
+            keys[general] = fixed.view(-1, chosen.shape[1], self.layout.n_words)
+        keep = (amp != 0).reshape(-1)  # the padded slots' second option, and terms that vanish
+        family = source.family[r0:r1, None].expand(-1, chosen.shape[1]).reshape(-1)[keep]
+        amp = amp.reshape(-1)[keep]
+        return keys.reshape(-1, self.layout.n_words)[keep], amp, amp.abs(), family
 
     def _general_keys(self, source: Sources, rows: Tensor, taken: Tensor, k: int) -> Tensor:
         """Keys of the subsets ``taken`` (``(r, 2^k)`` bit masks over the sorted candidates) of rows whose
@@ -291,16 +317,13 @@ class Expansion:
 
 
 def _row_spans(source: Sources, step: int) -> list[tuple[int, int]]:
-    """Consecutive row ranges of about ``step`` terms each (at least one row). A node range is generated padded to
-    its deepest row (rows are sorted by depth), an oblivious block's rows have one count, leaves are ragged."""
+    """Consecutive row ranges of about ``step`` terms each (at least one row). Rows are sorted by term count and a
+    range is generated padded to its last (largest) row."""
     count = source.count.tolist()
     spans, start = [], 0
     while start < len(count):
-        stop, total = start + 1, count[start]
-        while stop < len(count):
-            total = (stop - start + 1) * count[stop] if source.kind != "leaf" else total + count[stop]
-            if total > step:
-                break
+        stop = start + 1
+        while stop < len(count) and (stop - start + 1) * count[stop] <= step:
             stop += 1
         spans.append((start, stop))
         start = stop
