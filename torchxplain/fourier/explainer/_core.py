@@ -135,7 +135,10 @@ class FourierExplainerCore(ExplainerBase):
             settings.max_memory(max_memory)  # validate the budget now, not at the first call
         check_kernel(kernel)  # a kernel name is refused now, not at the first call
         dtype = data_dtype(raw, spectra[0].dtype)
-        self.surrogate = SparseFourierSurrogate.from_outputs([s.to(device=raw.device, dtype=dtype) for s in spectra])
+        known = families[0] if families is not None and len(spectra) == 1 else None
+        self.surrogate = SparseFourierSurrogate.from_outputs(
+            [s.to(device=raw.device, dtype=dtype) for s in spectra], support=None if known is None else known.features
+        )
         self.encoder = encoder.to(raw.device)
         self.register_buffer("background", raw.to(dtype))
         self.register_buffer("background_bits", bits.to(device=raw.device, dtype=torch.bool))
@@ -151,7 +154,7 @@ class FourierExplainerCore(ExplainerBase):
         self.__dict__.setdefault("additional_forward_args", None)
         self.__dict__["_plans"] = PlanCache()
         # the plans of a single output read its recorded families (several outputs share reordered frequencies)
-        self.__dict__["_families"] = families[0] if families is not None and len(spectra) == 1 else None
+        self.__dict__["_families"] = known
         if self.forward_func is None:
             owned = self.surrogate if isinstance(encoder, BinaryEncoder) else self.predict
             self.__dict__["forward_func"] = owned

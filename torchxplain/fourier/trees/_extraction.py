@@ -245,9 +245,12 @@ def _check_output_fits(ensemble: TreeEnsemble, k: int, n: int, device: torch.dev
 
 
 def _dense(features: Tensor, n: int) -> Tensor:
-    """``(k, d)`` feature lists (padded with ``n``) -> ``(k, n)`` bool frequencies, written in chunks."""
-    out = torch.zeros(features.shape[0], n + 1, dtype=torch.bool, device=features.device)
-    step = rows_per_chunk(max(features.shape[1], 1) * 16, features.shape[0])
+    """``(k, d)`` feature lists (padded with ``n``) -> ``(k, n)`` bool frequencies (contiguous), written in chunks."""
+    out = torch.zeros(features.shape[0], n, dtype=torch.bool, device=features.device)
+    flat = out.view(-1)
+    step = rows_per_chunk(max(features.shape[1], 1) * 32, features.shape[0])
     for start, stop in chunk_bounds(features.shape[0], step):
-        out[start:stop].scatter_(1, features[start:stop], True)  # the padding lands in the extra column
-    return out[:, :n]
+        part = features[start:stop]
+        rows = torch.arange(start, stop, device=features.device)[:, None] * n
+        flat[(rows + part)[part < n]] = True
+    return out
