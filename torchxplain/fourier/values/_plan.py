@@ -145,6 +145,11 @@ class ValuePlan:
             constant = self.spectrum.amplitudes.sum().reshape(1).expand(xq.shape[0]).to(xq)
             return {0: constant * float(specs[0].weights[0]) * specs[0].scale}
         if max_order > 2:
+            if self.kernel == "small_support":
+                raise ValueError(
+                    f"kernel='small_support' tabulates interaction orders up to 2, got max_order={max_order}; pass "
+                    "kernel='auto' or 'gemm'"
+                )
             self._record(key, "gemm", xq.shape[0], "order above 2")
         elif self._decide(xq, key, specs, lambda q, d: index_seconds(self.work, q, max_order, d)) == "small_support":
             constant = self.spectrum.amplitudes[~self._frequencies().any(1)].sum()  # v(∅) takes the constant whole

@@ -8,6 +8,7 @@ from torch import Tensor
 from torchxplain._core import parse_memory, settings
 from torchxplain._core.settings import MIN_MEMORY
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.values._cost import Kernel
 from torchxplain.fourier.values._public import _plan
 from torchxplain.fourier.values.interactions._weights import INDICES, Index
 
@@ -62,12 +63,15 @@ def interaction_values(
     groups: object = None,
     max_memory: int | str | None = None,
     show_progress: bool | None = None,
+    kernel: Kernel = "auto",
 ) -> dict[int, Tensor]:
     """Exact interventional interaction indices of a sparse spectrum, every order up to ``max_order``.
 
     The game of query ``x*`` is ``v(S) = mean_b h(x*_S, b_{~S})`` over the background rows ``b``; each index is
     shapiq's definition of it (``shapiq.ExactComputer`` gives the same numbers), computed in closed form per
-    (background row, frequency) — see :mod:`torchxplain.fourier.values.interactions._weights` for the derivation.
+    (background row, frequency) — see :mod:`torchxplain.fourier.values.interactions._weights` for the derivation —
+    or, up to order 2, from the small-support tables of each order (:mod:`~torchxplain.fourier.values._weights`),
+    whichever the cost model predicts cheaper.
 
     Args:
         spectrum: ``k`` frequencies on ``n`` binary features (computed in ``tx.settings.dtype_policy``'s dtype:
@@ -83,6 +87,8 @@ def interaction_values(
             restricted to its features.
         max_memory: byte budget of the chunked intermediates (e.g. ``"2GB"``); ``None``: ``tx.settings``.
         show_progress: a tqdm bar over frequency blocks; ``None``: ``tx.settings``.
+        kernel: ``"auto"`` (cost model), ``"gemm"`` (the per-(row, frequency) kernel) or ``"small_support"``
+            (tables; ``max_order`` at most 2); all are exact.
 
     Returns:
         ``{0: (Q,), 1: (Q, m), 2: (Q, m, m), 3: (Q, m, m, m), ...}`` up to ``max_order``, in the output's units;
@@ -91,7 +97,7 @@ def interaction_values(
         ``max_order=1``), the index's own empty-set value for SII, BII, BV and FBII.
     """
     with settings.using(max_memory=max_memory, show_progress=show_progress):
-        plan, xq = _plan(spectrum, x, background, groups, "auto", relaxed=False)  # the value functions' checks
+        plan, xq = _plan(spectrum, x, background, groups, kernel, relaxed=False)  # the value functions' checks
         order = check_index(index, max_order, plan.m)
         check_result_memory(plan.m, order, xq.dtype)
         return plan.interaction_values(xq, index, order)
