@@ -15,11 +15,11 @@ Oblivious trees (one split per level, leaf index ``L = Σ_j 2^j y_j`` with ``y_j
 swapped split, so subset ``S`` of the levels gives the frequency ``⊕_{j∈S} e_{b_j}``.
 
 Every source (an internal node, a leaf's slots, an oblivious tree) has a sorted list of candidate features, and
-each of its terms selects some of them; a selection of a sorted list is sorted, so the terms' keys are packed
-straight from the selection (:meth:`~torchxplain.fourier.trees._terms.KeyLayout.pack_selected`) — no per-term
-sort. All sources of one kind are enumerated together, ragged (term ``t`` belongs to the source whose range
-holds it), in chunks of a bounded number of terms; sources whose candidates repeat a feature (a degenerate
-split, rare) take the general path, which sorts and cancels repeated features (``χ_i χ_i = 1``).
+its terms are subsets of them (one option per slot for a leaf), built by doubling from the largest candidate
+down: a taken candidate goes to slot 0 of the key and the others move up, so the keys stay sorted — no per-term
+sort (:func:`~torchxplain.fourier.values._keys.subsets`). Sources of one term count are batched (rows sorted by
+count, a range padded to its largest); sources whose candidates repeat a feature (a degenerate split, rare) take
+the general path, which sorts and cancels repeated features (``χ_i χ_i = 1``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class Sources:
     Attributes:
         kind: ``"node"``, ``"leaf"`` or ``"block"``.
         codes: ``(R, p)`` int64 candidate features, ascending, ``n`` past the end.
-        count: ``(R,)`` int64 terms per row; start: ``(R,)`` int64 first term of each row (within the kind).
+        count: ``(R,)`` int64 terms per row (rows sorted by it).
         general: ``(R,)`` bool, rows whose candidates repeat a feature (sorted and cancelled per term).
         family: ``(R,)`` int64 support family of each row's terms (assigned by
             :func:`~torchxplain.fourier.trees._families.assign_families`; ``-1`` until then or for none).
@@ -61,7 +61,6 @@ class Sources:
     kind: str
     codes: Tensor
     count: Tensor
-    start: Tensor
     general: Tensor
     family: Tensor
 
@@ -80,10 +79,6 @@ def _sorted_candidates(features: Tensor, n: int) -> tuple[Tensor, Tensor, Tensor
     )
     repeats = ((codes[:, 1:] == codes[:, :-1]) & (codes[:, 1:] < n)).any(1) if codes.shape[1] > 1 else codes[:, 0] < 0
     return codes, position, repeats
-
-
-def _offsets(count: Tensor) -> Tensor:
-    return torch.cumsum(count, 0) - count
 
 
 @dataclass(frozen=True)
@@ -158,9 +153,7 @@ class Expansion:
                 )
             )
             count = torch.full((b.n_trees,), 2**b.depth, dtype=torch.int64, device=device)
-            self.sources.append(
-                Sources(f"block{index}", codes, count, _offsets(count), repeats, torch.full_like(count, -1))
-            )
+            self.sources.append(Sources(f"block{index}", codes, count, repeats, torch.full_like(count, -1)))
 
     # --- sources -----------------------------------------------------------------------------------------
     def _node_sources(self) -> None:
@@ -176,7 +169,7 @@ class Expansion:
         self.node_depth = paths.depth[nodes]
         self.delta = paths.mass[paths.left[nodes]] - paths.mass[paths.right[nodes]]
         count = torch.bitwise_left_shift(torch.ones_like(nodes), self.node_depth)
-        self.sources.append(Sources("node", codes, count, _offsets(count), repeats, torch.full_like(nodes, -1)))
+        self.sources.append(Sources("node", codes, count, repeats, torch.full_like(nodes, -1)))
 
     def _leaf_sources(self, groups: FeatureGroups, value: Tensor) -> None:
         paths, n = self.paths, self.layout.n
@@ -205,9 +198,7 @@ class Expansion:
         self.slot_feat, self.slot_coef, self.slot_count = feat, coef, count
         self.leaf_value = value[paths.leaves[order]]
         terms = torch.bitwise_left_shift(torch.ones_like(count), count)
-        self.sources.append(
-            Sources("leaf", codes, terms, _offsets(terms), repeats | overlap, torch.full_like(count, -1))
-        )
+        self.sources.append(Sources("leaf", codes, terms, repeats | overlap, torch.full_like(count, -1)))
 
     @property
     def n_terms(self) -> int:

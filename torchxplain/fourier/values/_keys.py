@@ -44,28 +44,6 @@ class KeyLayout:
         words = torch.zeros(rows.shape[0], self.n_words, dtype=torch.int64, device=rows.device)
         return words.index_add_(1, slot // self.per_word, shifted)
 
-    def pack_selected(self, codes: Tensor, selected: Tensor) -> Tensor:
-        """Keys of subsets of sorted feature lists, without sorting each term.
-
-        Args:
-            codes: ``(r, p)`` int64 feature indices ascending along each row (``n`` past the end).
-            selected: ``(r,)`` int64 bit masks over the ``p`` positions, at most ``width`` bits set.
-
-        Returns:
-            ``(r, n_words)`` keys of the selected features: a subset of a sorted list is sorted, so the ``j``-th
-            selected feature goes to slot ``j`` (its rank among the selected ones).
-        """
-        p = codes.shape[1]
-        bit = torch.bitwise_and(torch.bitwise_right_shift(selected[:, None], torch.arange(p, device=codes.device)), 1)
-        rank = torch.cumsum(bit, 1) - bit
-        value = (codes + 1) * bit  # 0 where not selected: contributes nothing
-        if self.n_words == 1:
-            return torch.bitwise_left_shift(value, self.bits * rank).sum(1, keepdim=True)
-        word, slot = rank // self.per_word, rank % self.per_word
-        shifted = torch.bitwise_left_shift(value, self.bits * slot)
-        out = torch.zeros(codes.shape[0], self.n_words, dtype=torch.int64, device=codes.device)
-        return out.scatter_add_(1, word.clamp(max=self.n_words - 1), shifted)  # disjoint bit fields: sum = or
-
     def shift_up(self, words: Tensor) -> Tensor:
         """``(..., n_words)`` keys with every feature moved up one slot (slot 0 left empty)."""
         span = self.bits * self.per_word
