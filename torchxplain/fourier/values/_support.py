@@ -332,9 +332,11 @@ def explain(layout: SupportLayout, tables: list[Tensor], xq: Tensor, kind: Table
                 pattern = (weights @ xq[q0:q1].T).long()  # exact: sums of distinct powers of two below 2^16
             else:
                 bits = xt.index_select(0, weights).view(-1, u, q1 - q0)
-                pattern = bits[:, 0].long()
-                for j in range(1, u):  # one pass per slot over bytes: cheaper than a product of wide rows
-                    pattern |= bits[:, j].long() << j
+                narrow = torch.uint8 if u <= 8 else torch.int16 if u <= 15 else torch.int32
+                pattern = bits[:, 0].to(narrow)
+                for j in range(1, u):  # one pass per slot over narrow integers: cheaper than a product of wide rows
+                    pattern |= bits[:, j].to(narrow) << j
+                pattern = pattern.long()
             cells = table.view(table.shape[0], -1, 2**u)
             vals = cells.gather(2, pattern[:, None, :].expand(-1, cells.shape[1], -1))
             acc.index_add_(0, target, vals.view(-1, q1 - q0))
