@@ -24,7 +24,7 @@ import functools
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, parse_memory
+from torchxplain._core import chunk_bounds, parse_memory, progress
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.values._families import SupportFamilies, support_families
 from torchxplain.fourier.values._weights import TableKind, TableSpec, order, padded_walsh_weights, spec_of
@@ -34,6 +34,7 @@ _CUDA_BLOCK = 2**26
 _GEMM_SPEEDUP = 10  # multiply-adds of a product per gathered element, in time (patterns by GEMM or by gathers)
 _CPU_PAIRS = 2**15  # (frequency, subset) pairs per chunk of the table build on a CPU (measured best of 2^12..2^19)
 _SMALL_PAIRS = 2**17  # up to this many padded pairs, the whole build is one chunk
+SHOW_PROGRESS_PAIRS = 2**23  # a table build of this many (frequency, subset) pairs shows a bar (about a second)
 
 
 def walsh(x: Tensor, dim: int) -> Tensor:
@@ -203,46 +204,50 @@ def build_tables(layout: SupportLayout, amplitudes: Tensor, kind: TableKind | Ta
     double = torch.zeros(int(pair_width.sum()) if r == 2 else 0, dtype=dtype, device=device)
     amp = amplitudes.to(device=device, dtype=dtype)[layout.rows] * (spec.scale / layout.n_background)
     cache = _CPU_PAIRS if device.type == "cpu" else _CUDA_BLOCK
-    for d, sel, step in _degree_groups(layout.n_blocks, r, cache):
+    groups = _degree_groups(layout.n_blocks, r, cache)
+    work = [
+        (d, sel[c0:c1])
+        for d, sel, step in groups
+        for c0, c1 in chunk_bounds(sel.numel(), max(1, min(parse_memory() // (2**d * 8 * 8), step)))
+    ]
+    pairs = sum(rows.numel() * 2**d for d, rows in work)
+    for d, rows in progress(work, show=None if pairs >= SHOW_PROGRESS_PAIRS else False, desc=f"{spec.name} tables"):
         hat = padded_walsh_weights(spec, d, dtype, device)  # (degree, |S|, how many fixed in S)
         size = torch.bitwise_and(
             torch.bitwise_right_shift(torch.arange(2**d, device=device)[:, None], torch.arange(d, device=device)), 1
         ).sum(1)
-        step = max(1, min(parse_memory() // (2**d * 8 * 8), step))
-        for c0, c1 in chunk_bounds(sel.numel(), step):
-            rows = sel[c0:c1]
-            degree = layout.n_blocks[rows]
-            blocks = layout.blocks[rows]
-            slots = torch.argsort((blocks == 0).to(torch.int8), dim=1, stable=True)[:, :d]  # the non-empty first
-            subset = blocks.new_zeros(rows.numel(), 2**d)
-            picked = blocks.gather(1, slots)
-            for j in range(d):  # all 2^d unions of blocks; bit j of the subset index is block j
-                subset[:, 2**j : 2 ** (j + 1)] = subset[:, : 2**j] + picked[:, j : j + 1]
-            fam = layout.fam[rows]
-            u = sizes[fam][:, None]
-            moment_at = layout.moment_offset[fam][:, None]
-            vals = (amp[rows] * torch.pow(2.0, -degree.to(dtype)))[:, None] * layout.moments[moment_at + subset]
-            weights = hat[degree[:, None], size[None, :]]  # (c, 2^d, r + 1)
-            if not bool((degree == d).all()):  # padded rows: the subsets that take a padded block weigh nothing
-                inside = torch.arange(2**d, device=device)[None, :] < torch.bitwise_left_shift(1, degree)[:, None]
-                weights = weights * inside[..., None]
-            pattern = layout.local[rows][:, None] - subset  # f ⊕ f_S
-            scalar.index_add_(0, (moment_at + pattern).flatten(), (vals * weights[..., 0]).flatten())
-            if r == 0:
-                continue
-            at, weighted = offset[fam][:, None] + pattern, vals * weights[..., 1]
-            shifted = torch.bitwise_left_shift(slots, u)
-            for j in range(d):  # the subsets holding block j: a strided view, no gather
-                index = _holding(at, d, j) + shifted[:, j].view(-1, *([1] * (d - 1)))  # one pass, contiguous
-                single.index_add_(0, index.flatten(), _holding(weighted, d, j).flatten())
-            if r == 2:
-                at, weighted = pair_offset[fam][:, None] + pattern, vals * weights[..., 2]
-                for j in range(d):
-                    for h in range(j + 1, d):
-                        base, value = _holding(at, d, j, h), _holding(weighted, d, j, h).flatten()
-                        for g1, g2 in ((j, h), (h, j)):
-                            cell = torch.bitwise_left_shift(slots[:, g1] * u[:, 0] + slots[:, g2], u[:, 0])
-                            double.index_add_(0, (base + cell.view(-1, *([1] * (d - 2)))).flatten(), value)
+        degree = layout.n_blocks[rows]
+        blocks = layout.blocks[rows]
+        slots = torch.argsort((blocks == 0).to(torch.int8), dim=1, stable=True)[:, :d]  # the non-empty first
+        subset = blocks.new_zeros(rows.numel(), 2**d)
+        picked = blocks.gather(1, slots)
+        for j in range(d):  # all 2^d unions of blocks; bit j of the subset index is block j
+            subset[:, 2**j : 2 ** (j + 1)] = subset[:, : 2**j] + picked[:, j : j + 1]
+        fam = layout.fam[rows]
+        u = sizes[fam][:, None]
+        moment_at = layout.moment_offset[fam][:, None]
+        vals = (amp[rows] * torch.pow(2.0, -degree.to(dtype)))[:, None] * layout.moments[moment_at + subset]
+        weights = hat[degree[:, None], size[None, :]]  # (c, 2^d, r + 1)
+        if not bool((degree == d).all()):  # padded rows: the subsets that take a padded block weigh nothing
+            inside = torch.arange(2**d, device=device)[None, :] < torch.bitwise_left_shift(1, degree)[:, None]
+            weights = weights * inside[..., None]
+        pattern = layout.local[rows][:, None] - subset  # f ⊕ f_S
+        scalar.index_add_(0, (moment_at + pattern).flatten(), (vals * weights[..., 0]).flatten())
+        if r == 0:
+            continue
+        at, weighted = offset[fam][:, None] + pattern, vals * weights[..., 1]
+        shifted = torch.bitwise_left_shift(slots, u)
+        for j in range(d):  # the subsets holding block j: a strided view, no gather
+            index = _holding(at, d, j) + shifted[:, j].view(-1, *([1] * (d - 1)))  # one pass, contiguous
+            single.index_add_(0, index.flatten(), _holding(weighted, d, j).flatten())
+        if r == 2:
+            at, weighted = pair_offset[fam][:, None] + pattern, vals * weights[..., 2]
+            for j in range(d):
+                for h in range(j + 1, d):
+                    base, value = _holding(at, d, j, h), _holding(weighted, d, j, h).flatten()
+                    for g1, g2 in ((j, h), (h, j)):
+                        cell = torch.bitwise_left_shift(slots[:, g1] * u[:, 0] + slots[:, g2], u[:, 0])
+                        double.index_add_(0, (base + cell.view(-1, *([1] * (d - 2)))).flatten(), value)
     return [_assemble(layout, scalar, single, double, offset, pair_offset, c, r) for c in layout.classes]
 
 
