@@ -23,7 +23,10 @@ Sections (``--sections``; all by default):
   profile       where the public call's time goes, phase by phase (:mod:`_tree_profile`).
 
 One table per thread setting (``--threads``: 1 = torch.set_num_threads(1) + threadpoolctl, 0 = the default). On a
-machine shared with other jobs use ``--clock cpu`` (process CPU time). The load average is printed with every table.
+machine shared with other jobs use ``--clock cpu`` (process CPU time), and for the default threads start the process
+with ``OMP_WAIT_POLICY=PASSIVE``: torch's OpenMP threads otherwise spin while the cores are taken by other jobs, and
+every parallel operation waits a scheduler slice (10-40x slower on this 2-core machine at load 3). The load average
+and the wait policy are printed with every table.
 
     python benchmarks/trees.py [--quick] [--sections binary continuous interactions profile] [--threads 1 0]
         [--clock wall|cpu] [--json out.json]
@@ -313,7 +316,9 @@ def main() -> None:
     use_clock(args.clock)
     peers = available_peers()
     default_threads = torch.get_num_threads()
+    policy = os.environ.get("OMP_WAIT_POLICY", "unset (OpenMP's default: spin)")
     print(f"peers: {peers}\n{args.clock} clock; default threads {default_threads}; {os.cpu_count()} CPUs")
+    print(f"OMP_WAIT_POLICY {policy}")
     results: dict[str, Any] = {}
     for threads in args.threads:
         count = threads or default_threads
