@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from torchxplain.data.landscapes import load_entacmaea
+from torchxplain.data import load_entacmaea
 
 DATA_ROOT = Path(os.environ.get("TORCHXPLAIN_DATA", Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
 SGEMM_PARAMS = (

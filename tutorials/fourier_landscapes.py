@@ -27,8 +27,8 @@ import warnings
 import torch
 
 import torchxplain as tx
-from torchxplain.data.landscapes import load_entacmaea, load_gb1
-from torchxplain.demo import train_mlp
+from torchxplain._demo import train_mlp
+from torchxplain.data import load_entacmaea, load_gb1
 
 QUICK = os.environ.get("TORCHXPLAIN_QUICK") == "1"
 torch.manual_seed(0)

@@ -28,9 +28,8 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import torchxplain as tx
-from torchxplain.data.landscapes import load_entacmaea
-from torchxplain.integrations.batch import merge_shards
-from torchxplain.integrations.lightning import ExplainModule, ExplanationCallback, ExplanationWriter
+from torchxplain.data import load_entacmaea
+from torchxplain.integrations import ExplainModule, ExplanationCallback, ExplanationWriter, merge_shards
 
 QUICK = os.environ.get("TORCHXPLAIN_QUICK") == "1"
 torch.manual_seed(0)

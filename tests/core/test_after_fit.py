@@ -13,8 +13,8 @@ from sklearn.datasets import load_diabetes
 from sklearn.ensemble import RandomForestRegressor
 from torch import nn
 
+from torchxplain import explain_after_fit
 from torchxplain.idx import datasets
-from torchxplain.integrations.after_fit import explain_after_fit
 
 
 def brute_force_shap(f, xq: torch.Tensor, background: torch.Tensor) -> torch.Tensor:

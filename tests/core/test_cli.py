@@ -24,8 +24,8 @@ from sklearn.ensemble import RandomForestRegressor
 from sklearn.metrics import roc_auc_score
 
 from torchxplain import cli
-from torchxplain.config import ConfigError, ReportConfig, from_mapping, load_config, packaged_config
-from torchxplain.report import MARKER, report_folder
+from torchxplain._config import ConfigError, ReportConfig, from_mapping, load_config, packaged_config
+from torchxplain._report import MARKER, report_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -208,7 +208,7 @@ def test_shipped_configs_hold_what_their_files_say():
 
 
 def test_demo_progress_follows_the_settings_unless_the_config_says(monkeypatch, capsys):
-    from torchxplain.demo import train_mlp
+    from torchxplain._demo import train_mlp
 
     x, y = torch.rand(8, 3), torch.rand(8)
     assert ReportConfig().show_progress is None  # the demo job defers to tx.settings / TORCHXPLAIN_PROGRESS

@@ -13,7 +13,7 @@ import torch  # noqa: E402
 
 from tests.fourier import brute_force  # noqa: E402
 from tests.fourier.cases import random_case  # noqa: E402
-from torchxplain import FourierShap  # noqa: E402
+from torchxplain import FourierShap
 
 shap = pytest.importorskip("shap")
 shapiq = pytest.importorskip("shapiq")

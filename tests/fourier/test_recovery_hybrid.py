@@ -354,8 +354,8 @@ def test_target_metric_hybrid_holds_the_pointwise_fit_to_the_target():
 
 @pytest.mark.slow
 def test_a_fit_below_target_warns_with_the_achieved_r2_and_what_to_change():
-    from torchxplain.data.landscapes import load_gb1
-    from torchxplain.demo import train_mlp
+    from torchxplain._demo import train_mlp
+    from torchxplain.data import load_gb1
 
     x, y, groups = load_gb1()
     rows = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(0))[:6000]

@@ -22,8 +22,7 @@ from tests.fourier.tree_cases import (
     one_hot_case,
 )
 from torchxplain import FourierShap
-from torchxplain.fourier import parse_model
-from torchxplain.fourier.encoding._encoders import ThresholdEncoder
+from torchxplain.fourier import ThresholdEncoder, parse_model
 from torchxplain.testing import ExplainerTestCase
 
 shap = pytest.importorskip("shap")

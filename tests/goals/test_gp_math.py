@@ -8,7 +8,7 @@ import pytest
 import torch
 from gp_refs import explicit_b_scores, gpytorch_shift_scores, joint_conditioning, make_gp
 
-from torchxplain.goals import Goals
+from torchxplain import Goals
 
 XIS = {"scalar": 1.0, "negative": -0.7, "per_feature": torch.tensor([1.0, -0.5, 0.7, 2.0])}
 CONFIGS = [

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import RefBC, random_bc
 
-from torchxplain.idx import BayesianClassifier, datasets, explain, explain_batch, relation_tensors, tables
+from torchxplain.idx import BayesianClassifier, datasets, explain, explain_batch, relation_tensors
+from torchxplain.idx import _tables as tables
 from torchxplain.idx.stats import relation_shares
 from torchxplain.testing import tiny_memory_budget
 

@@ -21,7 +21,7 @@ pl = pytest.importorskip("lightning.pytorch")
 from lightning.pytorch.loggers import CSVLogger, MLFlowLogger, TensorBoardLogger, WandbLogger  # noqa: E402
 
 from tests.integration._lightning_setup import QUIET, data, is_png, loaders, regressor_class  # noqa: E402
-from torchxplain.integrations.lightning import ExplanationCallback  # noqa: E402
+from torchxplain.integrations import ExplanationCallback  # noqa: E402
 
 N = 4
 NAMES = ["f0", "f1", "f2", "f3"]

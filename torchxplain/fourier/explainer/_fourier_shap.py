@@ -29,9 +29,11 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import settings
-from torchxplain._core.inputs import dense_players, player_ids, rows
+from torchxplain._core.devices import check_device
+from torchxplain._core.inputs import check_feature_names, dense_players, player_ids, rows
 from torchxplain.fourier.encoding._encoders import BinaryEncoder
 from torchxplain.fourier.explainer._core import FourierExplainerCore
+from torchxplain.fourier.explainer._forward_args import as_args, bind
 from torchxplain.fourier.explainer._outputs import single_output
 from torchxplain.fourier.explainer._persistence import explainer_config, explainer_from_config
 from torchxplain.fourier.fit._api import Method, checked_sizes, fit_validated, resolve_auto_groups
@@ -75,6 +77,12 @@ class FourierShap(FourierExplainerCore):
     ``model`` once), from a known spectrum (:meth:`from_spectrum`) or from a tree ensemble (:meth:`from_trees`).
     Values are then closed forms on the spectrum (paper Eq. 5).
 
+    What each input is explained against: ``background=`` (any method) is a set of rows every input is explained
+    against (default: the constructor's background); Captum's ``baselines=`` give one reference per input row — a
+    scalar, a ``(1, n)`` row for all, or an ``(N, n)`` tensor whose row ``i`` is input ``i``'s reference — and any
+    other row count is refused (see :mod:`~torchxplain.fourier.explainer._references`). ``player_values`` gives one
+    value per player with the players' names.
+
     Args:
         forward_func: the model, a callable on ``(B, n)`` float tensors in {0,1} returning ``(B,)`` or ``(B, C)``
             (pick ``C`` with ``target``). Never registered as a submodule.
@@ -108,6 +116,12 @@ class FourierShap(FourierExplainerCore):
         options: the fit's other knobs (:class:`~torchxplain.fourier.FitOptions`).
         **fit_options: :class:`~torchxplain.fourier.FitOptions` fields by name (``time_budget=``, ``one_hot=``,
             ``n_validation=``, ...), merged into ``options``.
+        additional_forward_args: Captum's extra model arguments: every query of the fit calls
+            ``forward_func(x, *additional_forward_args)``, so the spectrum explains that function (the same
+            arguments for every row: a per-example tensor would make each row another function). ``attribute``
+            accepts the same arguments again (Captum code passes them every call), not others. Not saved.
+        device: where the fit queries the model; the background's device (a background tensor elsewhere is
+            refused, not moved). It must exist on this machine.
 
     Attributes:
         spectrum: the explained spectrum; ``encoder``: the input encoding; ``fit_report``: the black-box fit's
@@ -134,6 +148,8 @@ class FourierShap(FourierExplainerCore):
         data: Any = None,
         target_r2: float | None = 0.99,
         options: FitOptions | None = None,
+        additional_forward_args: Any = None,
+        device: torch.device | str | None = None,
         **fit_options: Any,
     ) -> None:
         super().__init__(forward_func)
@@ -143,16 +159,28 @@ class FourierShap(FourierExplainerCore):
                 "use FourierShap.from_spectrum, for a tree ensemble FourierShap.from_trees"
             )
         options = fit_options_from({**fit_options, "options": options}, max_memory, show_progress)
+        args = as_args(additional_forward_args)
+        place = None if device is None else check_device(device)
         with settings.using(max_memory=max_memory, show_progress=show_progress):
-            converted = rows(background, "background")
+            converted = rows(background, "background", device=place)
             raw, names = converted.tensor, converted.feature_names
+            if place is not None and raw.device != place:
+                raise ValueError(
+                    f"background is on {raw.device} but device={str(device)!r}; the explainer lives on its "
+                    f"background's device: pass background.to({str(place)!r})"
+                )
             encoder = BinaryEncoder(raw.shape[1])
             encoder.check(raw, "background")
-            data_rows = None if data is None else rows(data, "data", n_features=raw.shape[1]).tensor
-            if data_rows is not None:
+            data_rows = None
+            if data is not None:
+                given = rows(data, "data", n_features=raw.shape[1], device=raw.device)
+                check_feature_names(names, given.feature_names, "data")  # a frame's columns, as the background's
+                data_rows = given.tensor
                 encoder.check(data_rows, "data")
             bits = raw.bool()
-            device, dtype = model_placement(forward_func, options.device, options.dtype, raw)
+            query_device, query_dtype = model_placement(
+                forward_func, raw.device if options.device is None else options.device, options.dtype, raw
+            )
             found = None
             if isinstance(groups, str):
                 tables = [bits] if data_rows is None else [data_rows.to(raw.device).bool(), bits]
@@ -168,12 +196,14 @@ class FourierShap(FourierExplainerCore):
             if method == "enumerate":
                 if relaxed:
                     raise ValueError("relaxed=True explains a spectrum's extension; method='enumerate' has none")
-                oracle = Oracle(forward_func, raw.shape[1], device, dtype, options.batch_size, target)
-                spectrum, report = _enumeration_source(raw.shape[1], m, found, dtype)
+                oracle = Oracle(
+                    bind(forward_func, args), raw.shape[1], query_device, query_dtype, options.batch_size, target
+                )
+                spectrum, report = _enumeration_source(raw.shape[1], m, found, query_dtype)
                 self.__dict__["enumerator"] = oracle  # plain attribute: the user's model is never registered
             else:
                 spectrum, report = fit_validated(
-                    forward_func,
+                    bind(forward_func, args),
                     raw.shape[1],
                     background=bits,
                     data=None if data_rows is None else data_rows.to(raw.device).bool(),
@@ -184,7 +214,7 @@ class FourierShap(FourierExplainerCore):
                     seed=seed,
                     target_r2=target_r2,
                     eval_data=None,
-                    options=replace(options, device=device, dtype=dtype),
+                    options=replace(options, device=query_device, dtype=query_dtype),
                     found=found,
                 )
         self._setup(
@@ -202,6 +232,7 @@ class FourierShap(FourierExplainerCore):
             kernel=kernel,
             fit_report=report,
         )
+        self.__dict__["additional_forward_args"] = args
 
     # --- constructors ------------------------------------------------------------------------------------
     @classmethod
@@ -294,6 +325,7 @@ class FourierShap(FourierExplainerCore):
             differentiable=False,
             kernel=kernel,
             pruning=source.pruning,
+            families=source.families,
         )
 
     def _config(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from torchxplain._core.devices import check_device
 from torchxplain._core.inputs import dense_players, player_ids, rows
 from torchxplain._core.validation import check_float_dtype, check_int
 from torchxplain.fourier.fit._report import TargetMetric
@@ -72,6 +73,8 @@ class FitOptions:
             raise ValueError(f"singleton_tol must be in (0, 1), got {self.singleton_tol}")
         if self.dtype is not None:
             check_float_dtype(self.dtype)
+        if self.device is not None:
+            check_device(self.device)
         if self.one_hot not in (None, True, False):
             raise TypeError(f"one_hot must be True, False or None, got {self.one_hot!r}")
 
