@@ -29,7 +29,7 @@ every parallel operation waits a scheduler slice (10-40x slower on this 2-core m
 and the wait policy are printed with every table.
 
     python benchmarks/trees.py [--quick] [--sections binary continuous interactions profile] [--threads 1 0]
-        [--clock wall|cpu] [--json out.json]
+        [--clock wall|cpu] [--device cpu|cuda] [--json out.json]
     python benchmarks/trees.py --memory    # GB1 depth 8, Q = 10,000 under max_memory='1GB': peak resident set
 """
 
@@ -95,8 +95,15 @@ def split(x: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarr
 
 
 def public_call(model: Any, background: Any, queries: Any) -> np.ndarray:
-    """The call users make: a fresh explainer and its first attribute."""
+    """The call users make: a fresh explainer and its first attribute (back on the host, so a device call has
+    finished when it returns)."""
     return tx.FourierShap.from_trees(model, background).attribute(queries).detach().cpu().numpy()
+
+
+def on_device(x: Any, device: str) -> Any:
+    """``x`` as the public call takes it on ``device``: as it is on the CPU (a DataFrame stays a DataFrame), else a
+    float64 tensor there (the explainer lives on its background's device)."""
+    return x if device == "cpu" else torch.tensor(np.asarray(x, dtype=np.float64), device=device)
 
 
 def rows_of(x: Any, rows: slice | np.ndarray) -> Any:
@@ -141,7 +148,8 @@ def run_binary(args: argparse.Namespace, peers: dict[str, str]) -> list[dict[str
             model = RandomForestRegressor(n_estimators=args.trees, max_depth=depth, random_state=args.seed, n_jobs=1)
             model.fit(train_x, train_y)
             for q, b in args.cells:
-                bg_t, q_t = torch.tensor(background[:b]), torch.tensor(queries[:q])
+                bg_t = torch.tensor(background[:b], device=args.device)
+                q_t = torch.tensor(queries[:q], device=args.device)
                 seconds, ours = timed(lambda m=model, b=bg_t, x=q_t: public_call(m, b, x), args.repeat)
                 row = dict(data=name, n=x.shape[1], depth=depth, Q=q, B=b, ours=seconds)
                 row.update(compare(model, background[:b], queries[:q], ours, args, peers))
@@ -159,10 +167,11 @@ def run_continuous(args: argparse.Namespace, peers: dict[str, str]) -> list[dict
         background = rows_of(x, rng.permutation(len(x))[:100])
         for q in args.continuous_q:
             queries = rows_of(x, rng.integers(0, len(x), q))
+            bg_d, q_d = on_device(background, args.device), on_device(queries, args.device)
             start = _tree_peers.clock()
-            ours = public_call(model, background, queries)
+            ours = public_call(model, bg_d, q_d)
             first = _tree_peers.clock() - start
-            best, _ = timed(lambda m=model, b=background, x=queries: public_call(m, b, x), args.repeat)
+            best, _ = timed(lambda m=model, b=bg_d, x=q_d: public_call(m, b, x), args.repeat)
             row = dict(data=case["data"], model=case["model"], Q=q, B=100, ours=first, best=best, target=5.0)
             row.update(compare(model, background, queries, ours, args, peers))
             if case["data"] == "diabetes" and q == args.continuous_q[0]:  # the reference against all 2^10 coalitions
@@ -207,7 +216,8 @@ def run_interactions(args: argparse.Namespace) -> list[dict[str, Any]]:
         model.fit(train_x, train_y)
         spectrum = tx.tree_spectrum(model)
         q = 1000 if name == "GB1" else 5
-        bg, qs = torch.tensor(background[:100]), torch.tensor(queries[:q])
+        spectrum = spectrum.to(args.device)
+        bg, qs = torch.tensor(background[:100], device=args.device), torch.tensor(queries[:q], device=args.device)
         for index in ("SII", "k-SII"):
             term = tx.fourier.precompute_background(spectrum, bg)
             start = _tree_peers.clock()
@@ -306,6 +316,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every row to this JSON file")
     parser.add_argument("--memory", action="store_true", help="only the memory case (issue 13), in a fresh process")
     parser.add_argument("--clock", default="wall", choices=["wall", "cpu"], help="wall-clock or process CPU time")
+    parser.add_argument(
+        "--device", default="cpu", help="where our explainer runs (cpu, cuda); the peers run on the CPU"
+    )
     args = parser.parse_args()
     args.cells, args.continuous_q = CELLS, [100, 1000]
     if args.quick:

@@ -39,3 +39,19 @@ def test_auto_picks_the_grid_for_a_dense_spectrum_of_few_players():
     plan = ValuePlan(spectrum, torch.tensor(levels), torch.tensor(groups), 3)
     plan.shapley(torch.tensor(levels[:20]))
     assert plan.describe()["choices"]["shapley"]["kernel"] == "grid"
+
+
+def test_the_grid_kernel_takes_players_wider_than_one_packed_word():
+    # two players of 70 and 3 bits (a thermometer code of 70 thresholds is one player): packed keys of two words
+    rng = np.random.default_rng(2)
+    groups = np.repeat([0, 1], [70, 3])
+    codes = (np.arange(70)[None] < rng.integers(0, 71, (5, 1))).astype(float)
+    rows = np.hstack([codes, rng.integers(0, 2, (5, 3))])
+    freq = np.zeros((8, 73), dtype=bool)
+    freq[np.arange(8), rng.integers(0, 73, 8)] = True
+    freq[4:, 71] = True  # interactions across the players
+    amp = rng.normal(size=8)
+    spectrum = tx.FourierSpectrum(torch.tensor(freq), torch.tensor(amp))
+    plan = ValuePlan(spectrum, torch.tensor(rows[:3]), torch.tensor(groups), 2, "grid")
+    got = plan.shapley(torch.tensor(rows)).numpy()
+    np.testing.assert_allclose(got, brute_force.shapley(freq, amp, rows, rows[:3], groups), rtol=0, atol=1e-12)

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, rows_per_chunk
-from torchxplain.fourier.spectrum._bitrows import pack_rows, unique_rows
+from torchxplain.fourier.spectrum._bitrows import WORD_BITS, pack_rows, unique_rows
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.values._weights import TableKind
 
@@ -80,7 +80,8 @@ class GridKernel:
         self.frequencies = spectrum.frequencies.to(device)
         self.amplitudes = spectrum.amplitudes.to(device=device, dtype=torch.float64)
         self.background = background.bool()
-        self.keys: list[Tensor] = [torch.zeros(0, 1, dtype=torch.long, device=device) for _ in range(m)]
+        words = [max(1, -(-bits.numel() // WORD_BITS)) for bits in self.bits]  # pack_rows' width per player
+        self.keys: list[Tensor] = [torch.zeros(0, w, dtype=torch.long, device=device) for w in words]
         self.levels: list[Tensor] = [torch.zeros(0, b.numel(), dtype=torch.bool, device=device) for b in self.bits]
         self.tables: Tensor | None = None
         self._add_levels(self.background)

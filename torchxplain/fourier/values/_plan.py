@@ -240,15 +240,16 @@ class ValuePlan:
         if self._grid is not None and self._grid.tables is not None:
             return self._record(kind, "grid", q, "tables built")
         if self.kernel == "auto" and spec not in self._tables and GridKernel.fits(self.m):
-            dense = gemm_seconds(self.work, q, kind, device)
             grid = self.grid.grid_size(xq)
-            build, per_call = grid_seconds(
-                grid, self.grid.restriction_count(), self.grid.table_entries(), self.work, q, kind, device
-            )
-            small = sum(self._table_seconds(None, q, [spec], device))
-            if build + per_call < min(self._spent.get(kind, 0.0) + dense, small) and grid * 8 < parse_memory() // 2:
-                predicted = {"gemm": dense, "grid": build + per_call, "small_support_at_least": small}
-                return self._record(kind, "grid", q, "cost model", predicted)
+            if grid * 8 < parse_memory() // 2:  # h on the grid fits the budget: price the kernel
+                dense = gemm_seconds(self.work, q, kind, device)
+                build, per_call = grid_seconds(
+                    grid, self.grid.restriction_count(), self.grid.table_entries(), self.work, q, kind, device
+                )
+                small = sum(self._table_seconds(None, q, [spec], device))
+                if build + per_call < min(self._spent.get(kind, 0.0) + dense, small):
+                    predicted = {"gemm": dense, "grid": build + per_call, "small_support_at_least": small}
+                    return self._record(kind, "grid", q, "cost model", predicted)
         return self._decide(xq, kind, [spec], lambda q, device: gemm_seconds(self.work, q, kind, device))
 
     def _decide(self, xq: Tensor, key: str, specs: list[TableSpec], dense_seconds: Callable[[int, str], float]) -> str:
