@@ -326,6 +326,15 @@ class _HybridRegime:
         self.oracle, self.background, self.players, self.m, self.options = oracle, background, players, m, options
         rows = background if data is None else data
         self.has_data = data is not None
+        self.flipped = 0
+        if data is None:
+            rows, self.flipped = _with_both_values(background, players, m)
+            if self.flipped:
+                oracle.domain_note = (
+                    f". No data= was given, so the fit also queries the {self.flipped} bits that are constant in the "
+                    "background at their other value (rows you explain may hold it); pass data= (rows like those "
+                    "you explain) to query only their hybrids with the background"
+                )
         if options.one_hot:
             check_one_hot(background, players, m, "background")
             if data is not None:
@@ -390,6 +399,8 @@ class _HybridRegime:
         self.check = self._held_out(min(budget, TABULATE_CHECK) if route.method == "tabulate" else budget)
         self.oracle.phase = "fit"
         params: dict[str, Any] = {"levels": sum(self.levels.level_count()), "grid": self.levels.grid_size}
+        if self.flipped:
+            params["bits_constant_in_background"] = self.flipped
         stages: list[dict[str, Any]] = []
         stopped = None
         hint = ""
@@ -466,6 +477,22 @@ class _HybridRegime:
             "scores": scores,
         }
         return cut, fields, hint
+
+
+def _with_both_values(background: Tensor, players: Tensor, m: int) -> tuple[Tensor, int]:
+    """The rows the fit is held to when no ``data=`` says which rows will be explained: the background, plus one
+    row where every single-bit player that is constant over the background takes its other value (else the fit
+    never sees that value, and a row holding it, e.g. any input against Captum's usual single baseline row, would
+    be explained by a spectrum that ignores the bit: zero values without a word). Returns the rows and the number
+    of bits flipped."""
+    singles = torch.bincount(players, minlength=m)[players] == 1
+    constant = singles & (background == background[:1]).all(0)
+    flipped = int(constant.sum())
+    if not flipped:
+        return background, 0
+    extra = background[:1].clone()
+    extra[:, constant] = ~extra[:, constant]
+    return torch.cat((background, extra)), flipped
 
 
 def _advice(stopped: str, n_queries: int | None, m: int, has_data: bool) -> str:
