@@ -141,3 +141,8 @@ def _():
 @case("torchxplain.fourier.FitOptions", "a string singleton_tol", TypeError, r"singleton_tol must be a finite number")
 def _():
     tx.fourier.FitOptions(singleton_tol="0.3")
+
+
+@case(FS, "a grouped player constant over the background, no data=", ValueError, r"grouped player.*\[\[0, 1\]\].*data=")
+def _():
+    tx.FourierShap(model, SINGLE, groups=[0, 0, 1, 2])  # the block's other values never reach the fit (all zeros)

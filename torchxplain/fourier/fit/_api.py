@@ -483,10 +483,22 @@ def _with_both_values(background: Tensor, players: Tensor, m: int) -> tuple[Tens
     """The rows the fit is held to when no ``data=`` says which rows will be explained: the background, plus one
     row where every single-bit player that is constant over the background takes its other value (else the fit
     never sees that value, and a row holding it, e.g. any input against Captum's usual single baseline row, would
-    be explained by a spectrum that ignores the bit: zero values without a word). Returns the rows and the number
-    of bits flipped."""
-    singles = torch.bincount(players, minlength=m)[players] == 1
-    constant = singles & (background == background[:1]).all(0)
+    be explained by a spectrum that ignores the bit: zero values without a word). A constant player of several
+    bits has no one other value (a one-hot block has several, a free group 2^w): it is refused with the fix.
+    Returns the rows and the number of bits flipped."""
+    sizes = torch.bincount(players, minlength=m)
+    same = (background == background[:1]).all(0)
+    varies = torch.zeros(m, dtype=torch.bool, device=players.device).index_put_((players,), ~same, accumulate=True)
+    wide = ((sizes > 1) & ~varies).nonzero()[:, 0].tolist()
+    if wide:
+        features = [(players == g).nonzero()[:, 0].tolist() for g in wide[:3]]
+        raise ValueError(
+            f"no data= was given and {len(wide)} grouped player(s) (features {features}"
+            f"{' ...' if len(wide) > 3 else ''}) take one value in every background row, so the fit would never "
+            "see their other values (a row explained there would get zero values): pass data= (rows like those "
+            "you explain), or a background where those players vary"
+        )
+    constant = (sizes[players] == 1) & same
     flipped = int(constant.sum())
     if not flipped:
         return background, 0
