@@ -103,8 +103,9 @@ def fit_sparse_fourier(
         seed: int or ``torch.Generator``; same seed, same spectrum (budgets count queries, not seconds).
         background: ``(D, n)`` binary background rows of the SHAP values to come: turns on the hybrid regime.
         data: ``(R, n)`` binary rows like the ones to be explained (e.g. the training set; default: the
-            background). The fit holds for hybrids of these rows with the background; some are held out for the
-            check when there are enough.
+            background, with each single bit that is constant over it also at its other value; a grouped player
+            constant over it is refused). The fit holds for hybrids of these rows with the background; some are
+            held out for the check when there are enough.
         groups: ``(n,)`` integer player id per feature (one player per categorical variable), ``"auto"`` to find
             the one-hot blocks of ``data`` and ``background`` (:mod:`~torchxplain.fourier.fit._one_hot`), or
             ``None`` (singletons). Explain with the same players.
