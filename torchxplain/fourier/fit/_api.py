@@ -359,6 +359,12 @@ class _HybridRegime:
         oracle.rows, oracle.seconds, oracle.cpu_seconds = 0, 0.0, 0.0  # the fit's counts start here
         return check
 
+    def _where(self) -> str:
+        if self.has_data:
+            return "data and background"
+        flipped = f" (and the other value of its {self.flipped} constant bits: no data= was given)"
+        return "the background" + (flipped if self.flipped else "")
+
     def route(self, method: str, n_queries: int | None) -> _Route:
         grid = self.levels.grid_size
         sizes = self.levels.level_count()
@@ -376,7 +382,7 @@ class _HybridRegime:
         if grid <= limit and (GridKernel.fits(self.m) or grid <= 4096):
             return _Route(
                 "tabulate",
-                f"auto: the {self.m} players take {grid:,} level combinations ({shown}) in data and background, "
+                f"auto: the {self.m} players take {grid:,} level combinations ({shown}) in {self._where()}, "
                 f"within the {limit:,}-query budget, so each was queried once: the spectrum is exact",
             )
         why = f"{grid:.3g} level combinations" if grid > limit else f"{self.m} players (tabulated values need <= 14)"
