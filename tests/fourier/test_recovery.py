@@ -392,8 +392,10 @@ def test_too_small_budget_states_a_minimum_that_suffices():
         ({"eval_data": torch.ones(3, 4)}, ValueError, "eval_data has 4 features"),
         ({"eval_data": torch.full((3, 6), 0.5)}, ValueError, "eval_data must hold binary"),
         ({"singleton_tol": 1.5}, ValueError, "singleton_tol"),
-        ({"threshold": -1.0}, ValueError, "threshold must be a non-negative amplitude"),
-        ({"threshold": float("nan")}, ValueError, "threshold must be a non-negative amplitude"),
+        ({"threshold": -1.0}, ValueError, "threshold must be a finite number >= 0, got -1"),
+        ({"threshold": "0.1"}, TypeError, "threshold must be a finite number >= 0, got str"),
+        ({"singleton_tol": "0.3"}, TypeError, r"singleton_tol must be a finite number in \(0, 1\), got str"),
+        ({"threshold": float("nan")}, ValueError, "threshold must be a finite number >= 0, got nan"),
     ],
 )
 def test_argument_errors(kwargs, error, match):

@@ -805,6 +805,29 @@ def _():
     torch.testing.assert_close(got[2].double(), want[2], rtol=0, atol=1e-6)
 
 
+@result_case(F + "interaction_values", "dtype_policy('float32') on a float64 spectrum (it computed in float64)")
+def _():
+    want = tx.fourier.interaction_values(spectrum(), bits(3), bits(5))
+    with tx.settings.dtype_policy("float32"):
+        got = tx.fourier.interaction_values(spectrum(), bits(3), bits(5))
+    for order, values in want.items():
+        assert got[order].dtype == torch.float32, order
+        torch.testing.assert_close(got[order].double(), values, rtol=0, atol=1e-6)
+
+
+@result_case(F + "shapley_values", "a bfloat16 spectrum computes in float32 (it computed in bfloat16)")
+def _():
+    brain = tx.FourierSpectrum(spectrum().frequencies, spectrum().amplitudes.bfloat16())
+    exact = tx.FourierSpectrum(brain.frequencies, brain.amplitudes.double())  # the same amplitudes, in float64
+    got = tx.fourier.shapley_values(brain, bits(3), bits(5))
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.double(), tx.fourier.shapley_values(exact, bits(3), bits(5)), rtol=0, atol=1e-6)
+    pairs = tx.fourier.interaction_values(brain, bits(3), bits(5))[2]
+    want = tx.fourier.interaction_values(exact, bits(3), bits(5))[2]
+    assert pairs.dtype == torch.float32
+    torch.testing.assert_close(pairs.double(), want, rtol=0, atol=1e-6)
+
+
 @result_case("torchxplain.FourierSpectrum", "evaluate and the surrogate on numpy and lists (AttributeError)")
 def _():
     from tests.fourier.brute_force import evaluate

@@ -414,6 +414,15 @@ def _():
 
 
 @case(
+    f"{G}.LastLayerBNN", "NaN features X", ValueError, r"X contains NaN or infinite values \(first at index \(2, 1\)\)"
+)
+def _():
+    x = np.ones((8, 3))
+    x[2, 1] = np.nan
+    _bnn().fit(x, np.zeros(8), show_progress=False)
+
+
+@case(
     f"{G}.LastLayerBNN", "an extractor with NaN weights", ValueError, r"features\(X\) is NaN or infinite at rows \[0, 1"
 )
 def _():

@@ -103,8 +103,9 @@ def fit_sparse_fourier(
         seed: int or ``torch.Generator``; same seed, same spectrum (budgets count queries, not seconds).
         background: ``(D, n)`` binary background rows of the SHAP values to come: turns on the hybrid regime.
         data: ``(R, n)`` binary rows like the ones to be explained (e.g. the training set; default: the
-            background). The fit holds for hybrids of these rows with the background; some are held out for the
-            check when there are enough.
+            background, with each single bit that is constant over it also at its other value; a grouped player
+            constant over it is refused). The fit holds for hybrids of these rows with the background; some are
+            held out for the check when there are enough.
         groups: ``(n,)`` integer player id per feature (one player per categorical variable), ``"auto"`` to find
             the one-hot blocks of ``data`` and ``background`` (:mod:`~torchxplain.fourier.fit._one_hot`), or
             ``None`` (singletons). Explain with the same players.
@@ -326,6 +327,15 @@ class _HybridRegime:
         self.oracle, self.background, self.players, self.m, self.options = oracle, background, players, m, options
         rows = background if data is None else data
         self.has_data = data is not None
+        self.flipped = 0
+        if data is None:
+            rows, self.flipped = _with_both_values(background, players, m)
+            if self.flipped:
+                oracle.domain_note = (
+                    f". No data= was given, so the fit also queries the {self.flipped} bits that are constant in the "
+                    "background at their other value (rows you explain may hold it); pass data= (rows like those "
+                    "you explain) to query only their hybrids with the background"
+                )
         if options.one_hot:
             check_one_hot(background, players, m, "background")
             if data is not None:
@@ -349,6 +359,12 @@ class _HybridRegime:
         oracle.rows, oracle.seconds, oracle.cpu_seconds = 0, 0.0, 0.0  # the fit's counts start here
         return check
 
+    def _where(self) -> str:
+        if self.has_data:
+            return "data and background"
+        flipped = f" (and the other value of its {self.flipped} constant bits: no data= was given)"
+        return "the background" + (flipped if self.flipped else "")
+
     def route(self, method: str, n_queries: int | None) -> _Route:
         grid = self.levels.grid_size
         sizes = self.levels.level_count()
@@ -366,7 +382,7 @@ class _HybridRegime:
         if grid <= limit and (GridKernel.fits(self.m) or grid <= 4096):
             return _Route(
                 "tabulate",
-                f"auto: the {self.m} players take {grid:,} level combinations ({shown}) in data and background, "
+                f"auto: the {self.m} players take {grid:,} level combinations ({shown}) in {self._where()}, "
                 f"within the {limit:,}-query budget, so each was queried once: the spectrum is exact",
             )
         why = f"{grid:.3g} level combinations" if grid > limit else f"{self.m} players (tabulated values need <= 14)"
@@ -390,6 +406,8 @@ class _HybridRegime:
         self.check = self._held_out(min(budget, TABULATE_CHECK) if route.method == "tabulate" else budget)
         self.oracle.phase = "fit"
         params: dict[str, Any] = {"levels": sum(self.levels.level_count()), "grid": self.levels.grid_size}
+        if self.flipped:
+            params["bits_constant_in_background"] = self.flipped
         stages: list[dict[str, Any]] = []
         stopped = None
         hint = ""
@@ -466,6 +484,34 @@ class _HybridRegime:
             "scores": scores,
         }
         return cut, fields, hint
+
+
+def _with_both_values(background: Tensor, players: Tensor, m: int) -> tuple[Tensor, int]:
+    """The rows the fit is held to when no ``data=`` says which rows will be explained: the background, plus one
+    row where every single-bit player that is constant over the background takes its other value (else the fit
+    never sees that value, and a row holding it, e.g. any input against Captum's usual single baseline row, would
+    be explained by a spectrum that ignores the bit: zero values without a word). A constant player of several
+    bits has no one other value (a one-hot block has several, a free group 2^w): it is refused with the fix.
+    Returns the rows and the number of bits flipped."""
+    sizes = torch.bincount(players, minlength=m)
+    same = (background == background[:1]).all(0)
+    varies = torch.zeros(m, dtype=torch.bool, device=players.device).index_put_((players,), ~same, accumulate=True)
+    wide = ((sizes > 1) & ~varies).nonzero()[:, 0].tolist()
+    if wide:
+        features = [(players == g).nonzero()[:, 0].tolist() for g in wide[:3]]
+        raise ValueError(
+            f"no data= was given and {len(wide)} grouped player(s) (features {features}"
+            f"{' ...' if len(wide) > 3 else ''}) take one value in every background row, so the fit would never "
+            "see their other values (a row explained there would get zero values): pass data= (rows like those "
+            "you explain), or a background where those players vary"
+        )
+    constant = (sizes[players] == 1) & same
+    flipped = int(constant.sum())
+    if not flipped:
+        return background, 0
+    extra = background[:1].clone()
+    extra[:, constant] = ~extra[:, constant]
+    return torch.cat((background, extra)), flipped
 
 
 def _advice(stopped: str, n_queries: int | None, m: int, has_data: bool) -> str:

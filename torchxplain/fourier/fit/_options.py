@@ -10,7 +10,7 @@ from torch import Tensor
 
 from torchxplain._core.devices import check_device
 from torchxplain._core.inputs import dense_players, player_ids, rows
-from torchxplain._core.validation import check_float_dtype, check_int
+from torchxplain._core.validation import check_float_dtype, check_int, check_number
 from torchxplain.fourier.fit._report import TargetMetric
 
 
@@ -67,10 +67,9 @@ class FitOptions:
         budget = self.time_budget
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0):
             raise ValueError(f"time_budget must be a positive number of seconds or None, got {budget!r}")
-        if self.threshold is not None and not self.threshold >= 0:
-            raise ValueError(f"threshold must be a non-negative amplitude (or None), got {self.threshold!r}")
-        if not 0 < self.singleton_tol < 1:
-            raise ValueError(f"singleton_tol must be in (0, 1), got {self.singleton_tol}")
+        if self.threshold is not None:
+            check_number(self.threshold, "threshold", at_least=0, hint="a non-negative amplitude, or None")
+        check_number(self.singleton_tol, "singleton_tol", greater_than=0, less_than=1)
         if self.dtype is not None:
             check_float_dtype(self.dtype)
         if self.device is not None:

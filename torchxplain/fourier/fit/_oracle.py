@@ -64,6 +64,7 @@ class Oracle:
         self.seconds = 0.0
         self.cpu_seconds = 0.0
         self.out_dtype: torch.dtype | None = None
+        self.domain_note = ""  # where the fit queries beyond the user's rows (said when f is not finite there)
 
     def __call__(self, x: Tensor) -> Tensor:
         """``(B, n)`` bool inputs -> ``(B,)`` float64 outputs of ``f`` (its ``target`` column)."""
@@ -105,7 +106,7 @@ class Oracle:
             row = int(bad.nonzero()[0, 0])
             raise ValueError(
                 f"f returned NaN or infinite values in {where}: first at row {self.rows + row}, "
-                f"input {x[row].int().tolist()}"
+                f"input {x[row].int().tolist()}{self.domain_note}"
             )
         if self.out_dtype is None:
             self.out_dtype = out.dtype if out.is_floating_point() else torch.get_default_dtype()

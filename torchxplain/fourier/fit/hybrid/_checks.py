@@ -34,6 +34,9 @@ PAIRS_PER_ROW = 4
 """Background rows per held-out row."""
 MIN_ROWS, MAX_ROWS = 64, 1024
 """Bounds on the held-out rows (the R² of few rows depends much on which rows they are)."""
+ROUNDING = 1e-9
+"""Pair values of the residual below this fraction of the model's largest value are rounding: with SHAP values
+that do not vary over the rows, such a surrogate is exact on the check (R² = 1, as ``r2_score`` of a constant)."""
 
 
 @dataclass(frozen=True)
@@ -176,8 +179,9 @@ class HeldOut:
         phi_f = phi_h.to(torch.float64) - mean
         spread_f = ((phi_f - phi_f.mean()) ** 2 - noise).sum(1)
         big_e, big_t = float(squared.sum()), float(spread_f.sum())
-        if big_t <= 0:
-            return float("nan"), float("nan")
+        if big_t <= 0:  # the model's SHAP values do not vary over the rows (a constant model, one background row)
+            exact = float(error.abs().max()) <= ROUNDING * max(float(self.values.abs().max()), 1e-300)
+            return (1.0, 0.0) if exact else (float("nan"), float("nan"))
         leave_out = 1.0 - (big_e - squared) / (big_t - spread_f).clamp_min(1e-300)
         se = math.sqrt(float((n_rows - 1) / n_rows * ((leave_out - leave_out.mean()) ** 2).sum()))
         return min(1.0, 1.0 - big_e / big_t), se
