@@ -76,6 +76,13 @@ def test_version_is_the_distributions():
     assert result.returncode == 0 and result.stdout.strip() == f"torchxplain {expected['metadata']['version']}"
 
 
+def test_python_dash_m_torchxplain_is_the_command():
+    done = subprocess.run(
+        [sys.executable, "-m", "torchxplain", "--version"], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.returncode == 0 and done.stdout == run_cli("--version").stdout
+
+
 def test_missing_config_exits_2_with_one_line(capsys):
     line = one_line_error(run_main(capsys, "run", "configs/does-not-exist.yaml"))
     assert "configs/does-not-exist.yaml" in line
