@@ -45,11 +45,11 @@ def check_binary(x: Tensor, name: str) -> Tensor:
 
     Skipped under ``tx.settings.validation("shapes")``.
     """
-    if not validation.checks_values():
+    if not validation.checks_values() or x.dtype == torch.bool:
         return x
-    check_finite(x, name)
-    bad = (x != 0) & (x != 1)
+    bad = (x != 0) & (x != 1)  # NaN and infinities included: the finiteness pass runs only to name them
     if bool(bad.any()):
+        check_finite(x, name)
         row, col = (int(i) for i in bad.nonzero()[0][-2:]) if x.ndim >= 2 else (0, int(bad.nonzero()[0][0]))
         value = x.reshape(-1, x.shape[-1])[row, col].item() if x.ndim >= 2 else x[col].item()
         raise ValueError(
