@@ -10,16 +10,20 @@ import torch
 from torch import Tensor
 
 WORD_BITS = 62
+_EXACT_FLOAT_BITS = 52  # float64 holds every integer below 2^53 exactly
 
 
 def pack_rows(x: Tensor) -> Tensor:
     """``(N, n)`` bool -> ``(N, ceil(n / 62))`` int64 words (bit ``j`` of word ``w`` is column ``62 w + j``)."""
     n = x.shape[1]
     weights = 1 << torch.arange(WORD_BITS, device=x.device)
-    words = [
-        (x[:, start : start + WORD_BITS].long() * weights[: min(WORD_BITS, n - start)]).sum(1)
-        for start in range(0, max(n, 1), WORD_BITS)
-    ]
+    words = []
+    for start in range(0, max(n, 1), WORD_BITS):
+        block, w = x[:, start : start + WORD_BITS], weights[: min(WORD_BITS, n - start)]
+        if w.numel() <= _EXACT_FLOAT_BITS:  # one matrix-vector product, exact: every sum is below 2^53
+            words.append((block.to(torch.float64) @ w.to(torch.float64)).long())
+        else:
+            words.append((block.long() * w).sum(1))
     return torch.stack(words, dim=1)
 
 
