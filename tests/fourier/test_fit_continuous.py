@@ -111,7 +111,7 @@ def test_block_least_squares_fits_like_dense_least_squares():
     torch.testing.assert_close(predict(active, coef), expected, atol=1e-8, rtol=0)
 
 
-def _piecewise_model(players: RawPlayers, seed: int):
+def _piecewise_model(players: RawPlayers, seed: int, triple_weight: float = 0.5):
     """A model that is a table over the players' fine levels: main effects, a pair and a triple."""
     gen = torch.Generator().manual_seed(seed)
     sizes = [int(s) for s in players.n_levels]
@@ -122,7 +122,7 @@ def _piecewise_model(players: RawPlayers, seed: int):
     def model(x: torch.Tensor) -> torch.Tensor:
         lv = players.levels(x)
         out = sum(main[g][lv[:, g]] for g in range(4))
-        return out + pair[lv[:, 0], lv[:, 3]] + 0.5 * triple[lv[:, 1], lv[:, 2], lv[:, 3]]
+        return out + pair[lv[:, 0], lv[:, 3]] + triple_weight * triple[lv[:, 1], lv[:, 2], lv[:, 3]]
 
     return model
 
@@ -177,3 +177,81 @@ def test_screening_finds_the_planted_interaction():
     others = torch.cat((scores[:planted], scores[planted + 1 :]))
     assert float(scores[planted]) > 10 * float(others.max())
     assert triples_of([(0, 1), (1, 2)], z.device).tolist() == [[0, 1, 2]]
+
+
+class _ExactCheck:
+    """A held-out check by enumeration: every coalition of every (row, background row) pair, exact Shapley values
+    of the model and of the surrogate on those points (brute force), their R²."""
+
+    def __init__(self, model, rows: torch.Tensor, background: torch.Tensor) -> None:
+        self.rows, self.background = rows, background
+        masks = torch.tensor(list(itertools.product([0, 1], repeat=4)), dtype=torch.bool).flip(1)
+        take = masks[:, PLAYERS][None, :, None, :]
+        self.points = torch.where(take, rows[:, None, None, :], background[None, None]).reshape(-1, 6)
+        self.values = model(self.points)
+
+    def _phi(self, values: torch.Tensor) -> np.ndarray:
+        games = values.reshape(self.rows.shape[0], 16, self.background.shape[0]).mean(2)
+        return brute_force_values(games.numpy())
+
+    def r2(self, surrogate: torch.Tensor) -> float:
+        return 1 - float(((surrogate - self.values) ** 2).sum() / ((self.values - self.values.mean()) ** 2).sum())
+
+    def shap_r2(self, surrogate: torch.Tensor, phi_h: torch.Tensor) -> tuple[float, float]:
+        truth, ours = self._phi(self.values), self._phi(surrogate)
+        np.testing.assert_allclose(phi_h.numpy(), ours, atol=1e-9)  # the closed form is the surrogate's values
+        return 1 - float(((truth - ours) ** 2).sum() / ((truth - truth.mean()) ** 2).sum()), 0.0
+
+
+def _ladder(model, data, encoding, players, max_degree=3, max_queries=1 << 17):
+    from torchxplain.fourier.fit.continuous._ladder import run_ladder
+    from torchxplain.fourier.fit.hybrid._ladder import Target
+    from torchxplain.fourier.values._plan import ValuePlan
+
+    background = data[:10]
+    check = _ExactCheck(model, data[60:66], background)
+    bits = PLAYERS[encoding.feature]
+
+    def closed_form(spectrum, rows):
+        plan = ValuePlan(spectrum, encoding.transform(background).double(), bits, 4)
+        return plan.shapley(encoding.transform(rows).double())
+
+    sampler = HybridSampler(data[:60], background, PLAYERS, 4)
+    return run_ladder(
+        model,
+        players,
+        sampler,
+        check,
+        closed_form,
+        target=Target(0.99, "shap"),
+        max_degree=max_degree,
+        max_queries=max_queries,
+        generator=torch.Generator().manual_seed(0),
+    )
+
+
+def test_the_ladder_stops_when_the_target_is_met():
+    data, encoding, players = _setup(5)
+    model = _piecewise_model(players, 7, triple_weight=0.0)  # main effects and one pair: the first stage's blocks
+    result = _ladder(model, data, encoding, players)
+    assert result.stopped == "target met" and len(result.stages) == 1
+    assert result.stages[0]["r2_shap"] > 1 - 1e-9
+
+
+def test_the_ladder_escalates_and_returns_its_best_stage_when_it_cannot_meet_the_target():
+    data, encoding, players = _setup(5)
+    model = _piecewise_model(players, 8)
+    result = _ladder(model, data, encoding, players, max_degree=1)  # main effects only cannot fit the pair
+    assert result.stopped != "target met" and len(result.stages) >= 3
+    best = max(s["r2_shap"] for s in result.stages)
+    assert best < 0.99
+    fresh = _mixed(40, seed=9)
+    torch.testing.assert_close(
+        result.spectrum.evaluate(encoding.transform(fresh).double()),
+        predict(result.layout.active(players.levels(fresh)), result.coefficients),
+        atol=1e-10,
+        rtol=0,
+    )
+    small = _ladder(model, data, encoding, players, max_degree=1, max_queries=20_000)
+    assert small.stopped == "query budget (stage 2 needs 32,768 samples, n_queries=20,000)"
+    assert len(small.stages) == 1 and small.stages[0]["samples"] == 16_384

@@ -10,6 +10,7 @@ are scored by one bincount per chunk of candidates.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -58,7 +59,7 @@ def pairs(m: int, device: torch.device) -> Tensor:
     return torch.combinations(torch.arange(m, device=device), 2)
 
 
-def triples_of(selected_pairs: list[tuple[int, ...]], device: torch.device) -> Tensor:
+def triples_of(selected_pairs: Sequence[tuple[int, ...]], device: torch.device) -> Tensor:
     """``(C, 3)`` triples with at least two of their pairs among ``selected_pairs`` (heredity)."""
     chosen = set(selected_pairs)
     players = sorted({g for pair in selected_pairs for g in pair})

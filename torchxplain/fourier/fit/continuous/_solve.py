@@ -17,6 +17,9 @@ RIDGE = 1e-12
 """Ridge weight relative to the mean column count (numerical only)."""
 TOLERANCE = 1e-12
 """CG stops when the preconditioned residual drops below this share of the right-hand side's."""
+STALL = 1e-7
+"""... or when an iteration lowers the squared error by less than this share of it (the misfit of a model the
+blocks cannot represent is then settled: more iterations move the fit by less than the misfit)."""
 MAX_ITERATIONS = 1000
 """CG iterations at most (the report records how many ran)."""
 CHECK_EVERY = 8
@@ -42,7 +45,7 @@ def block_lstsq(active: Tensor, y: Tensor, n_columns: int, start: Tensor | None 
     diagonal = counts + ridge
 
     def normal(c: Tensor) -> Tensor:
-        fitted = c[active].sum(1)
+        fitted = c.index_select(0, flat).view(active.shape).sum(1)
         return torch.bincount(flat, weights=fitted.repeat_interleave(blocks), minlength=n_columns) + ridge * c
 
     rhs = torch.bincount(flat, weights=y.repeat_interleave(blocks), minlength=n_columns)
@@ -52,12 +55,19 @@ def block_lstsq(active: Tensor, y: Tensor, n_columns: int, start: Tensor | None 
     direction = z.clone()
     rz = resid @ z
     stop = TOLERANCE**2 * (rhs @ (rhs / diagonal))
+    fitted = coef[active].sum(1)
+    sse = ((y - fitted) ** 2).sum()
+    gain = sse
     iterations = 0
     while iterations < MAX_ITERATIONS:
-        if iterations % CHECK_EVERY == 0 and bool(rz <= stop):  # one device sync per CHECK_EVERY iterations
+        # one device sync per CHECK_EVERY iterations
+        if iterations % CHECK_EVERY == 0 and bool((rz <= stop) | (gain < STALL * CHECK_EVERY * sse)):
             break
         q = normal(direction)
         alpha = rz / (direction @ q).clamp_min(1e-300)
+        step = alpha * rz  # the squared error drops by this much
+        gain = step if iterations % CHECK_EVERY == 0 else gain + step
+        sse = sse - step
         coef += alpha * direction
         resid -= alpha * q
         z = resid / diagonal
