@@ -1,4 +1,5 @@
-"""The black-box benchmark's settings: the paper's four trained models plus a GB1 MLP, cached on disk.
+"""The black-box benchmark's settings: the paper's four trained models plus a GB1 MLP and an MLP on a generated
+6-site protein landscape, cached on disk.
 
 Each :class:`Setting` holds the data set, a black box ``f`` on ``(B, n)`` float tensors (``(B,)`` outputs, no
 grad), its name, and the player maps to explain with (singletons; one player per categorical variable).
@@ -121,7 +122,8 @@ def _catboost(ds: _data.Dataset) -> tuple[object, float]:
 
 
 def settings(cache: Path, names: list[str], quick: bool) -> list[Setting]:
-    """The requested settings (``entacmaea``, ``sgemm``, ``gb1_forest``, ``avgfp_catboost``, ``gb1_mlp``)."""
+    """The requested settings (``entacmaea``, ``sgemm``, ``gb1_forest``, ``avgfp_catboost``, ``gb1_mlp``,
+    ``protein6``)."""
     out = []
     loaders = {
         "entacmaea": _data.entacmaea,
@@ -129,6 +131,7 @@ def settings(cache: Path, names: list[str], quick: bool) -> list[Setting]:
         "gb1_forest": _data.gb1,
         "gb1_mlp": _data.gb1,
         "avgfp_catboost": _data.avgfp,
+        "protein6": _data.protein6,
     }
     loaded: dict[str, _data.Dataset] = {}
     for name in names:
@@ -137,10 +140,10 @@ def settings(cache: Path, names: list[str], quick: bool) -> list[Setting]:
         except _data.DatasetMissing as err:
             print(f"=== skipping {name}: {err}")
             continue
-        epochs = {"entacmaea": 60, "sgemm": 20, "gb1_mlp": 3}.get(name, 0) // (4 if quick else 1)
+        epochs = {"entacmaea": 60, "sgemm": 20, "gb1_mlp": 3, "protein6": 60}.get(name, 0) // (4 if quick else 1)
         model = None
         tag = f"{name}{'_quick' if quick else ''}.pkl"
-        if name in ("entacmaea", "sgemm", "gb1_mlp"):
+        if name in ("entacmaea", "sgemm", "gb1_mlp", "protein6"):
             net, score, how = _cached(cache / tag, lambda ds=ds, e=epochs: train_mlp(ds, max(e, 1)))
             f, note = torch_model(net), f"MLP 3x300, {max(epochs, 1)} epochs"  # type: ignore[arg-type]
         elif name == "gb1_forest":

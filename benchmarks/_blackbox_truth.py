@@ -41,28 +41,34 @@ def differing_players(queries: Tensor, background: Tensor, groups: Tensor, m: in
 def exact_by_pairs(
     f: Model, queries: Tensor, background: Tensor, groups: Tensor, max_players: int = 16, batch: int = 65536
 ) -> Tensor:
-    """Exact interventional SHAP ``(Q, m)`` per player by enumerating each pair's differing players."""
+    """Exact interventional SHAP ``(Q, m)`` per player by enumerating each pair's differing players (pairs grouped
+    by how many players they differ in, so each costs ``2^d`` queries for its own ``d``)."""
     m = int(groups.max()) + 1
     q_count, d_count = queries.shape[0], background.shape[0]
     diff = differing_players(queries, background, groups, m).reshape(-1, m)
-    players = int(diff.sum(-1).max())
-    if players > max_players:
-        raise ValueError(f"a pair differs in {players} players; enumeration is capped at {max_players}")
-    order = torch.sort(diff.to(torch.int8), dim=1, descending=True, stable=True).indices[:, :players]
-    valid = diff.gather(1, order)
-    masks = ((torch.arange(2**players)[:, None] >> torch.arange(players)) & 1).bool()
+    sizes = diff.sum(-1)
+    if int(sizes.max()) > max_players:
+        raise ValueError(f"a pair differs in {int(sizes.max())} players; enumeration is capped at {max_players}")
     qx = queries.repeat_interleave(d_count, 0)
     bx = background.repeat(q_count, 1)
     phi = torch.zeros(diff.shape[0], m, dtype=torch.float64)
-    step = max(1, batch // 2**players)
-    for a in range(0, diff.shape[0], step):
-        b = min(a + step, diff.shape[0])
-        on = torch.zeros(b - a, 2**players, m, dtype=torch.bool)
-        on.scatter_(2, order[a:b, None, :].expand(-1, 2**players, -1), masks[None] & valid[a:b, None, :])
-        take = on[:, :, groups]
-        points = torch.where(take, qx[a:b, None], bx[a:b, None]).reshape(-1, queries.shape[1])
-        v = f(points).double().reshape(b - a, 2**players)
-        phi[a:b].scatter_add_(1, order[a:b], shapley_from_games(v, players) * valid[a:b])
+    for players in torch.unique(sizes).tolist():
+        if players == 0:
+            continue
+        pairs = (sizes == players).nonzero()[:, 0]
+        order = torch.sort(diff[pairs].to(torch.int8), dim=1, descending=True, stable=True).indices[:, :players]
+        masks = ((torch.arange(2**players)[:, None] >> torch.arange(players)) & 1).bool()
+        step = max(1, batch // 2**players)
+        for a in range(0, pairs.numel(), step):
+            rows = pairs[a : a + step]
+            on = torch.zeros(rows.numel(), 2**players, m, dtype=torch.bool)
+            on.scatter_(
+                2, order[a : a + step, None, :].expand(-1, 2**players, -1), masks[None].expand(rows.numel(), -1, -1)
+            )
+            take = on[:, :, groups]
+            points = torch.where(take, qx[rows, None], bx[rows, None]).reshape(-1, queries.shape[1])
+            v = f(points).double().reshape(rows.numel(), 2**players)
+            phi[rows] = phi[rows].scatter_add(1, order[a : a + step], shapley_from_games(v, players))
     return phi.reshape(q_count, d_count, m).mean(1)
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from torchxplain.data.landscapes import load_entacmaea
+from torchxplain.data import load_entacmaea
 
 DATA_ROOT = Path(os.environ.get("TORCHXPLAIN_DATA", Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
 SGEMM_PARAMS = (
@@ -124,3 +124,25 @@ def avgfp() -> Dataset:
         torch.arange(236),
         f"{len(codes):,} distinct mutated-site patterns (stop codons dropped), log brightness",
     )
+
+
+def protein6(seed: int = 0) -> Dataset:
+    """A generated 6-site x 20-residue landscape (5,000 random sequences, one-hot = 120 bits): additive effects,
+    pairwise Potts couplings and three third-order terms through a sigmoid (global epistasis), standardised."""
+    sites, levels, count = 6, 20, 5000
+    gen = torch.Generator().manual_seed(seed)
+    additive = torch.randn(sites, levels, generator=gen)
+    pairs = torch.randn(sites, sites, levels, levels, generator=gen) * 0.5
+    triples = [(0, 1, 2), (2, 3, 4), (1, 4, 5)]
+    third = torch.randn(len(triples), levels, levels, levels, generator=gen) * 0.5
+    seq = torch.randint(0, levels, (count, sites), generator=torch.Generator().manual_seed(seed + 1))
+    energy = additive[torch.arange(sites), seq].sum(1)
+    for i in range(sites):
+        for j in range(i + 1, sites):
+            energy = energy + pairs[i, j, seq[:, i], seq[:, j]]
+    for t, (i, j, k) in enumerate(triples):
+        energy = energy + third[t, seq[:, i], seq[:, j], seq[:, k]]
+    y = torch.sigmoid(energy / 3.0).double().numpy()
+    x = torch.nn.functional.one_hot(seq, levels).reshape(count, -1).float()
+    groups = torch.arange(sites).repeat_interleave(levels)
+    return Dataset("protein6", x, _standardise(y), groups, "5,000 random sequences of a generated 6-site landscape")

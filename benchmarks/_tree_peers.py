@@ -1,8 +1,8 @@
-"""Contenders of the tree benchmark, each timed the same way: shap, woodelf, FastTreeSHAP and torchxplain.
+"""The peers of the tree benchmark, each timed the same way as the public call: shap, woodelf and FastTreeSHAP.
 
-Every contender gets the full background (shap and FastTreeSHAP through an ``Independent`` masker with
-``max_samples=len(background)``; their default silently samples 100 rows). Times are wall-clock, best of a few
-runs; runs longer than the per-case budget are not repeated.
+Every peer gets the full background (shap and FastTreeSHAP through an ``Independent`` masker with
+``max_samples=len(background)``; their default silently samples 100 rows) and its constructor is in the timing.
+Times are best of a few runs on the clock in use; runs longer than the per-case budget are not repeated.
 """
 
 from __future__ import annotations
@@ -17,9 +17,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-
-import torchxplain as tx
-from torchxplain.fourier.values._plan import ValuePlan
 
 DATA_ROOT = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
@@ -64,10 +61,11 @@ def avgfp(rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return x, frame.log_brightness.to_numpy()
 
 
-def shap_values(model: Any, background: np.ndarray, queries: np.ndarray) -> np.ndarray:
+def shap_values(model: Any, background: Any, queries: Any) -> np.ndarray:
     """shap's interventional TreeExplainer over the full background (constructor included in the timing)."""
     import shap
 
+    background, queries = np.asarray(background), np.asarray(queries)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         masker = shap.maskers.Independent(background, max_samples=len(background))
@@ -75,10 +73,11 @@ def shap_values(model: Any, background: np.ndarray, queries: np.ndarray) -> np.n
         return np.asarray(explainer.shap_values(queries, check_additivity=False))
 
 
-def fasttreeshap_values(model: Any, background: np.ndarray, queries: np.ndarray) -> np.ndarray:
+def fasttreeshap_values(model: Any, background: Any, queries: Any) -> np.ndarray:
     """FastTreeSHAP's TreeExplainer (interventional: its original TreeSHAP kernel), full background."""
     import fasttreeshap_fixed as fts
 
+    background, queries = np.asarray(background), np.asarray(queries)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         masker = fts.maskers.Independent(background, max_samples=len(background))
@@ -86,15 +85,17 @@ def fasttreeshap_values(model: Any, background: np.ndarray, queries: np.ndarray)
         return np.asarray(explainer.shap_values(queries, check_additivity=False))
 
 
-def woodelf_values(model: Any, background: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """woodelf-explainer (float32, full background, DataFrames in)."""
+def woodelf_values(model: Any, background: Any, queries: Any) -> np.ndarray:
+    """woodelf-explainer (float32, full background, DataFrames in: the user's own, or named columns)."""
     import woodelf
 
-    columns = [f"x{i}" for i in range(background.shape[1])]
+    if not isinstance(background, pd.DataFrame):
+        columns = [f"x{i}" for i in range(background.shape[1])]
+        background, queries = pd.DataFrame(background, columns=columns), pd.DataFrame(queries, columns=columns)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        explainer = woodelf.WoodelfExplainer(model, pd.DataFrame(background, columns=columns))
-        return np.asarray(explainer.shap_values(pd.DataFrame(queries, columns=columns), verbose=False))
+        explainer = woodelf.WoodelfExplainer(model, background)
+        return np.asarray(explainer.shap_values(queries, verbose=False))
 
 
 PEERS: dict[str, Callable[[Any, np.ndarray, np.ndarray], np.ndarray]] = {
@@ -114,32 +115,3 @@ def available_peers() -> dict[str, str]:
         except Exception as err:  # noqa: BLE001 (any import failure means the peer cannot run)
             status[name] = f"not installable here ({type(err).__name__}: {err})"[:120]
     return status
-
-
-def ours_kernel(
-    spectrum: tx.FourierSpectrum, background: torch.Tensor, queries: torch.Tensor, repeat: int, sync: bool
-) -> dict[str, Any]:
-    """The kernel alone on an extracted spectrum: a fresh plan (build + explain), then the explain alone."""
-
-    def fresh() -> tuple[ValuePlan, torch.Tensor]:
-        plan = ValuePlan(spectrum, background, None, spectrum.n_features)
-        return plan, plan.shapley(queries)
-
-    total, (plan, values) = timed(fresh, repeat, sync=sync)
-    explain, _ = timed(lambda: plan.shapley(queries), repeat, sync=sync)
-    choice = plan.describe()["choices"]["shapley"]
-    families = plan.describe().get("workload", {}).get("families", "-")
-    return {
-        "total": total,
-        "build": max(total - explain, 0.0) if choice["kernel"] == "small_support" else 0.0,
-        "explain": explain if choice["kernel"] == "small_support" else total,
-        "kernel": choice["kernel"],
-        "families": families,
-        "values": values.cpu().numpy(),
-    }
-
-
-def ours_explainer(model: Any, background: torch.Tensor, queries: torch.Tensor, repeat: int, sync: bool) -> float:
-    """The public path: ``FourierShap.from_trees`` (extraction included) and ``attribute``."""
-    seconds, _ = timed(lambda: tx.FourierShap.from_trees(model, background).attribute(queries), repeat, sync=sync)
-    return seconds

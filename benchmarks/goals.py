@@ -36,8 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import goals_stages  # noqa: E402
 
-from torchxplain.data import simulate_goals_design  # noqa: E402
-from torchxplain.goals import Goals, median_lengthscale, rate  # noqa: E402
+from torchxplain import Goals
+from torchxplain.data import simulate_goals_design
+from torchxplain.goals import median_lengthscale, rate
 
 MICE = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "mice_hs"
 

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 import torchxplain as tx
-from torchxplain.goals import Goals
+from torchxplain import Goals
 
 
 def sync(device: torch.device) -> None:

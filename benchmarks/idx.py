@@ -37,7 +37,8 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from torchxplain import settings
-from torchxplain.idx import BayesianClassifier, datasets, explain, explain_batch, relation_tensors, tables
+from torchxplain.idx import BayesianClassifier, datasets, explain, explain_batch, relation_tensors
+from torchxplain.idx import _tables as tables
 from torchxplain.idx.stats import relation_shares
 
 KITS = ("md", "sd", "cf")

@@ -66,7 +66,7 @@ def worker(devices: int, rows: int, batch_size: int, out_dir: str, device: str =
     from lightning.pytorch.callbacks import Callback
     from torch.utils.data import DataLoader, TensorDataset
 
-    from torchxplain.integrations.lightning import ExplainModule, ExplanationWriter
+    from torchxplain.integrations import ExplainModule, ExplanationWriter
 
     torch.set_num_threads(1)
 
@@ -126,7 +126,7 @@ def launch(devices: int, rows: int, batch_size: int, device: str = "cpu") -> tup
         wall = time.perf_counter() - start
         if done.returncode:
             raise RuntimeError(f"worker with {devices} process(es) failed:\n{done.stderr[-3000:]}")
-        from torchxplain.integrations.batch import merge_shards
+        from torchxplain.integrations import merge_shards
 
         merge_shards(out, expected_rows=rows)  # every row explained exactly once
     result = next(json.loads(line[7:]) for line in done.stdout.splitlines() if line.startswith("RESULT "))

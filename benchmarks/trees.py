@@ -1,27 +1,36 @@
-"""Exact tree SHAP: torchxplain against shap, woodelf-explainer and FastTreeSHAP, side by side in one run.
+"""Exact tree SHAP on the public call: ``FourierShap.from_trees(model, X_bg).attribute(X)`` against shap,
+woodelf-explainer and FastTreeSHAP, side by side in one process.
 
-The seed paper's tree grid: 20-tree random forests of depth 3, 5 and 8 on the four binary / one-hot data sets
-(Entacmaea n = 13, SGEMM n = 40 one-hot, GB1 n = 80 one-hot, avGFP n = 236 binary; read from ../shared/data),
-Q = 100, 1,000 and 10,000 queries against |D| = 100 background rows, plus |D| = 1,000 at Q = 1,000. Every
-contender gets the full background and explains the same queries; values are in float64 (``--dtype``).
+Ours is timed as a user calls it: a fresh explainer (the model's parse, the spectrum's extraction, the value plan's
+families, moments and tables) and its first ``attribute``; each peer with its constructor. Every peer gets the full
+background. A peer counts only where it is exact: where its values match the direct reference (each leaf's closed
+form, :mod:`_tree_reference`, itself checked against all 2^p coalitions of the model's own output) to ``1e-6`` of
+the values' scale (the peers compute in float32); the others are shown in brackets and left out of ``best``.
 
-Columns (one table per thread setting: one thread, then the library default):
-  k, fam, kernel       spectrum size, support families, the kernel the cost model picked
-  extract              seconds to extract the exact spectrum (``tx.tree_spectrum``)
-  build, explain       the plan's one-off build (families, moments, tables) and the explain of the Q queries
-  ours                 build + explain (the kernel alone, spectrum given)
-  shap× wood× fts×     each peer's total time (constructor + values) over ours
-  best×                the fastest peer over ours; best×+ex over ours plus the extraction
-  expl×                the fastest peer over the public explainer (FourierShap.from_trees + attribute)
-  err                  max |ours - shap| / max |shap| (shap's kernel works in float32: ~1e-8 is its floor)
-Targets (issue 13): depth ≤ 5: best× ≥ 1 at Q = 100 and ≥ 10 at Q ≥ 1,000; depth 8: best× ≥ 1 at Q ≥ 1,000.
+Sections (``--sections``; all by default):
+  binary        the paper's grid: 20-tree random forests of depth 3, 5 and 8 on Entacmaea (n = 13), SGEMM (40
+                one-hot), GB1 (80 one-hot) and avGFP (236 binary); Q = 100, 1,000, 10,000 against |D| = 100 and Q =
+                1,000 against |D| = 1,000. Targets (issue 24): depth ≤ 5 ≥ 3× the fastest exact peer at Q = 100 and
+                ≥ 10× at Q ≥ 1,000; depth 8 ≥ 1× at Q = 100 and ≥ 3× at Q ≥ 1,000.
+  continuous    breast cancer and diabetes (random forest, XGBoost) and a 15 + 2-categorical DataFrame (XGBoost,
+                LightGBM 100 × 31 leaves, HistGradientBoosting defaults), Q = 100 and 1,000 × |D| = 100; "first" is the
+                first fresh call of the process on that model (cold), "best" the best of the repeats. Target: ≥ 5× the
+                fastest exact peer at Q = 1,000, first call.
+  interactions  interaction_values SII and k-SII (max_order 2) on GB1 depth 5, 1,000 rows: today's route (the
+                dense kernel, called directly) against the public function (the cost model picks the small-support
+                tables); equality to each other, and to shapiq's ExactComputer over all 2^13 coalitions on
+                Entacmaea. Target: ≥ 10×, equal to 1e-12.
+  profile       where the public call's time goes, phase by phase (:mod:`_tree_profile`).
 
-``--continuous``: random forest (50 trees, depth 5) and XGBoost (100 trees, depth 6) on scikit-learn's breast
-cancer and diabetes data, Q × |D| = 100 × 100 and 1,000 × 100; every split threshold is a binary feature and
-values are per original feature. shap keeps thresholds in float32, so exactness is also checked against brute
-force over coalitions (diabetes, 10 features, first 5 queries).
+One table per thread setting (``--threads``: 1 = torch.set_num_threads(1) + threadpoolctl, 0 = the default). On a
+machine shared with other jobs use ``--clock cpu`` (process CPU time), and for the default threads start the process
+with ``OMP_WAIT_POLICY=PASSIVE``: torch's OpenMP threads otherwise spin while the cores are taken by other jobs, and
+every parallel operation waits a scheduler slice (10-40x slower on this 2-core machine at load 3). The load average
+and the wait policy are printed with every table.
 
-    python benchmarks/trees.py [--quick] [--device cpu|cuda] [--threads 1 0] [--continuous] [--json out.json]
+    python benchmarks/trees.py [--quick] [--sections binary continuous interactions profile] [--threads 1 0]
+        [--clock wall|cpu] [--device cpu|cuda] [--json out.json]
+    python benchmarks/trees.py --memory    # GB1 depth 8, Q = 10,000 under max_memory='1GB': peak resident set
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,22 +49,24 @@ from sklearn.ensemble import RandomForestRegressor
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _tree_peers  # noqa: E402
 from _data import DatasetMissing, entacmaea, gb1, sgemm  # noqa: E402
-from _tree_continuous import run_continuous  # noqa: E402
-from _tree_peers import PEERS, available_peers, avgfp, ours_explainer, ours_kernel, timed, use_clock  # noqa: E402
+from _tree_continuous import models as continuous_models  # noqa: E402
+from _tree_continuous import positive_class  # noqa: E402
+from _tree_peers import PEERS, available_peers, avgfp, timed, use_clock  # noqa: E402
+from _tree_profile import print_profile, profile_call  # noqa: E402
+from _tree_reference import coalition_values, direct_values  # noqa: E402
 
 import torchxplain as tx  # noqa: E402
 
 CELLS = [(100, 100), (1_000, 100), (10_000, 100), (1_000, 1_000)]  # (Q, |D|)
+EXACT = 1e-6  # a peer matches the reference within this fraction of the values' scale (float32 peers)
+CHECKED = 10  # queries checked against the direct reference per cell
 
 
 def datasets(names: list[str], seed: int) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """``(name, x, y)`` of the requested data sets (skipped with a note when absent)."""
-    loaders = {
-        "entacmaea": lambda: entacmaea(),
-        "sgemm": lambda: sgemm(),
-        "gb1": lambda: gb1(),
-    }
+    loaders = {"entacmaea": entacmaea, "sgemm": sgemm, "gb1": gb1}
     out = []
     for name in names:
         try:
@@ -82,134 +94,194 @@ def split(x: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarr
     return x[train], y[train], background, queries
 
 
-def run_cell(model, spectrum, background, queries, args, device, dtype, peers) -> dict[str, Any]:
-    """One (Q, |D|) cell: ours (kernel and explainer) and every available peer on the same rows."""
-    sync = device.type == "cuda"
-    bg_t = torch.tensor(background, dtype=dtype, device=device)
-    q_t = torch.tensor(queries, dtype=dtype, device=device)
-    ours = ours_kernel(spectrum.to(device=device, dtype=dtype), bg_t, q_t, args.repeat, sync)
-    row: dict[str, Any] = {k: v for k, v in ours.items() if k != "values"}
-    row["explainer"] = ours_explainer(model, bg_t, q_t, args.repeat, sync)
-    reference = None
+def public_call(model: Any, background: Any, queries: Any) -> np.ndarray:
+    """The call users make: a fresh explainer and its first attribute (back on the host, so a device call has
+    finished when it returns)."""
+    return tx.FourierShap.from_trees(model, background).attribute(queries).detach().cpu().numpy()
+
+
+def on_device(x: Any, device: str) -> Any:
+    """``x`` as the public call takes it on ``device``: as it is on the CPU (a DataFrame stays a DataFrame), else a
+    float64 tensor there (the explainer lives on its background's device)."""
+    return x if device == "cpu" else torch.tensor(np.asarray(x, dtype=np.float64), device=device)
+
+
+def rows_of(x: Any, rows: slice | np.ndarray) -> Any:
+    return x.iloc[rows] if hasattr(x, "iloc") else x[rows]
+
+
+def compare(
+    model: Any, background: Any, queries: Any, ours: np.ndarray, args: argparse.Namespace, peers: dict[str, str]
+):
+    """The cell's row: ours and every peer timed, and their errors against the direct reference."""
+    check = rows_of(queries, slice(0, CHECKED))
+    reference = direct_values(model, np.asarray(check, dtype=np.float64), np.asarray(background, dtype=np.float64))
+    references = [reference]
+    if hasattr(model, "predict_proba") and not hasattr(model, "get_booster"):  # a peer may explain class 0
+        references.append(direct_values(model, np.asarray(check), np.asarray(background), target=0))
+    scale = max(float(np.abs(reference).max()), 1e-12)
+    row: dict[str, Any] = {"err": float(np.abs(ours[:CHECKED] - reference).max() / scale)}
     for name, fn in PEERS.items():
         if peers[name] != "ok" or name in args.skip_peers:
-            row[name] = float("nan")
+            row[name], row[f"exact_{name}"] = float("nan"), False
             continue
         row[name], values = timed(lambda fn=fn: fn(model, background, queries), args.repeat)
+        values = positive_class(np.asarray(values), len(queries))[:CHECKED]
+        error = min(float(np.abs(values - r).max()) / scale for r in references)
+        row[f"err_{name}"], row[f"exact_{name}"] = error, error <= EXACT
         if name == "shap":
-            reference = values
-        elif reference is not None:
-            row[f"err_{name}"] = float(np.abs(values - reference).max() / np.abs(reference).max())
-    if reference is not None:
-        row["err"] = float(np.abs(ours["values"] - reference).max() / np.abs(reference).max())
+            row["diff_shap"] = float(np.abs(values - ours[:CHECKED]).max()) / scale
     return row
 
 
-def target(depth: int, q: int) -> float | None:
-    """The speed target of a cell (issue 13): the fastest peer's time over ours must reach it."""
+def binary_target(depth: int, q: int) -> float:
     if depth <= 5:
-        return 1.0 if q < 1000 else 10.0
-    return 1.0 if q >= 1000 else None
+        return 3.0 if q < 1000 else 10.0
+    return 1.0 if q < 1000 else 3.0
 
 
-def report(rows: list[dict[str, Any]], threads: int) -> None:
-    print(f"\n== {threads} thread(s)")
-    head = (
-        f"{'data':>9} {'n':>3} {'d':>1} {'Q':>6} {'|D|':>5} {'k':>6} {'fam':>5} {'kernel':>13} {'extract':>8} "
-        f"{'build':>7} {'explain':>8} {'ours':>7} {'shap×':>7} {'wood×':>7} {'fts×':>7} {'best×':>7} "
-        f"{'best×+ex':>8} {'expl×':>7} {'err':>8} target"
-    )
-    print(head)
-    for r in rows:
-        peers = [r[p] for p in PEERS if np.isfinite(r[p])]
-        best = min(peers) if peers else float("nan")
-        r["best_ratio"] = best / r["total"]
-        r["best_ratio_with_extraction"] = best / (r["total"] + r["extract"])
-        r["explainer_ratio"] = best / r["explainer"]
-        goal = target(r["depth"], r["Q"])
-        verdict = "-" if goal is None else ("met" if r["best_ratio"] >= goal else f"MISSED (<{goal:g}x)")
-        r["target"] = verdict
-        ratios = " ".join(f"{r[p] / r['total']:>7.2f}" for p in PEERS)
-        print(
-            f"{r['data']:>9} {r['n']:>3} {r['depth']:>1} {r['Q']:>6} {r['B']:>5} {r['k']:>6} {r['families']!s:>5} "
-            f"{r['kernel']:>13} {r['extract']:>8.4f} {r['build']:>7.4f} {r['explain']:>8.4f} {r['total']:>7.4f} "
-            f"{ratios} {r['best_ratio']:>7.2f} {r['best_ratio_with_extraction']:>8.2f} {r['explainer_ratio']:>7.2f} "
-            f"{r.get('err', float('nan')):>8.1e} {verdict}",
-            flush=True,
-        )
+def run_binary(args: argparse.Namespace, peers: dict[str, str]) -> list[dict[str, Any]]:
+    rows = []
+    for name, x, y in datasets(args.datasets, args.seed):
+        train_x, train_y, background, queries = split(x, y, args.seed)
+        for depth in args.depths:
+            model = RandomForestRegressor(n_estimators=args.trees, max_depth=depth, random_state=args.seed, n_jobs=1)
+            model.fit(train_x, train_y)
+            for q, b in args.cells:
+                bg_t = torch.tensor(background[:b], device=args.device)
+                q_t = torch.tensor(queries[:q], device=args.device)
+                seconds, ours = timed(lambda m=model, b=bg_t, x=q_t: public_call(m, b, x), args.repeat)
+                row = dict(data=name, n=x.shape[1], depth=depth, Q=q, B=b, ours=seconds)
+                row.update(compare(model, background[:b], queries[:q], ours, args, peers))
+                row["target"] = binary_target(depth, q)
+                rows.append(row)
+                print_row(row, f"{name:>9} n={x.shape[1]:<3} d={depth} Q={q:<6} |D|={b:<5}")
+    return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="Entacmaea and SGEMM, depths 3 and 5, Q = 100, 1 thread")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", default="float64", choices=["float32", "float64"])
-    parser.add_argument("--datasets", nargs="+", default=["entacmaea", "sgemm", "gb1", "avgfp"])
-    parser.add_argument("--depths", type=int, nargs="+", default=[3, 5, 8])
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 0], help="thread settings (0: the default)")
-    parser.add_argument("--trees", type=int, default=20)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--skip-peers", nargs="*", default=[], help="peers not to run (shap, woodelf, fasttreeshap)")
-    parser.add_argument("--continuous", action="store_true", help="the continuous grid instead of the binary one")
-    parser.add_argument("--json", type=Path, help="also write every row to this JSON file")
-    parser.add_argument(
-        "--memory",
-        action="store_true",
-        help="only the memory case (issue 13): GB1 depth 8, Q = 10,000, max_memory='1GB', in a fresh process",
-    )
-    parser.add_argument(
-        "--clock",
-        default="wall",
-        choices=["wall", "cpu"],
-        help="wall-clock time, or process CPU time (for one-thread runs on a machine shared with other jobs)",
-    )
-    args = parser.parse_args()
-    cells = CELLS
-    if args.quick:
-        args.datasets, args.depths, args.threads, args.repeat = ["entacmaea", "sgemm"], [3, 5], [1], 1
-        cells = [(100, 100)]
-    device, dtype = torch.device(args.device), getattr(torch, args.dtype)
-    if args.memory:
-        return memory_case(args, device, dtype)
-    use_clock(args.clock)
-    peers = available_peers()
-    default_threads = torch.get_num_threads()
-    print(f"peers: {peers}")
+def run_continuous(args: argparse.Namespace, peers: dict[str, str]) -> list[dict[str, Any]]:
+    rows = []
+    for case in continuous_models(args.seed):
+        x, model = case["x"], case["fitted"]
+        rng = np.random.default_rng(args.seed)
+        background = rows_of(x, rng.permutation(len(x))[:100])
+        for q in args.continuous_q:
+            queries = rows_of(x, rng.integers(0, len(x), q))
+            bg_d, q_d = on_device(background, args.device), on_device(queries, args.device)
+            start = _tree_peers.clock()
+            ours = public_call(model, bg_d, q_d)
+            first = _tree_peers.clock() - start
+            best, _ = timed(lambda m=model, b=bg_d, x=q_d: public_call(m, b, x), args.repeat)
+            row = dict(data=case["data"], model=case["model"], Q=q, B=100, ours=first, best=best, target=5.0)
+            row.update(compare(model, background, queries, ours, args, peers))
+            if case["data"] == "diabetes" and q == args.continuous_q[0]:  # the reference against all 2^10 coalitions
+                few = queries[:3]
+                exact = coalition_values(case["output"], few, background)
+                ref = direct_values(model, few, background)
+                row["reference_vs_coalitions"] = float(np.abs(ref - exact).max() / np.abs(exact).max())
+            rows.append(row)
+            label = f"{case['data']:>13} {case['model']:<15} Q={q:<5} |D|=100 best {best * 1e3:7.1f} ms"
+            print_row(row, label)
+    return rows
+
+
+def print_row(row: dict[str, Any], label: str) -> None:
+    exact = [row[p] for p in PEERS if row.get(f"exact_{p}") and np.isfinite(row[p])]
+    best = min(exact) if exact else float("nan")
+    row["best_exact_peer"] = best
+    row["ratio"] = best / row["ours"]
+    verdict = "no exact peer" if not exact else ("met" if row["ratio"] >= row["target"] else "MISSED")
+    row["verdict"] = verdict
+    parts = []
+    for p in PEERS:
+        if not np.isfinite(row[p]):
+            continue
+        cell = f"{p} {row[p] / row['ours']:.2f}x"
+        parts.append(cell if row.get(f"exact_{p}") else f"[{cell} err {row[f'err_{p}']:.0e}]")
     print(
-        f"device {device}, {args.dtype}; default threads {default_threads}; {args.trees}-tree random forests; "
-        f"{args.clock} clock; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+        f"{label} ours {row['ours'] * 1e3:8.1f} ms | {' '.join(parts)} | best× {row['ratio']:6.2f} "
+        f"(target {row['target']:g}×: {verdict}) | err {row['err']:.1e}",
+        flush=True,
     )
-    rows: list[dict[str, Any]] = []
-    if args.continuous:
-        rows = run_continuous(args, peers, quick=args.quick)
-    else:
-        for threads in args.threads:
-            count = threads or default_threads
-            torch.set_num_threads(count)
-            block: list[dict[str, Any]] = []
-            with threadpool_limits(count):
-                for name, x, y in datasets(args.datasets, args.seed):
-                    train_x, train_y, background, queries = split(x, y, args.seed)
-                    for depth in args.depths:
-                        model = RandomForestRegressor(
-                            n_estimators=args.trees, max_depth=depth, random_state=args.seed, n_jobs=1
-                        ).fit(train_x, train_y)
-                        extract, spectrum = timed(lambda m=model: tx.tree_spectrum(m), args.repeat)
-                        for q, b in cells:
-                            row = run_cell(model, spectrum, background[:b], queries[:q], args, device, dtype, peers)
-                            row.update(data=name, n=x.shape[1], depth=depth, Q=q, B=b, k=len(spectrum))
-                            row.update(extract=extract, threads=count)
-                            block.append(row)
-                            report_line(row)
-            rows += block
-            report(block, count)
-    torch.set_num_threads(default_threads)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1, default=str))
 
 
-def memory_case(args: argparse.Namespace, device: torch.device, dtype: torch.dtype) -> None:
+def run_interactions(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """SII and k-SII order 2 on GB1 depth 5 (1,000 rows): the dense kernel against the plan; Entacmaea vs shapiq."""
+    from torchxplain.fourier.values.interactions._kernel import _interaction_values
+
+    rows = []
+    for name, x, y in datasets(["gb1", "entacmaea"], args.seed):
+        train_x, train_y, background, queries = split(x, y, args.seed)
+        model = RandomForestRegressor(n_estimators=args.trees, max_depth=5, random_state=args.seed, n_jobs=1)
+        model.fit(train_x, train_y)
+        spectrum = tx.tree_spectrum(model)
+        q = 1000 if name == "GB1" else 5
+        spectrum = spectrum.to(args.device)
+        bg, qs = torch.tensor(background[:100], device=args.device), torch.tensor(queries[:q], device=args.device)
+        for index in ("SII", "k-SII"):
+            term = tx.fourier.precompute_background(spectrum, bg)
+            start = _tree_peers.clock()
+            dense = _interaction_values(qs, term, None, spectrum.n_features, index, 2)
+            today = _tree_peers.clock() - start
+            seconds, ours = timed(
+                lambda s=spectrum, x=qs, b=bg, i=index: tx.fourier.interaction_values(s, x, b, index=i, max_order=2), 3
+            )
+            plan = tx.fourier.value_plan(spectrum, bg)
+            plan.interaction_values(qs, index, 2)  # the route the public call took (the cost model's choice)
+            route = plan.describe()["choices"][f"{index} up to order 2"]["kernel"]
+            diff = max(float((dense[t] - ours[t]).abs().max()) for t in ours)
+            row = dict(data=name, index=index, Q=q, dense=today, ours=seconds, ratio=today / seconds, diff=diff)
+            if name == "Entacmaea":
+                row["vs_shapiq"] = _shapiq_difference(model, index, queries[:q], background[:100], ours)
+            rows.append(row)
+            extra = f", shapiq exact: {row['vs_shapiq']:.1e}" if "vs_shapiq" in row else ""
+            verdict = "met" if row["ratio"] >= 10 else "MISSED" if q >= 1000 else "(the target is for 1,000 rows)"
+            print(
+                f"{name:>9} {index:<5} Q={q:<5} dense kernel {today * 1e3:8.1f} ms, public call {seconds * 1e3:7.1f} "
+                f"ms ({route}): {row['ratio']:.1f}x (target 10x: {verdict}), max diff {diff:.1e}{extra}",
+                flush=True,
+            )
+    return rows
+
+
+def _shapiq_difference(model: Any, index: str, queries: np.ndarray, background: np.ndarray, ours: dict) -> float:
+    """Largest difference of our values from shapiq's ExactComputer on the model's own interventional game."""
+    import shapiq
+
+    worst = 0.0
+    for row, x in enumerate(queries):
+
+        def game(coalitions: np.ndarray, x: np.ndarray = x) -> np.ndarray:
+            hybrid = np.where(coalitions[:, None, :], x[None, None, :], background[None])
+            return model.predict(hybrid.reshape(-1, len(x))).reshape(len(coalitions), -1).mean(1)
+
+        computer = shapiq.ExactComputer(n_players=len(x), game=game)
+        values = computer(index=index, order=2)
+        for interaction, value in values.dict_values.items():
+            t = len(interaction)
+            mine = ours[t][(row, *interaction)] if t else ours[0][row]
+            worst = max(worst, abs(float(mine) - float(value)))
+    return worst
+
+
+def run_profile(args: argparse.Namespace) -> None:
+    for name, x, y in datasets(["gb1", "avgfp"], args.seed):
+        train_x, train_y, background, queries = split(x, y, args.seed)
+        for depth in (5, 8):
+            model = RandomForestRegressor(n_estimators=args.trees, max_depth=depth, random_state=args.seed, n_jobs=1)
+            model.fit(train_x, train_y)
+            for q in (100, 1000):
+                total, parts = profile_call(model, torch.tensor(background[:100]), torch.tensor(queries[:q]), 5)
+                print_profile(f"{name} depth {depth}, Q = {q}, |D| = 100", total, parts)
+    for case in continuous_models(args.seed):
+        if case["data"] != "tabular15+2":
+            continue
+        x = case["x"]
+        total, parts = profile_call(case["fitted"], x.iloc[:100], x.iloc[1000:2000], 3)
+        print_profile(f"tabular 15 + 2 categorical, {case['model']}, Q = 1,000, |D| = 100", total, parts)
+
+
+def memory_case(args: argparse.Namespace) -> None:
     """Extraction and values of GB1 depth 8 for Q = 10,000 under ``max_memory="1GB"``: peak resident set of this
     process (``getrusage``; Python, torch, the data and the forest included) against 1.5 × the budget."""
     import resource
@@ -220,8 +292,8 @@ def memory_case(args: argparse.Namespace, device: torch.device, dtype: torch.dty
     model.fit(train_x, train_y)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     with tx.settings.max_memory("1GB"):
-        explainer = tx.FourierShap.from_trees(model, torch.tensor(background[:100], dtype=dtype, device=device))
-        phi = explainer.attribute(torch.tensor(queries, dtype=dtype, device=device))
+        explainer = tx.FourierShap.from_trees(model, torch.tensor(background[:100]))
+        phi = explainer.attribute(torch.tensor(queries))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(
         f"{name} depth 8, k={len(explainer.spectrum)}, Q={len(queries)}, |D|=100, max_memory='1GB': values "
@@ -230,10 +302,63 @@ def memory_case(args: argparse.Namespace, device: torch.device, dtype: torch.dty
     )
 
 
-def report_line(row: dict[str, Any]) -> None:
-    """Progress: one line per cell as it finishes (the table is printed again at the end)."""
-    peers = {p: row[p] / row["total"] for p in PEERS if np.isfinite(row[p])}
-    print(f"  {row['data']} d={row['depth']} Q={row['Q']} |D|={row['B']}: ours {row['total']:.4f}s, ratios {peers}")
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="Entacmaea and GB1 depth 5, Q = 100/1,000, one thread")
+    parser.add_argument("--sections", nargs="+", default=["binary", "continuous", "interactions", "profile"])
+    parser.add_argument("--datasets", nargs="+", default=["entacmaea", "sgemm", "gb1", "avgfp"])
+    parser.add_argument("--depths", type=int, nargs="+", default=[3, 5, 8])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 0], help="thread settings (0: the default)")
+    parser.add_argument("--trees", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-peers", nargs="*", default=[], help="peers not to run (shap, woodelf, fasttreeshap)")
+    parser.add_argument("--json", type=Path, help="also write every row to this JSON file")
+    parser.add_argument("--memory", action="store_true", help="only the memory case (issue 13), in a fresh process")
+    parser.add_argument("--clock", default="wall", choices=["wall", "cpu"], help="wall-clock or process CPU time")
+    parser.add_argument(
+        "--device", default="cpu", help="where our explainer runs (cpu, cuda); the peers run on the CPU"
+    )
+    args = parser.parse_args()
+    args.cells, args.continuous_q = CELLS, [100, 1000]
+    if args.quick:
+        args.datasets, args.depths, args.threads, args.repeat = ["entacmaea", "gb1"], [5], [1], 2
+        args.cells, args.continuous_q = [(100, 100), (1000, 100)], [1000]
+    if args.memory:
+        return memory_case(args)
+    use_clock(args.clock)
+    peers = available_peers()
+    default_threads = torch.get_num_threads()
+    policy = os.environ.get("OMP_WAIT_POLICY", "unset (OpenMP's default: spin)")
+    print(f"peers: {peers}\n{args.clock} clock; default threads {default_threads}; {os.cpu_count()} CPUs")
+    print(f"OMP_WAIT_POLICY {policy}")
+    results: dict[str, Any] = {}
+    for threads in args.threads:
+        count = threads or default_threads
+        torch.set_num_threads(count)
+        with threadpool_limits(count):
+            for section in args.sections:
+                print(
+                    f"\n== {section}, {count} thread(s), load average {os.getloadavg()[0]:.1f} at {time.strftime('%X')}"
+                )
+                if section == "binary":
+                    results[f"binary_{count}"] = run_binary(args, peers)
+                elif section == "continuous":
+                    results[f"continuous_{count}"] = run_continuous(args, peers)
+                elif section == "interactions" and threads == args.threads[0]:
+                    results["interactions"] = run_interactions(args)
+                elif section == "profile" and threads == args.threads[0]:
+                    run_profile(args)
+    torch.set_num_threads(default_threads)
+    grid = [r for key, rows in results.items() if key.startswith(("binary", "continuous")) for r in rows]
+    if grid:
+        print(f"\nours against the direct reference, every cell: max {max(r['err'] for r in grid):.1e} of the scale")
+    for key, label in (("diff_shap", "ours against shap"), ("err_shap", "shap against the direct reference")):
+        found = [r[key] for r in grid if key in r]
+        if found:
+            print(f"{label}, every cell: max {max(found):.1e} of the scale")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1, default=str))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # executes every tutorial in a subprocess
+
 ROOT = Path(__file__).resolve().parents[1]
 ALL = sorted((ROOT / "tutorials").glob("*.py"))
 # goals_bnn runs in tests/goals/test_bnn_tutorial.py, which also checks what it finds
@@ -53,8 +55,11 @@ def check_captum_interop(stdout: str) -> None:
 
 
 def check_fourier_landscapes(stdout: str) -> None:
-    # the exact WHT of the MLP on all 8,192 genotypes, top 512 terms: R² against the MLP's own outputs
-    assert number(stdout, "R^2 on uniform inputs:") > 0.95
+    # both fits tabulate (8,192 genotypes; GB1's 160,000 site combinations): exact on their held-out checks
+    assert stdout.count("method='tabulate'") == 2 and stdout.count(": met") >= 2
+    assert number(stdout, "estimated R^2 of the SHAP values:") > 0.9999
+    # against enumeration through the network itself (float32: rounding of the largest values)
+    assert number(stdout, "largest |tabulated - enumerated| over 5 genotypes:") < 1e-4
     assert number(stdout, "max efficiency error:") < 1e-4  # sum of values = surrogate(x) - mean surrogate(background)
     pairs = literal(stdout, "strongest interacting site pairs:")
     assert all(0 <= i < 13 and 0 <= j < 13 and i != j for i, j in pairs)

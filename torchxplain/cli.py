@@ -1,7 +1,9 @@
 """Command line: ``torchxplain demo | run CONFIG.yaml | bench NAME`` and ``--version``.
 
 Reports go to ``--out`` (default ``./torchxplain-report``, which the repository's ``.gitignore`` covers); a
-config's ``out:`` is a folder inside it. Every refusal is one line on stderr with exit status 2.
+config's ``out:`` is a folder inside it. ``demo`` and ``run`` take ``--no-progress``. Every refusal is one line on
+stderr with exit status 2. This module imports neither torch nor the library until a command needs them, so
+``--version`` answers at once.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from torchxplain.config import DEFAULT_ROOT, FAMILIES, ConfigError, ReportConfig, load_config, packaged_config
+from torchxplain._config import DEFAULT_ROOT, FAMILIES, ConfigError, ReportConfig, load_config, packaged_config
 
 BENCH_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # a benchmark is benchmarks/NAME.py; _private helpers excluded
 
@@ -48,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a YAML job (see configs/ in the repository)")
     run.add_argument("config", help="path of a YAML job file; its out: names a folder inside --out")
     run.add_argument("--out", default=DEFAULT_ROOT, help=out_help.replace("output folder", "output root"))
+    run.add_argument("--no-progress", action="store_true", help="hide progress bars (overrides the config)")
     bench = sub.add_parser("bench", help="run benchmarks/NAME.py of a source checkout (extra args are passed on)")
     bench.add_argument("name", help="benchmark name, e.g. fourier_values")
     bench.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the benchmark")
@@ -74,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
             cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
             return _report(cfg, args.out)
         if args.command == "run":
-            return _report(load_config(args.config), args.out)
+            cfg = load_config(args.config)
+            return _report(dataclasses.replace(cfg, show_progress=False) if args.no_progress else cfg, args.out)
         return _bench(args.name, args.args)
     except ConfigError as err:
         return _fail(str(err))
@@ -84,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(cfg: ReportConfig, root: str) -> int:
-    from torchxplain.demo import run_report
+    from torchxplain._demo import run_report
 
     try:
         path = run_report(cfg, root)

@@ -27,7 +27,7 @@ from captum.metrics import infidelity, sensitivity_max
 from torch import nn
 
 import torchxplain as tx
-from torchxplain.integrations.captum import background_averaged
+from torchxplain.integrations import background_averaged
 
 QUICK = os.environ.get("TORCHXPLAIN_QUICK") == "1"
 torch.manual_seed(0)

@@ -27,8 +27,8 @@ import warnings
 import torch
 
 import torchxplain as tx
-from torchxplain.data.landscapes import load_entacmaea, load_gb1
-from torchxplain.demo import train_mlp
+from torchxplain._demo import train_mlp
+from torchxplain.data import load_entacmaea, load_gb1
 
 QUICK = os.environ.get("TORCHXPLAIN_QUICK") == "1"
 torch.manual_seed(0)
@@ -43,16 +43,18 @@ y = (y - y.mean()) / y.std()
 mlp = train_mlp(x, y, hidden=32 if QUICK else 300, epochs=5 if QUICK else 100, seed=0, show_progress=False)
 
 # %% [markdown]
-# With 13 sites the whole cube can be queried: `method="exact"` takes the full fast Walsh–Hadamard transform and
-# keeps the `k` largest coefficients (leave `k` out and it keeps the fewest that meet `target_r2`). The fit report
-# says how many queries were used and how well the surrogate tracks the network where SHAP evaluates it: on
-# held-out *hybrid* points (a genotype's sites on a coalition, a background genotype's elsewhere), and the
-# estimated R² of the SHAP values themselves on held-out genotypes (`data=` are rows like the ones to explain).
+# With 13 sites of two residues each, the genotypes the sites can form are 2^13 = 8,192: few enough to query every
+# one once. That is what the default does here (`method="auto"` picks *tabulation*, the exact route, whenever the
+# players' level combinations fit the query budget): the spectrum is then the network itself wherever SHAP can
+# look, for any genotype and background. The fit report says which route was taken and why, how many queries it
+# spent, and checks the SHAP values on held-out genotypes (`data=` are rows like the ones to explain) by enumerating
+# their coalitions through the network.
 
 # %%
 background, queries = x[torch.randperm(len(x))[:40]], x[torch.randperm(len(x))[:40]]
-explainer = tx.FourierShap(mlp, background, k=512, method="exact", data=x)
+explainer = tx.FourierShap(mlp, background, data=x)
 print(explainer.fit_report)
+assert explainer.fit_report.method == "tabulate" and explainer.fit_report.met_target
 start = time.perf_counter()
 phi = explainer.attribute(queries)
 print(f"SHAP values for {len(queries)} genotypes in {time.perf_counter() - start:.3f} s")
@@ -79,13 +81,14 @@ heatmap = tx.viz.InteractionHeatmapDisplay(sii, [f"site{j}" for j in range(13)])
 # %% [markdown]
 # ## 2. GB1: four sites × 20 residues, one-hot (n = 80)
 # 2^80 queries are out of reach, and uniform queries of the cube almost never look like one-hot genotypes (on
-# average 40 of 80 bits set, against 4). Interventional SHAP only evaluates the model at hybrids of a genotype and
-# a background genotype, site by site, so the fit samples exactly those (`data=` the training genotypes,
-# `groups=` the site of each column: one player per site) and fits them in an identifiable basis (per site, one
-# indicator per residue but the most frequent one, and their products across sites), mapped exactly back to
-# Walsh terms. It grows until the estimated R² of the SHAP values reaches `target_r2` (0.99) or the budget runs
-# out, and says so with a `FitQualityWarning` when it does not: a rugged landscape like this one need not be
-# sparse on the data.
+# average 40 of 80 bits set, against 4). But interventional SHAP only evaluates the model at hybrids of a genotype
+# and a background genotype, site by site: with one player per site (`groups=` the site of each column), every
+# hybrid is one of the 20⁴ = 160,000 combinations of residues. The default queries each once (tabulation) and
+# expands the table exactly in an identifiable basis (per site, one indicator per residue but the most frequent
+# one, and their products across sites), mapped exactly back to Walsh terms — exact SHAP values for any genotype,
+# from fewer queries than a sampling explainer spends on a few hundred rows. With singleton players (one per bit)
+# the hybrids are too many to tabulate, and the default fits a sparse surrogate on hybrid samples instead, held to
+# `target_r2` on held-out genotypes (a `FitQualityWarning` says when it is not met).
 
 # %%
 xg, yg, groups = load_gb1(measured_only=True)
@@ -101,11 +104,20 @@ gb1_mlp = train_mlp(
 )
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always", tx.fourier.FitQualityWarning)
-    gb1_explainer = tx.FourierShap(
-        gb1_mlp, xg[rows[:40]], data=xg[rows], groups=groups, n_queries=20_000 if QUICK else None
-    )
+    gb1_explainer = tx.FourierShap(gb1_mlp, xg[rows[:40]], data=xg[rows], groups=groups)
 print(gb1_explainer.fit_report)
 for warning in caught:
     print("warning:", warning.message)
+assert gb1_explainer.fit_report.met_target
 per_site = gb1_explainer.attribute(xg[rows[40:80]])
 print("mean |SHAP| per site:", per_site.reshape(40, 4, 20)[:, :, 0].abs().mean(0))
+
+# %% [markdown]
+# The library's reference: `method="enumerate"` computes the same values with no surrogate at all, by querying the
+# network on every coalition of the sites for each (genotype, background genotype) pair — exact, but paid per row.
+
+# %%
+enumerated = tx.FourierShap(gb1_mlp, xg[rows[:40]], groups=groups, method="enumerate").attribute(xg[rows[40:45]])
+gap = float((per_site[:5] - enumerated).abs().max())
+print(f"largest |tabulated - enumerated| over 5 genotypes: {gap:.2e}")
+assert gap < 1e-4 * float(enumerated.abs().max())

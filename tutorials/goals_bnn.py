@@ -43,7 +43,7 @@ from sklearn.datasets import make_friedman1  # noqa: E402
 from torch import nn  # noqa: E402
 
 import torchxplain as tx  # noqa: E402
-from torchxplain.goals import LastLayerBNN, bnn_rate  # noqa: E402
+from torchxplain.goals import LastLayerBNN, bnn_rate
 
 QUICK = "--quick" in sys.argv or os.environ.get("TORCHXPLAIN_QUICK", "0") not in ("", "0")
 OUT = Path(os.environ.get("TORCHXPLAIN_OUT", tempfile.mkdtemp(prefix="goals_bnn_")))

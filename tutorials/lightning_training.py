@@ -28,9 +28,8 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import torchxplain as tx
-from torchxplain.data.landscapes import load_entacmaea
-from torchxplain.integrations.batch import merge_shards
-from torchxplain.integrations.lightning import ExplainModule, ExplanationCallback, ExplanationWriter
+from torchxplain.data import load_entacmaea
+from torchxplain.integrations import ExplainModule, ExplanationCallback, ExplanationWriter, merge_shards
 
 QUICK = os.environ.get("TORCHXPLAIN_QUICK") == "1"
 torch.manual_seed(0)
@@ -70,7 +69,7 @@ class Regressor(pl.LightningModule):
 # %%
 background, probe = x[torch.randperm(len(x))[:40]], x[torch.randperm(len(x))[:32]]
 callback = ExplanationCallback(
-    lambda module: tx.FourierShap(module, background, k=256, method="exact"),
+    lambda module: tx.FourierShap(module, background),
     probe,
     feature_names=[f"site{j}" for j in range(13)],
 )
@@ -91,7 +90,7 @@ print("importance at the last epoch:", callback.history[-1]["importance"])
 # ## Explain a whole dataset with `Trainer.predict`
 
 # %%
-explainer = tx.FourierShap(model.eval(), background, k=256, method="exact")
+explainer = tx.FourierShap(model.eval(), background)
 writer = ExplanationWriter(os.path.join(out, "shards"))
 pl.Trainer(logger=False, callbacks=[writer], enable_progress_bar=False).predict(
     ExplainModule(explainer), DataLoader(TensorDataset(x[:2000]), batch_size=500), return_predictions=False

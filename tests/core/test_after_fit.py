@@ -13,8 +13,8 @@ from sklearn.datasets import load_diabetes
 from sklearn.ensemble import RandomForestRegressor
 from torch import nn
 
+from torchxplain import explain_after_fit
 from torchxplain.idx import datasets
-from torchxplain.integrations.after_fit import explain_after_fit
 
 
 def brute_force_shap(f, xq: torch.Tensor, background: torch.Tensor) -> torch.Tensor:
@@ -147,3 +147,41 @@ def test_refusals_list_the_supported_families_and_the_next_step():
     assert "relaxed" not in str(info.value)
     with pytest.raises(ValueError, match="method must be one of"):
         explain_after_fit(mlp, x, x[:2], method="magic")
+
+
+def _one_hot_sites(sites: int, levels: int, rows: int, seed: int) -> np.ndarray:
+    codes = np.random.default_rng(seed).integers(0, levels, (rows, sites))
+    return np.eye(levels)[codes].reshape(rows, -1)
+
+
+def _mlp(n: int) -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(n, 16), nn.Tanh(), nn.Linear(16, 1), nn.Flatten(0)).double()
+
+
+def test_one_hot_blocks_are_found_said_and_explained_per_site():
+    x = _one_hot_sites(3, 5, 400, 0)
+    net = _mlp(15)
+    result = explain_after_fit(net, x, x[:4], n_background=20)
+    assert "found 3 one-hot blocks" in result.reason and result.explainer.fit_report.method == "tabulate"
+    ids = result.explainer.groups.numpy()
+    assert ids.tolist() == [0] * 5 + [1] * 5 + [2] * 5
+    from tests.fourier import brute_force
+
+    background = result.explainer.background.numpy()
+    truth = brute_force.model_shapley(lambda z: net(torch.as_tensor(z)).detach().numpy(), x[:4], background, ids)
+    np.testing.assert_allclose(result.attributions.numpy()[:, ::5], truth, atol=1e-10)
+
+
+def test_known_rows_are_enumerated_when_that_is_cheaper_than_a_fit():
+    x = _one_hot_sites(6, 12, 600, 1)  # 12^6 level combinations: too many to tabulate
+    net = _mlp(72)
+    result = explain_after_fit(net, x, x[:5], n_background=10)
+    assert result.explainer.fit_report.method == "enumerate"
+    assert "exact values by enumeration" in result.reason and "found 6 one-hot blocks" in result.reason
+    from tests.fourier import brute_force
+
+    background = result.explainer.background.numpy()
+    ids = result.explainer.groups.numpy()
+    truth = brute_force.model_shapley(lambda z: net(torch.as_tensor(z)).detach().numpy(), x[:5], background, ids)
+    np.testing.assert_allclose(result.attributions.numpy()[:, ::12], truth, atol=1e-10)

@@ -24,8 +24,8 @@ from sklearn.ensemble import RandomForestRegressor
 from sklearn.metrics import roc_auc_score
 
 from torchxplain import cli
-from torchxplain.config import ConfigError, ReportConfig, from_mapping, load_config, packaged_config
-from torchxplain.report import MARKER, report_folder
+from torchxplain._config import ConfigError, ReportConfig, from_mapping, load_config, packaged_config
+from torchxplain._report import MARKER, report_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,6 +60,7 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_help_lists_the_commands():
     result = run_cli("--help")
     assert result.returncode == 0
@@ -67,6 +68,7 @@ def test_help_lists_the_commands():
         assert command in result.stdout
 
 
+@pytest.mark.slow
 def test_version_is_the_distributions():
     expected = configparser.ConfigParser()
     expected.read(ROOT / "setup.cfg")
@@ -91,6 +93,7 @@ BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
 BOMB += "out: *i\n"  # 9^9 ≈ 387 million strings if expanded and formatted into an error message
 
 
+@pytest.mark.slow
 def test_yaml_bomb_is_refused_at_once(tmp_path):
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text(BOMB)
@@ -142,6 +145,7 @@ def test_command_line_overrides_are_checked_like_the_file(capsys):
     assert line.endswith("seed must be an integer from 0 to 4294967295, got -1")
 
 
+@pytest.mark.slow
 def test_a_semantic_error_in_the_console_process_is_one_line(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("fourier: {k: 0}\n")
@@ -204,7 +208,7 @@ def test_shipped_configs_hold_what_their_files_say():
 
 
 def test_demo_progress_follows_the_settings_unless_the_config_says(monkeypatch, capsys):
-    from torchxplain.demo import train_mlp
+    from torchxplain._demo import train_mlp
 
     x, y = torch.rand(8, 3), torch.rand(8)
     assert ReportConfig().show_progress is None  # the demo job defers to tx.settings / TORCHXPLAIN_PROGRESS
@@ -257,6 +261,7 @@ def test_report_folder_is_confined_and_reusable(tmp_path):
         report_folder(tmp_path, "file")
 
 
+@pytest.mark.slow
 def test_bench_runs_only_scripts_inside_benchmarks(tmp_path, capsys):
     outside = tmp_path / "x.py"
     outside.write_text(f"open({str(tmp_path / 'ran')!r}, 'w').write('ran')\n")
@@ -337,6 +342,7 @@ def brute_force_shap(predict, x: np.ndarray, background: np.ndarray) -> np.ndarr
     return phi
 
 
+@pytest.mark.slow
 def test_quick_demo_writes_a_report_whose_numbers_match_independent_references(tmp_path):
     result = run_cli("demo", "--quick", "--no-progress", "--out", str(tmp_path / "report"), progress="1")
     assert result.returncode == 0, result.stderr

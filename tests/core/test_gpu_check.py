@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
+pytestmark = pytest.mark.slow  # runs benchmarks/gpu_check.py's CPU quick modes in subprocesses
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -9,7 +9,7 @@ import torch
 
 import torchxplain as tx
 from torchxplain._core import check_binary, progress_enabled, rows_per_chunk
-from torchxplain._core.settings import DEFAULT_MAX_MEMORY
+from torchxplain.settings import DEFAULT_MAX_MEMORY
 from torchxplain.testing import tiny_memory_budget
 
 

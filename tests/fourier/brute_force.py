@@ -67,3 +67,23 @@ def interactions(freq, amp, xq, background, groups=None):
             delta = v[:, mask | (1 << i) | (1 << j)] - v[:, mask | (1 << i)] - v[:, mask | (1 << j)] + v[:, mask]
             out[:, i, j] += weight * delta
     return out
+
+
+def model_shapley(predict, xq: np.ndarray, background: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Interventional Shapley values of a model (any numpy ``predict``) by enumerating every coalition of the
+    players: ``v[q, S] = mean_b predict(x*_S, b_-S)``, the Shapley formula over all ``2^m`` coalitions."""
+    groups = np.asarray(groups)
+    m = int(groups.max()) + 1
+    table = np.zeros((xq.shape[0], 2**m))
+    for mask in range(2**m):
+        take = np.array([(mask >> g) & 1 for g in range(m)], dtype=bool)[groups]
+        for q in range(xq.shape[0]):
+            table[q, mask] = predict(np.where(take[None, :], xq[q][None, :], background)).mean()
+    phi = np.zeros((xq.shape[0], m))
+    for i in range(m):
+        for mask in range(2**m):
+            if not (mask >> i) & 1:
+                size = bin(mask).count("1")
+                weight = factorial(size) * factorial(m - size - 1) / factorial(m)
+                phi[:, i] += weight * (table[:, mask | (1 << i)] - table[:, mask])
+    return phi

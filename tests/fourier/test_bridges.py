@@ -19,8 +19,7 @@ import torch
 from tests.fourier import brute_force
 from tests.fourier.cases import random_case, random_groups
 from tests.fourier.interaction_reference import exact_computer, spectrum_game
-from torchxplain.fourier import INDICES, interaction_values, shapley_values
-from torchxplain.fourier.explainer._bridges import to_shap_explanation, to_shapiq_values
+from torchxplain.fourier import INDICES, interaction_values, shapley_values, to_shap_explanation, to_shapiq_values
 
 
 @pytest.fixture(scope="module")

@@ -61,7 +61,7 @@ def test_tree_spectrum_tables_on_cuda_equal_cpu():
 def test_pruning_on_cuda_equals_cpu():
     from tests.fourier.tree_cases import binary_data, fit
     from torchxplain import tree_spectrum
-    from torchxplain.fourier.trees._pruning import prune_tree_spectrum
+    from torchxplain.fourier import prune_tree_spectrum
 
     x, y = binary_data(20, rows=300, seed=4)
     spectrum = tree_spectrum(fit("rf_reg", 5, x, y))

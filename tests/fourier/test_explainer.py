@@ -66,10 +66,12 @@ def test_tuple_inputs_split_features_and_default_groups():
     torch.testing.assert_close(b.reshape(3, 4)[:, 3], expected[:, 2])
 
 
-def test_baselines_replace_the_background():
+def test_background_replaces_the_background_and_baselines_of_another_row_count_are_refused():
     spec, _, _, xq, bg = random_case(5, 6, 20, 6, 3)
     ex = FourierShap.from_spectrum(spec, bg)
-    torch.testing.assert_close(ex.attribute(xq, baselines=bg[:2]), shapley_values(spec, xq, bg[:2]))
+    torch.testing.assert_close(ex.attribute(xq, background=bg[:2]), shapley_values(spec, xq, bg[:2]))
+    with pytest.raises(ValueError, match=r"baselines has shape \(2, 6\).*one reference per input row.*background="):
+        ex.attribute(xq, baselines=bg[:2])
 
 
 def test_explainer_moves_and_round_trips_state_dict():

@@ -13,12 +13,13 @@ import torch  # noqa: E402
 
 from tests.fourier import brute_force  # noqa: E402
 from tests.fourier.cases import random_case  # noqa: E402
-from torchxplain import FourierShap  # noqa: E402
+from torchxplain import FourierShap
 
 shap = pytest.importorskip("shap")
 shapiq = pytest.importorskip("shapiq")
 
 
+@pytest.mark.slow
 def test_to_shap_values_plus_base_equal_the_model_and_plots_render(tmp_path):
     pd = pytest.importorskip("pandas")
     from sklearn.datasets import load_diabetes

@@ -172,3 +172,26 @@ def test_differentiable_in_the_amplitudes():
     alone = [interaction_values(FourierSpectrum(spec.frequencies, e), xq, bg, index="STII", max_order=2) for e in unit]
     torch.testing.assert_close(grad, torch.stack([r[2].sum() for r in alone]), rtol=0, atol=1e-12)
     assert grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("seed,n,k,n_bg,n_q,grouped", CASES)
+@pytest.mark.parametrize("kernel", ["small_support", "gemm"])
+def test_every_index_of_either_kernel_matches_shapiq(seed, n, k, n_bg, n_q, grouped, kernel):
+    """The small-support tables (orders 0..2 of every index) and the dense kernel, each forced, against shapiq."""
+    spec, freq, amp, xq, bg = random_case(seed, n, k, n_bg, n_q)
+    groups = random_groups(seed + 7, n) if grouped else np.arange(n)
+    m = int(groups.max()) + 1
+    player_ids = torch.tensor(groups) if grouped else None
+    games = [spectrum_game(freq, amp, xq[q].numpy(), bg.numpy(), groups) for q in range(n_q)]
+    computers = [exact_computer(game, m) for game in games]
+    for index, orders in ORDERS.items():
+        for order in (o for o in orders if o <= min(m, 2)):
+            result = interaction_values(spec, xq, bg, index=index, max_order=order, groups=player_ids, kernel=kernel)
+            for q in range(n_q):
+                _check_against_shapiq(result, games[q], computers[q], m, index, order, q)
+
+
+def test_tables_refuse_orders_above_two():
+    spec, _, _, xq, bg = random_case(0, 7, 30, 5, 2)
+    with pytest.raises(ValueError, match="tabulates interaction orders up to 2, got max_order=3"):
+        interaction_values(spec, xq, bg, index="k-SII", max_order=3, kernel="small_support")

@@ -71,6 +71,7 @@ def test_mlp_interactions_and_values_from_queries_match_brute_force(mlp_and_data
     torch.testing.assert_close(sii, want_sii, rtol=0, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_explainer_interaction_error_shrinks_with_k(mlp_and_data, truth):
     net, queries, background = mlp_and_data
     want = truth[1]

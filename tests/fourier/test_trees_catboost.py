@@ -130,6 +130,7 @@ def test_shap_equals_brute_force_and_catboost(kind: str) -> None:
     np.testing.assert_allclose(_catboost_shap(model, query, background), ref, atol=1e-12 * scale, rtol=0)
 
 
+@pytest.mark.slow
 def test_continuous_shap_per_feature_equals_brute_force_and_catboost() -> None:
     x, y = diabetes()
     model = _model(depth=5).fit(x, y)

@@ -14,9 +14,10 @@ import torchxplain as tx
 from tests.fourier.tree_cases import binary_data, diabetes, fit, make_model
 from torchxplain.fourier import TreeEnsemble
 from torchxplain.fourier.trees._extraction import extract, spectrum_of_ensemble
-from torchxplain.fourier.trees._terms import KeyLayout, TermBuffer, canonical
+from torchxplain.fourier.trees._terms import TermBuffer
 from torchxplain.fourier.trees.adapters._base import concat_trees
 from torchxplain.fourier.trees.adapters._dispatch import parse_model_outputs
+from torchxplain.fourier.values._keys import KeyLayout, canonical
 from torchxplain.testing import tiny_memory_budget
 
 
@@ -76,9 +77,9 @@ def test_random_trees_equal_the_transform_of_their_table(trees: list[dict], offs
     )  # fmt: skip
     cube = _cube(n)
     table = np.array([offset + sum(_walk(t, row) for t in trees) for row in cube])
-    spec, families = extract(ensemble, families=True)
+    spec, families = extract(ensemble)
+    _check_cover(spec, families)
     np.testing.assert_allclose(_as_dense(spec), _dense_spectrum(table, n), atol=1e-12, rtol=0)
-    families.check()
     with tiny_memory_budget(2048):
         small = spectrum_of_ensemble(ensemble)
     assert torch.equal(small.frequencies, spec.frequencies)
@@ -105,7 +106,7 @@ def test_keys_round_trip(n: int, width: int) -> None:
 
 
 def test_buffer_merges_and_stays_within_its_capacity() -> None:
-    buffer = TermBuffer(n_words=1, capacity=64, device=torch.device("cpu"), families=True)
+    buffer = TermBuffer(n_words=1, capacity=64, device=torch.device("cpu"))
     keys = torch.arange(10).repeat(30)[:, None]  # 10 distinct keys, 300 rows
     for part in keys.split(25):
         buffer.add(part, torch.ones(len(part)), torch.ones(len(part)), part[:, 0] % 3)
@@ -127,22 +128,38 @@ def test_extraction_under_the_smallest_public_budget() -> None:
         tx.tree_spectrum(model, max_memory=1000)
 
 
+def _check_cover(spec: tx.FourierSpectrum, families) -> None:
+    """Every frequency of degree > 0 lies inside its family's members; the constant has none; the recorded
+    features are the frequencies' own."""
+    features = [frozenset(torch.nonzero(row).flatten().tolist()) for row in spec.frequencies]
+    members = [frozenset(row[row >= 0].tolist()) for row in families.members]
+    assert families.family.shape == (len(spec),)
+    for f, fam in zip(features, families.family.tolist()):
+        assert (fam == -1) if not f else f <= members[fam]
+    recorded = [frozenset(r[r < spec.n_features].tolist()) for r in families.features]
+    assert recorded == features
+    assert families.sizes.tolist() == [len(m) for m in members] == sorted(families.sizes.tolist())
+
+
 @pytest.mark.parametrize("kind", ["rf_reg", "xgb_clf", "lgb_reg", "cat_reg"])
-def test_families_are_maximal_path_sets_that_hold_each_frequency(kind: str) -> None:
-    x, y = diabetes() if kind != "cat_reg" else binary_data(10, seed=3)
+@pytest.mark.parametrize("binary", [True, False])
+def test_families_are_maximal_and_hold_each_frequency(kind: str, binary: bool) -> None:
+    """Binary inputs: the families are root-to-leaf path sets, none nested in another (the tree-structural merge
+    is maximal). Continuous inputs: the maximal supports of the spectrum, each inside a path set."""
+    x, y = binary_data(10, seed=3) if binary or kind == "cat_reg" else diabetes()
     model = fit(kind, 4, x, y)
     spec, families = tx.tree_spectrum(model, return_families=True)
-    families.check()  # every frequency's support inside its family's
-    assert families.family.shape == (len(spec),) and int(families.family.max()) < families.n_families
-    supports = [frozenset(row[row >= 0].tolist()) for row in families.supports]
-    assert len(set(supports)) == len(supports) and [len(s) for s in supports] == families.sizes.tolist()
+    _check_cover(spec, families)
+    supports = [frozenset(row[row >= 0].tolist()) for row in families.members]
+    assert len(set(supports)) == len(supports) and all(supports)
     assert not any(a < b for a, b in itertools.permutations(supports, 2))  # none nested in another
-    paths = _path_sets(parse_model_outputs(model)[0], model, encoded=kind != "cat_reg")
-    assert set(supports) <= paths  # each family is a root-to-leaf feature set
-    rows = torch.cat([families.members(j) for j in range(families.n_families)])
-    assert sorted(rows.tolist()) == list(range(len(spec)))
-    degrees = (families.indices >= 0).sum(1)
-    assert torch.equal(degrees, spec.frequencies.sum(1))
+    paths = _path_sets(parse_model_outputs(model)[0], model, encoded=not binary and kind != "cat_reg")
+    assert all(any(s <= p for p in paths) for s in supports)  # each family lies on a root-to-leaf path
+    if binary or kind == "cat_reg":
+        assert set(supports) <= paths  # and is one
+    else:
+        frequencies = {frozenset(torch.nonzero(row).flatten().tolist()) for row in spec.frequencies}
+        assert set(supports) <= frequencies  # a maximal support of the spectrum
 
 
 def _path_sets(ensemble: TreeEnsemble, model, encoded: bool) -> set[frozenset[int]]:
@@ -231,4 +248,53 @@ def test_single_leaf_trees_give_the_constant(encoding: str) -> None:
     model = make_model("gbm_reg", 3).fit(x, np.full(50, 2.5))  # every tree is one leaf
     spec, families = tx.tree_spectrum(model, encoding=encoding, return_families=True)
     assert len(spec) == 1 and spec.degree == 0 and float(spec.amplitudes[0]) == pytest.approx(2.5, abs=1e-12)
-    assert families.n_families == 1 and families.sizes.tolist() == [0] and families.family.tolist() == [0]
+    assert len(families) == 0 and families.family.tolist() == [-1]
+
+
+@st.composite
+def random_continuous_tree(draw) -> dict:
+    """A random tree on 2 continuous features whose thresholds come from three values, so a split repeats along a
+    path (the interval of a leaf then has a repeated endpoint) and NaN goes either way."""
+    left, right, feature, threshold, nan_right, value = [-1], [-1], [-1], [0.0], [False], [0.0]
+    frontier = [0]
+    while frontier and len(left) < 31:
+        node = frontier.pop(0)
+        if draw(st.booleans()) or node == 0:
+            feature[node] = draw(st.integers(0, 1))
+            threshold[node] = draw(st.sampled_from([-0.5, 0.0, 0.5]))
+            nan_right[node] = draw(st.booleans())
+            for side in (left, right):
+                side[node] = len(left)
+                left.append(-1), right.append(-1), feature.append(-1), threshold.append(0.0), nan_right.append(False)
+                value.append(draw(st.floats(-4, 4, allow_nan=False)))
+                frontier.append(side[node])
+    zeros = [False] * len(left)
+    return {"left": left, "right": right, "feature": feature, "threshold": threshold, "nan_right": nan_right,
+            "zero_is_missing": zeros, "value": value}  # fmt: skip
+
+
+def _walk_continuous(tree: dict, row: np.ndarray) -> float:
+    node = 0
+    while tree["left"][node] >= 0:
+        v = row[tree["feature"][node]]
+        right = tree["nan_right"][node] if np.isnan(v) else v > tree["threshold"][node]
+        node = tree["right"][node] if right else tree["left"][node]
+    return float(tree["value"][node])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(random_continuous_tree(), min_size=1, max_size=3))
+def test_interval_expansion_of_repeated_splits_equals_the_trees(trees: list[dict]) -> None:
+    """Leaf by leaf (thresholds), with repeated and redundant splits on a path: the spectrum on the encoded rows is
+    the trees' own output, rows with NaN included."""
+    ensemble = concat_trees(
+        trees, [1.0] * len(trees), offset=0.25, n_features=2, strict=False,
+        input_dtype=np.dtype(np.float64), description="random trees",
+    )  # fmt: skip
+    encoding = tx.fourier.TreeEncoding.from_ensemble(ensemble)
+    rng = np.random.default_rng(0)
+    x = rng.choice([-1.0, -0.5, -0.2, 0.0, 0.3, 0.5, 1.0, np.nan], size=(64, 2))
+    spec, families = extract(ensemble, encoding)
+    _check_cover(spec, families)
+    expected = np.array([0.25 + sum(_walk_continuous(t, row) for t in trees) for row in x])
+    np.testing.assert_allclose(spec.evaluate(encoding.transform(x)).numpy(), expected, atol=1e-12, rtol=0)

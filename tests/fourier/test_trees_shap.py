@@ -22,8 +22,7 @@ from tests.fourier.tree_cases import (
     one_hot_case,
 )
 from torchxplain import FourierShap
-from torchxplain.fourier import parse_model
-from torchxplain.fourier.encoding._encoders import ThresholdEncoder
+from torchxplain.fourier import ThresholdEncoder, parse_model
 from torchxplain.testing import ExplainerTestCase
 
 shap = pytest.importorskip("shap")
@@ -91,6 +90,7 @@ def test_random_forest_every_depth(depth: int) -> None:
     _compare(model, "rf_reg", x[:10], x[200:230], None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", MODEL_KINDS)
 @pytest.mark.parametrize("data", ["diabetes", "breast_cancer"])
 def test_continuous_inputs_match_tree_explainer(kind: str, data: str) -> None:

@@ -258,8 +258,10 @@ def test_encoding_checks() -> None:
     narrow = TreeEncoding.from_model(fit("rf_reg", 3, x[:, :5], y))
     with pytest.raises(ValueError, match="encoding has 5 features"):
         tree_spectrum(model, encoding=narrow)
-    with pytest.raises(ValueError, match="encoding must be one of"):
+    with pytest.raises(TypeError, match="encoding must be one of .* got int"):  # a wrong type is a TypeError
         tree_spectrum(model, encoding=3)
+    with pytest.raises(ValueError, match="encoding must be one of .* got 'onehot'"):
+        tree_spectrum(model, encoding="onehot")
 
 
 def test_binary_spectrum_rejects_non_binary_inputs() -> None:

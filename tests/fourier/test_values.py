@@ -11,8 +11,13 @@ from hypothesis import strategies as st
 from tests.fourier import brute_force
 from tests.fourier.cases import random_case, random_groups
 from torchxplain import FourierSpectrum
-from torchxplain.fourier import banzhaf_values, precompute_background, shapley_interactions, shapley_values
-from torchxplain.fourier.values._background import BackgroundTerm
+from torchxplain.fourier import (
+    BackgroundTerm,
+    banzhaf_values,
+    precompute_background,
+    shapley_interactions,
+    shapley_values,
+)
 from torchxplain.testing import tiny_memory_budget
 
 CASES = [(0, 6, 20, 5, 3), (1, 8, 64, 8, 4), (2, 10, 40, 7, 2), (3, 4, 16, 1, 5), (4, 9, 64, 8, 3)]

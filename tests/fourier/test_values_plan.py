@@ -11,6 +11,7 @@ import torch
 from tests.fourier.cases import random_case, small_support_case
 from torchxplain.fourier import precompute_background, shapley_values
 from torchxplain.fourier.values._plan import ValuePlan
+from torchxplain.fourier.values._weights import SPECS
 
 
 def test_auto_picks_the_tables_for_a_small_support_spectrum_and_many_queries():
@@ -79,9 +80,9 @@ def test_a_precomputed_term_builds_its_tables_once():
     term = precompute_background(spec, bg)
     first = shapley_values(spec, xq, term, kernel="small_support")
     (plan,) = term.plans.values()
-    tables = plan._tables["shapley"]
+    tables = plan._tables[SPECS["shapley"]]
     second = shapley_values(spec, xq, term, kernel="small_support")
-    assert term.plans[next(iter(term.plans))] is plan and plan._tables["shapley"] is tables
+    assert term.plans[next(iter(term.plans))] is plan and plan._tables[SPECS["shapley"]] is tables
     torch.testing.assert_close(first, second)
     np.testing.assert_allclose(first.numpy(), shapley_values(spec, xq, bg, kernel="gemm").numpy(), atol=1e-12)
 

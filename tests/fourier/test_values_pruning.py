@@ -8,8 +8,8 @@ import torch
 
 from tests.fourier.tree_cases import binary_data, fit
 from torchxplain import FourierSpectrum, tree_spectrum
-from torchxplain.fourier import shapley_values
-from torchxplain.fourier.trees._pruning import _prune_to_r2, prune_tree_spectrum, sample_hybrids
+from torchxplain.fourier import prune_tree_spectrum, shapley_values
+from torchxplain.fourier.trees._pruning import _prune_to_r2, sample_hybrids
 
 
 def _r2(exact: torch.Tensor, approx: torch.Tensor) -> float:

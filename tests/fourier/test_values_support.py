@@ -14,10 +14,9 @@ from tests.fourier import brute_force
 from tests.fourier.cases import random_groups, small_support_case
 from torchxplain import FourierSpectrum
 from torchxplain.fourier import banzhaf_values, shapley_interactions, shapley_values
-from torchxplain.fourier.values import _families as families_module
 from torchxplain.fourier.values._families import support_families
 from torchxplain.fourier.values._support import butterfly, walsh
-from torchxplain.fourier.values._weights import _weight, walsh_weights
+from torchxplain.fourier.values._weights import SPECS, index_spec, walsh_weights
 from torchxplain.testing import tiny_memory_budget
 
 VALUES = {"shapley": shapley_values, "banzhaf": banzhaf_values, "interactions": shapley_interactions}
@@ -107,21 +106,35 @@ def test_constant_spectrum_gives_zeros():
 
 
 # --- the pieces -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kind", ["shapley", "banzhaf", "interactions"])
+def _direct_weight(kind: str, c: int) -> float:
+    """The closed forms' per-term weights, written out (DESIGN §3), for checking the tables' derivation."""
+    if kind == "shapley":
+        return 1.0 / c if c % 2 else 0.0
+    if kind == "banzhaf":
+        return float(c == 1)
+    return 1.0 / (c - 1) if c >= 2 and c % 2 == 0 else 0.0
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["shapley", "banzhaf", "interactions", ("k-SII", 0, 2), ("k-SII", 1, 2), ("FSII", 2, 2), ("BII", 1, 1)],
+)
 @pytest.mark.parametrize("d", [1, 2, 3, 5, 6])
 def test_walsh_weights_equal_direct_enumeration(kind, d):
-    """F̂(S) = Σ_A F(A) (-1)^{|A∩S|} by enumerating every A ⊆ [d] (players 0 and 1 are the fixed ones)."""
-    r = 2 if kind == "interactions" else 1
+    """F̂(S) = Σ_A F(A) (-1)^{|A∩S|} by enumerating every A ⊆ [d] (players 0..r-1 are the fixed ones)."""
+    spec = index_spec(*kind) if isinstance(kind, tuple) else SPECS[kind]
+    r = spec.order
     if d < r:
         return
-    table = walsh_weights(kind, d, torch.float64, torch.device("cpu"))
+    table = walsh_weights(spec, d, torch.float64, torch.device("cpu"))
     for s_mask in range(2**d):
         s = {j for j in range(d) if s_mask >> j & 1}
         direct = 0.0
         for a_size in range(d + 1):
             for a in itertools.combinations(range(d), a_size):
                 if set(range(r)) <= set(a):
-                    direct += _weight(kind, len(a)) * (-1) ** len(s & set(a))
+                    w = float(spec.weights[len(a)]) if isinstance(kind, tuple) else _direct_weight(kind, len(a))
+                    direct += w * (-1) ** len(s & set(a))
         assert abs(float(table[len(s), len(s & set(range(r)))]) - direct) < 1e-12
 
 
@@ -153,12 +166,21 @@ def test_family_search_refuses_large_supports():
         support_families(torch.ones(2, 17, dtype=torch.bool))
 
 
-def test_hash_collisions_fall_back_to_an_exact_test(monkeypatch):
-    """With every multi-word support hashed to one key, the families are still the maximal supports."""
+def test_families_of_a_wide_spectrum():
+    """n in the thousands (a tree's thresholds): supports packed into several words, matched exactly."""
     rng = np.random.default_rng(3)
-    freq = torch.tensor(np.unique(rng.random((30, 130)) < 0.03, axis=0))
-    monkeypatch.setattr(families_module, "_key", lambda packed: packed[..., 0] * 0)
-    _check_families(freq)
+    base = [rng.choice(2500, size=12, replace=False) for _ in range(6)]
+    rows = []
+    for support in base:
+        for _ in range(8):
+            keep = support[rng.random(12) < 0.6]
+            row = np.zeros(2500, dtype=bool)
+            row[keep] = True
+            rows.append(row)
+        full = np.zeros(2500, dtype=bool)
+        full[support] = True
+        rows.append(full)
+    _check_families(torch.tensor(np.unique(np.array(rows), axis=0)))
 
 
 def test_the_cuda_transform_equals_the_cpu_one():

@@ -134,3 +134,46 @@ def test_the_extractions_families_serve_the_plan() -> None:
     own = ValuePlan(spectrum, bg, None, 12, kernel="small_support")
     torch.testing.assert_close(plan.shapley(q), own.shapley(q), atol=1e-12, rtol=0)
     torch.testing.assert_close(plan.interactions(q), own.interactions(q), atol=1e-12, rtol=0)
+
+
+def test_an_explainer_of_trees_searches_nothing_again(monkeypatch) -> None:
+    """from_trees(...).attribute/interactions read the extraction's families and feature lists: the plan's family
+    search, its feature scan and the surrogate's support scan never run (they would find the same)."""
+    import torchxplain as tx
+    import torchxplain.fourier.spectrum._surrogate as surrogate
+    import torchxplain.fourier.values._plan as plan_module
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("searched again")
+
+    x, y = binary_data(12, rows=300, seed=6)
+    model = fit("rf_reg", 5, x, y)
+    expected = tx.FourierShap.from_trees(model, x[100:130]).attribute(x[:6])  # before the patches: its own search
+    monkeypatch.setattr(plan_module, "support_families", refuse)
+    monkeypatch.setattr(plan_module, "feature_lists", refuse)
+    monkeypatch.setattr(surrogate.SparseFourierSurrogate, "_support_indices", refuse)
+    explainer = tx.FourierShap.from_trees(model, x[100:130], kernel="small_support")
+    torch.testing.assert_close(explainer.attribute(x[:6]), expected, atol=1e-12, rtol=0)
+    explainer.interactions(x[:6])
+    torch.testing.assert_close(
+        explainer.predict(x[:6]), torch.from_numpy(model.predict(x[:6])), atol=1e-12, rtol=0
+    )  # the surrogate's support, from the extraction, evaluates the model
+
+
+@pytest.mark.parametrize("index", ["SII", "k-SII", "STII", "FBII"])
+def test_tree_interaction_indices_from_the_tables_equal_shapiq(index: str) -> None:
+    """interaction_values of a tree explainer through the small-support tables (orders 0..2) against shapiq's
+    ExactComputer on the model's own interventional game over all 2^8 coalitions."""
+    import torchxplain as tx
+    from tests.fourier.interaction_reference import coalitions, exact_computer, interventional_game, ours_at
+
+    x, y = binary_data(8, rows=300, seed=4)
+    model = fit("gbm_reg", 4, x, y)
+    background, queries = x[100:115], x[:3]
+    explainer = tx.FourierShap.from_trees(model, background, kernel="small_support")
+    result = explainer.interaction_values(queries, index=index, max_order=2)
+    for q in range(len(queries)):
+        game = interventional_game(model.predict, queries[q], background, np.arange(8))
+        reference = exact_computer(game, 8)(index, 2)
+        worst = max(abs(ours_at(result, q, s) - reference[s]) for s in coalitions(8, 2))
+        assert worst < 1e-12 * max(1.0, float(np.abs(y).max())), f"{index}: {worst:.2e}"

@@ -9,7 +9,7 @@ import gpytorch
 import torch
 from gp_refs import explicit_b_scores, make_gp
 
-from torchxplain.goals import Goals
+from torchxplain import Goals
 
 _PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "goals.py"
 _spec = importlib.util.spec_from_file_location("goals_benchmark", _PATH)

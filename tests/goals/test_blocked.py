@@ -9,8 +9,8 @@ import torch
 from gp_refs import joint_conditioning, make_gp
 
 import torchxplain as tx
-import torchxplain.goals.products as products
-from torchxplain.goals import Goals
+import torchxplain.goals._products as products
+from torchxplain import Goals
 from torchxplain.testing import tiny_memory_budget
 
 XI = torch.tensor([1.0, -0.5, 0.7, 2.0, 0.3])

@@ -15,8 +15,7 @@ from pyro.infer.autoguide import AutoDiagonalNormal, AutoMultivariateNormal, Aut
 from pyro.nn import PyroModule, PyroSample
 from torch import nn
 
-from torchxplain.goals.bnn import BNNBackend, LastLayerBNN, PyroHead
-from torchxplain.goals.gp import GPBackend
+from torchxplain.goals import BNNBackend, GPBackend, LastLayerBNN, PyroHead
 from torchxplain.testing import tiny_memory_budget
 
 
@@ -55,6 +54,7 @@ def fitted(request):
 # ---------------------------------------------------------------- closed form vs Monte Carlo over the guide
 
 
+@pytest.mark.slow
 def test_global_moments_match_monte_carlo_over_the_guide(fitted):
     bnn, x, _ = fitted
     xi = 0.7
@@ -234,6 +234,7 @@ def test_fit_is_seeded_and_leaves_the_global_param_store_alone():
     pyro.clear_param_store()
 
 
+@pytest.mark.slow
 def test_fit_learns_a_regression_and_keeps_features_fixed_by_default():
     x, y = make_data(n=150)
     net = make_net()
@@ -362,8 +363,7 @@ def test_bad_input_is_rejected_early_with_clear_messages(fitted):
 
 
 def test_bnn_rate_matches_the_latent_route_and_a_brute_force_kl():
-    from torchxplain.goals.bnn import bnn_rate
-    from torchxplain.goals.rate import rate
+    from torchxplain.goals import bnn_rate, rate
 
     x, _ = make_data(n=50, j=4)
     features = make_net(j=4, width=6)[:-1]

@@ -9,8 +9,8 @@ import torch
 from pyro.infer.autoguide import AutoNormal
 from test_bnn import fit_user, make_data, make_net, shifted_features
 
-from torchxplain.goals import Goals
-from torchxplain.goals.bnn import BNNBackend, LastLayerBNN
+from torchxplain import Goals
+from torchxplain.goals import BNNBackend, LastLayerBNN
 from torchxplain.testing import ExplainerTestCase
 
 _FITTED: dict[str, LastLayerBNN] = {}

@@ -10,9 +10,9 @@ import torch
 from sklearn.metrics import roc_auc_score
 from torch import nn
 
+from torchxplain import Goals
 from torchxplain.data import simulate_goals_design
-from torchxplain.goals import Goals, median_lengthscale
-from torchxplain.goals.bnn import LastLayerBNN
+from torchxplain.goals import LastLayerBNN, median_lengthscale
 
 
 class _GP(gpytorch.models.ExactGP):

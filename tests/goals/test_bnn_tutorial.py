@@ -7,7 +7,10 @@ from __future__ import annotations
 import runpy
 from pathlib import Path
 
+import pytest
 import torch
+
+pytestmark = pytest.mark.slow  # runs the BNN tutorial
 
 TUTORIAL = Path(__file__).resolve().parents[2] / "tutorials" / "goals_bnn.py"
 

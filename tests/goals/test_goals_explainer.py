@@ -8,7 +8,7 @@ import torch
 from gp_refs import ExactGPModel, make_gp
 
 import torchxplain as tx
-from torchxplain.goals import Goals
+from torchxplain import Goals
 from torchxplain.testing import ExplainerTestCase, tiny_memory_budget
 
 
@@ -24,7 +24,6 @@ class TestGoalsContract(ExplainerTestCase):
 
 def test_public_names():
     assert tx.Goals is Goals
-    assert tx.goals.Goals is Goals
 
 
 def test_user_model_modes_dtypes_and_state_are_untouched():

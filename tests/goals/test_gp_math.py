@@ -8,7 +8,7 @@ import pytest
 import torch
 from gp_refs import explicit_b_scores, gpytorch_shift_scores, joint_conditioning, make_gp
 
-from torchxplain.goals import Goals
+from torchxplain import Goals
 
 XIS = {"scalar": 1.0, "negative": -0.7, "per_feature": torch.tensor([1.0, -0.5, 0.7, 2.0])}
 CONFIGS = [
@@ -168,6 +168,7 @@ def test_float32_matches_float64():
     torch.testing.assert_close(a32.double(), a64, atol=2e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_n1200_fitted_model_uses_exact_solve():
     import gpytorch
 

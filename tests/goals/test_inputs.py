@@ -11,8 +11,9 @@ import torch
 from gp_refs import gpytorch_shift_scores, make_gp
 from test_bnn import make_data, make_net
 
+from torchxplain import Goals
 from torchxplain.data import simulate_goals_design
-from torchxplain.goals import BNNBackend, Goals, LastLayerBNN, rate
+from torchxplain.goals import BNNBackend, LastLayerBNN, rate
 
 
 def test_numpy_and_dataframe_inputs_equal_tensor_inputs():
@@ -66,9 +67,11 @@ def test_nan_hyperparameters_name_the_hyperparameter(name):
 
 def test_bad_numbers_are_refused_early():
     model = make_gp(n=10)
-    for jitter in (-1e-6, float("nan"), float("inf"), True):
+    for jitter in (-1e-6, float("nan"), float("inf")):
         with pytest.raises(ValueError, match=r"jitter must be a finite number >= 0.*got"):
             Goals(model, jitter=jitter)
+    with pytest.raises(TypeError, match=r"jitter must be a finite number >= 0, got bool"):
+        Goals(model, jitter=True)
     with pytest.raises(TypeError, match="xi must be a nonzero number.*bool"):
         Goals(model, xi=True)
     with pytest.raises(ValueError, match="xi must be finite"):
@@ -84,7 +87,7 @@ def test_bad_numbers_are_refused_early():
         g.global_importance(covariance_features=[1, 1])
     with pytest.raises(ValueError, match="empty"):
         g.attribute(torch.zeros(0, 4, dtype=torch.float64))
-    with pytest.raises(ValueError, match="top must be a positive int"):
+    with pytest.raises(ValueError, match="top must be >= 1"):
         g.global_importance().plot(top=0)
 
 
@@ -104,11 +107,11 @@ def test_bnn_fit_options_are_checked():
     x, y = make_data(n=40)
     bnn = LastLayerBNN.from_sequential(make_net())
     bad = [
-        (dict(num_particles=0), ValueError, "num_particles must be a positive int"),
+        (dict(num_particles=0), ValueError, "num_particles must be >= 1"),
         (dict(lr=float("inf")), ValueError, "lr must be a finite number > 0"),
         (dict(lr=0.0), ValueError, "lr must be a finite number > 0"),
-        (dict(epochs=-3), ValueError, "epochs must be a positive int"),
-        (dict(batch_size=0), ValueError, "batch_size must be a positive int"),
+        (dict(epochs=-3), ValueError, "epochs must be >= 1"),
+        (dict(batch_size=0), ValueError, "batch_size must be >= 1"),
         (dict(seed=1.7), TypeError, "seed must be an int"),
     ]
     for options, error, message in bad:

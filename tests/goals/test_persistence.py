@@ -11,8 +11,9 @@ import torch
 from gp_refs import make_gp
 from test_bnn import make_data, make_net
 
+from torchxplain import Goals
 from torchxplain._core.persistence import read_metadata
-from torchxplain.goals import Goals, LastLayerBNN
+from torchxplain.goals import LastLayerBNN
 
 
 def _same(a: Goals, b: Goals, xq: torch.Tensor) -> None:

@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from gp_refs import gpytorch_shift_scores, make_gp  # noqa: E402
 
-from torchxplain.goals import Goals  # noqa: E402
+from torchxplain import Goals
 
 shap = pytest.importorskip("shap")
 
@@ -23,7 +23,9 @@ def test_to_shap_holds_the_local_scores_and_renders_distribution_plots(tmp_path)
     g = Goals(model, feature_names=["a", "b", "c", "d"])
     xq = torch.randn(12, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     explanation = g.to_shap(xq)
-    np.testing.assert_allclose(explanation.values, gpytorch_shift_scores(model, xq, 1.0).numpy(), atol=1e-8)
+    # shap's sign: f(x + xi e_j) - f(x), the negated GOALS scores f(x) - f(x + xi e_j)
+    np.testing.assert_allclose(explanation.values, -gpytorch_shift_scores(model, xq, 1.0).numpy(), atol=1e-8)
+    assert explanation.output_names.startswith("GOALS: f(x + xi_j e_j) - f(x)")
     np.testing.assert_array_equal(explanation.data, xq.numpy())
     assert explanation.feature_names == ["a", "b", "c", "d"] and explanation.base_values is None
     # The scores are not additive: they do not sum to f(x) - E f, so no base value could make them so.

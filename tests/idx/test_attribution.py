@@ -11,8 +11,8 @@ import pytest
 import torch
 from reference import random_bc
 
-from torchxplain.idx import BayesianClassifier, datasets, explain
-from torchxplain.idx.attribution import lime_values, shap_values, weighted_ridge
+from torchxplain.idx import BayesianClassifier, datasets, explain, lime_values, shap_values
+from torchxplain.idx._attribution import weighted_ridge
 
 
 def _permutation_shapley(bc, a, background, y):
@@ -146,6 +146,8 @@ def test_exactly_zero_attributions_are_no_relation():
     """With the input as its own background every Shapley value is 0 (up to rounding): no attack, no support."""
     bc = datasets.play_outside()
     a = {"w": "l", "t": "l", "p": "l"}
-    assert shap_values(bc, a).abs().max() < 1e-15  # rounding noise, not exactly zero
-    (ex,) = explain(bc, a, "shap")
+    assert shap_values(bc, a, background=a).abs().max() < 1e-15  # rounding noise, not exactly zero
+    (ex,) = explain(bc, a, "shap", background=a)
     assert ex.relations == {"attack": set(), "support": set()}
+    with pytest.raises(ValueError, match="the shap kit needs a background"):  # the default would be the input
+        explain(bc, a, "shap")

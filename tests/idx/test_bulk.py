@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import RefBC, random_bc
 
-from torchxplain.idx import BayesianClassifier, datasets, explain, explain_batch, relation_tensors, tables
+from torchxplain.idx import BayesianClassifier, datasets, explain, explain_batch, relation_tensors
+from torchxplain.idx import _tables as tables
 from torchxplain.idx.stats import relation_shares
 from torchxplain.testing import tiny_memory_budget
 
@@ -52,6 +53,7 @@ def test_child_bulk_equals_per_input(child):
             assert torch.equal(batch.relations(kit)[name], mask)
 
 
+@pytest.mark.slow
 def test_votes_and_car_bulk_equal_per_input():
     from sklearn.naive_bayes import CategoricalNB
 

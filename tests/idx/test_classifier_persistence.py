@@ -64,7 +64,7 @@ def test_bad_files_are_refused(tmp_path):
         BayesianClassifier.from_dict({**data, "format": "other"})
     with pytest.raises(ValueError, match="version"):
         BayesianClassifier.from_dict({**data, "version": 99})
-    with pytest.raises(ValueError, match="lacks the key 'cpts'"):
+    with pytest.raises(ValueError, match="saved field 'cpts' is missing"):
         BayesianClassifier.from_dict({k: v for k, v in data.items() if k != "cpts"})
     broken = json.loads(json.dumps(data))
     broken["cpts"][0][2][0] = [0.5, 0.6, 0.1]

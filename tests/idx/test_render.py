@@ -8,7 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from torchxplain.idx import datasets, explain  # noqa: E402
+from torchxplain.idx import datasets, explain
 
 A = {"w": "l", "t": "m", "p": "l"}
 

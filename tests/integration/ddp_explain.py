@@ -13,7 +13,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from torchxplain import FourierShap
-from torchxplain.integrations.lightning import ExplainModule, ExplanationWriter
+from torchxplain.integrations import ExplainModule, ExplanationWriter
 
 
 def run(explainer_path: str, rows_path: str, out_dir: str, devices: int, batch_size: int = 64) -> None:

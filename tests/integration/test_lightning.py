@@ -21,7 +21,7 @@ from lightning.pytorch.loggers import CSVLogger, Logger  # noqa: E402
 from tests.integration._brute import interventional_shap  # noqa: E402
 from tests.integration._lightning_setup import N_FEATURES, QUIET, data, is_png, loaders, regressor_class  # noqa: E402
 from torchxplain import FourierShap, viz  # noqa: E402
-from torchxplain.integrations.lightning import ExplanationCallback, plot_drift  # noqa: E402
+from torchxplain.integrations import ExplanationCallback, plot_drift  # noqa: E402
 
 Regressor = regressor_class(pl)
 ROOT = Path(__file__).parents[2]
@@ -244,7 +244,7 @@ def test_callback_rejects_bad_arguments():
         ExplanationCallback(lambda m: None, pd.DataFrame({"a": [1.0], "c": ["x"]}))
     with pytest.raises(ValueError, match="every_n_epochs"):
         ExplanationCallback(lambda m: None, probe, every_n_epochs=0)
-    with pytest.raises(ValueError, match="every_n_epochs"):
+    with pytest.raises(TypeError, match="every_n_epochs must be an int, got bool"):
         ExplanationCallback(lambda m: None, probe, every_n_epochs=True)
     with pytest.raises(ValueError, match="max_plot_features"):
         ExplanationCallback(lambda m: None, probe, max_plot_features=0)
@@ -283,8 +283,7 @@ def test_callback_reports_nan_attributions_with_their_rows(tmp_path):
 
 def test_pytorch_lightning_trainer_accepts_the_callback_the_writer_and_the_module(tmp_path):
     legacy = pytest.importorskip("pytorch_lightning")
-    from torchxplain.integrations.batch import merge_shards
-    from torchxplain.integrations.lightning import ExplanationWriter, explain_module_class
+    from torchxplain.integrations import ExplanationWriter, explain_module_class, merge_shards
 
     x, y = data(rows=32)
     callback = _ig_callback(x[:4], None)
@@ -312,6 +311,7 @@ def test_pytorch_lightning_trainer_accepts_the_callback_the_writer_and_the_modul
         explain_module_class("lightning")
 
 
+@pytest.mark.slow
 def test_import_torchxplain_imports_no_lightning_and_a_pytorch_lightning_only_install_runs_the_callback(tmp_path):
     """One subprocess (each costs seconds of imports): ``import torchxplain`` loads neither Lightning package; then,
     with ``lightning`` made unimportable, the integration falls back to ``pytorch_lightning`` and a fit runs."""
@@ -320,12 +320,13 @@ def test_import_torchxplain_imports_no_lightning_and_a_pytorch_lightning_only_in
         f"""
         import sys
         import torchxplain, torchxplain.integrations as integrations
-        integrations.explain_batch
+        integrations.attribute_batch
         print("LOADED", sorted(m for m in ("lightning", "pytorch_lightning") if m in sys.modules))
         sys.modules["lightning"] = None  # from here on, as if only pytorch-lightning were installed
         import pytorch_lightning as legacy, torch
         from captum.attr import IntegratedGradients
-        from torchxplain.integrations.lightning import ExplanationCallback, ExplainModule, _compat
+        from torchxplain.integrations import ExplanationCallback, ExplainModule
+        from torchxplain.integrations._lightning import _compat
         from tests.integration._lightning_setup import QUIET, data, loaders, regressor_class
 
         assert list(_compat.PACKAGES) == ["pytorch_lightning"] and issubclass(ExplainModule, legacy.LightningModule)

@@ -21,7 +21,7 @@ pl = pytest.importorskip("lightning.pytorch")
 from lightning.pytorch.loggers import CSVLogger, MLFlowLogger, TensorBoardLogger, WandbLogger  # noqa: E402
 
 from tests.integration._lightning_setup import QUIET, data, is_png, loaders, regressor_class  # noqa: E402
-from torchxplain.integrations.lightning import ExplanationCallback  # noqa: E402
+from torchxplain.integrations import ExplanationCallback  # noqa: E402
 
 N = 4
 NAMES = ["f0", "f1", "f2", "f3"]
@@ -225,6 +225,7 @@ def _read_wandb(run_dir: Path) -> Read:
     return {"scalars": scalars, "figures": figures, "records": _records(run_dir / "files" / "explanations" / "xai")}
 
 
+@pytest.mark.slow
 def test_wandb_offline_run_receives_every_scalar_figure_and_file(tmp_path, monkeypatch):
     wandb = pytest.importorskip("wandb")
     for key, value in {"WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "WANDB_SILENT": "true"}.items():

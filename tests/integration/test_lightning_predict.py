@@ -18,8 +18,7 @@ from captum.attr import IntegratedGradients  # noqa: E402
 
 from tests.integration._lightning_setup import N_FEATURES, QUIET  # noqa: E402
 from torchxplain import FourierShap, FourierSpectrum  # noqa: E402
-from torchxplain.integrations.batch import explain_batch, merge_shards  # noqa: E402
-from torchxplain.integrations.lightning import ExplainModule, ExplanationWriter  # noqa: E402
+from torchxplain.integrations import ExplainModule, ExplanationWriter, attribute_batch, merge_shards  # noqa: E402
 
 
 def test_predict_under_default_inference_mode_with_gradient_explainer(tmp_path):
@@ -48,26 +47,26 @@ def test_predict_under_default_inference_mode_with_gradient_explainer(tmp_path):
         )
 
 
-def test_explain_batch_and_merge_shards_contracts(tmp_path):
+def test_attribute_batch_and_merge_shards_contracts(tmp_path):
     spec = FourierSpectrum(torch.eye(3, dtype=torch.bool), torch.tensor([1.0, -2.0, 0.5]))
     explainer = FourierShap.from_spectrum(spec, torch.zeros(1, 3))
     x = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
-    out = explain_batch(explainer, {"inputs": x, "index": torch.tensor([7, 3])})
+    out = attribute_batch(explainer, {"inputs": x, "index": torch.tensor([7, 3])})
     # additive spectrum, zero baseline: phi_i = a_i ((1 - 2 x_i) - 1) = -2 a_i x_i
     torch.testing.assert_close(out["attributions"], -2 * x * torch.tensor([1.0, -2.0, 0.5]))
     assert out["index"].tolist() == [7, 3]
-    assert torch.equal(explain_batch(explainer, (x, torch.zeros(2)))["attributions"], out["attributions"])
+    assert torch.equal(attribute_batch(explainer, (x, torch.zeros(2)))["attributions"], out["attributions"])
     with pytest.raises(KeyError):
-        explain_batch(explainer, {"x": x})
+        attribute_batch(explainer, {"x": x})
     # numpy, lists and DataFrames are converted like tensors (issue 15); non-numeric inputs are refused by name
-    from_list = explain_batch(explainer, [x.tolist()])["attributions"]  # Python floats: float64
+    from_list = attribute_batch(explainer, [x.tolist()])["attributions"]  # Python floats: float64
     torch.testing.assert_close(from_list, out["attributions"].double())
-    ray_like = explain_batch(explainer, {"inputs": x.numpy(), "index": np.array([7, 3])})  # docs/ray.md's batches
+    ray_like = attribute_batch(explainer, {"inputs": x.numpy(), "index": np.array([7, 3])})  # docs/ray.md's batches
     assert torch.equal(ray_like["attributions"], out["attributions"]) and ray_like["index"].tolist() == [7, 3]
     with pytest.raises(TypeError, match="batch inputs"):
-        explain_batch(explainer, [np.array([["a", "b", "c"]])])
+        attribute_batch(explainer, [np.array([["a", "b", "c"]])])
     with pytest.raises(ValueError, match="index"):
-        explain_batch(explainer, {"inputs": x, "index": torch.tensor([1])})
+        attribute_batch(explainer, {"inputs": x, "index": torch.tensor([1])})
 
     torch.save(
         {"index": torch.tensor([2, 0]), "attributions": torch.ones(2, 3)}, tmp_path / "shard-rank00000-part00000.pt"

@@ -9,11 +9,13 @@ import torch
 
 import torchxplain
 import torchxplain as tx
-from tests.robustness.harness import case, exempt
+from tests.robustness.harness import case, exempt, result_case
 
 F = "torchxplain.fourier."
 reason = "a result container built by the library (its fields are the library's outputs)"
-exempt(reason, F + "FitReport", F + "PruningReport", F + "BackgroundTerm", "torchxplain.AfterFitResult")
+exempt(
+    reason, F + "FitReport", F + "PruningReport", F + "BackgroundTerm", F + "PlayerValues", "torchxplain.AfterFitResult"
+)
 exempt("an abstract base class of encoders (no constructor arguments of its own)", F + "InputEncoder")
 exempt("a warning category the library raises (users filter it; it takes no input)", F + "FitQualityWarning")
 
@@ -29,6 +31,21 @@ def bits(rows: int, seed: int = 0) -> torch.Tensor:
 
 def model(x: torch.Tensor) -> torch.Tensor:
     return x[:, 0] - 2.0 * x[:, 1] * x[:, 2]
+
+
+@case("torchxplain.fourier.FitOptions", "a float batch size", TypeError, "batch_size must be an int")
+def _():
+    tx.fourier.FitOptions(batch_size=4.0)
+
+
+@case("torchxplain.fourier.FitOptions", "a zero time budget", ValueError, "time_budget must be a positive number")
+def _():
+    tx.fourier.FitOptions(time_budget=0)
+
+
+@case("torchxplain.fourier.FitOptions", "an unknown option by name", TypeError, r"unexpected fit options \['budget'\]")
+def _():
+    tx.fit_sparse_fourier(model, 4, background=bits(5), budget=3)
 
 
 @case("torchxplain.FourierSpectrum", "amplitudes of the wrong length", ValueError, r"amplitudes must have shape \(4,\)")
@@ -151,9 +168,14 @@ def _():
     tx.FourierShap.from_spectrum(spectrum(), bits(3)).banzhaf(bits(2)[:, :3])
 
 
-@case("torchxplain.FourierShap", "baselines of the wrong width", ValueError, r"baselines has 2 features")
+@case("torchxplain.FourierShap", "a background of the wrong width", ValueError, r"background has 2 features")
 def _():
-    tx.FourierShap.from_spectrum(spectrum(), bits(3)).interactions(bits(2), baselines=bits(3)[:, :2])
+    tx.FourierShap.from_spectrum(spectrum(), bits(3)).interactions(bits(2), background=bits(3)[:, :2])
+
+
+@case("torchxplain.FourierShap", "baselines of the wrong width", ValueError, r"baselines has shape \(2, 2\).*\(2, 4\)")
+def _():
+    tx.FourierShap.from_spectrum(spectrum(), bits(3)).interactions(bits(2), baselines=bits(2)[:, :2])
 
 
 @case("torchxplain.FourierShap", "a target it was not built for", ValueError, r"built for target=None .*; got target=1")
@@ -188,6 +210,7 @@ def _():
 
 A = F
 TR = "torchxplain.fourier.trees._extraction."  # private: reached through from_trees and tree_spectrum
+ENC = "torchxplain.fourier.trees._encoding."  # the one encoding rule of from_trees and tree_spectrum
 D = "torchxplain.fourier.trees.adapters._dispatch."
 IX = "torchxplain.fourier.values.interactions._api."
 exempt("a constant", F + "SUPPORTED_MODELS", F + "INDICES")
@@ -237,10 +260,16 @@ def _():
     torchxplain.fourier.trees.adapters._dispatch.parse_model_outputs("model.json")
 
 
-@case(TR + "resolve_encoding", "an unknown encoding name", ValueError, r"encoding must be one of \('auto', 'binary'")
+@case(ENC + "resolve_encoding", "an unknown encoding name", ValueError, r"encoding must be one of \('auto', 'binary'")
 def _():
     model = tree()
-    torchxplain.fourier.trees._extraction.resolve_encoding(model, tx.fourier.parse_model(model), "onehot")
+    torchxplain.fourier.trees._encoding.resolve_encoding("onehot", [tx.fourier.parse_model(model)], lambda: None)
+
+
+@case(ENC + "resolve_encoding", "an encoding of the wrong type", TypeError, r"encoding must be one of .* got int")
+def _():
+    model = tree()
+    torchxplain.fourier.trees._encoding.resolve_encoding(3, [tx.fourier.parse_model(model)], lambda: None)
 
 
 @case(TR + "extract", "an encoding name instead of a TreeEncoding", TypeError, r"encoding must be a TreeEncoding or")
@@ -294,12 +323,11 @@ def _():
     torchxplain.fourier.trees._splits.splits_binary_inputs(tree())
 
 
-@case(TR + "resolve_encoding", "the list parse_model_outputs returns", TypeError, r"ensemble must be a parsed TreeEns")
+@case(
+    ENC + "resolve_encoding", "a fitted model in place of its parsed ensembles", TypeError, r"ensemble must be a parsed"
+)
 def _():
-    model = tree()
-    torchxplain.fourier.trees._extraction.resolve_encoding(
-        model, torchxplain.fourier.trees.adapters._dispatch.parse_model_outputs(model), "auto"
-    )
+    torchxplain.fourier.trees._encoding.resolve_encoding("auto", [tree()], lambda: None)
 
 
 @case(TR + "spectrum_of_ensemble", "a 1-byte budget", ValueError, "max_memory must be at least 1 MiB")
@@ -400,3 +428,502 @@ def _():
 @case(IX + "check_index", "max_order above the players", ValueError, r"max_order must be between 1 and .* \(3\)")
 def _():
     torchxplain.fourier.values.interactions._api.check_index("SII", 9, 3)
+
+
+# --- issue 25: Captum's conventions, grouped players, devices, files, memory and dtype ---------------------------
+def explainer() -> Any:
+    return tx.FourierShap.from_spectrum(spectrum(), bits(3))
+
+
+@case(
+    "torchxplain.FourierShap",
+    "baselines of neither 1 nor N rows",
+    ValueError,
+    r"baselines has shape \(3, 4\).*background=",
+)
+def _():
+    explainer().attribute(bits(2), baselines=bits(3))
+
+
+@case(
+    "torchxplain.FourierShap", "baselines and background at once", ValueError, r"baselines=.*or background=.*not both"
+)
+def _():
+    explainer().attribute(bits(2), baselines=bits(2), background=bits(5))
+
+
+@case("torchxplain.FourierShap", "one tensor baseline for tuple inputs", ValueError, r"tuple with one entry per input")
+def _():
+    explainer().attribute((bits(2)[:, :2], bits(2)[:, 2:]), baselines=bits(2))
+
+
+@case("torchxplain.FourierShap", "a non-binary scalar baseline", ValueError, r"baselines must hold binary")
+def _():
+    explainer().attribute(bits(2), baselines=0.5)
+
+
+@case("torchxplain.FourierShap", "per-row baselines on relaxed inputs", ValueError, r"per-row baselines need binary")
+def _():
+    tx.FourierShap.from_spectrum(spectrum(), bits(3), relaxed=True).attribute(bits(2) * 0.5, baselines=bits(2, 1))
+
+
+@case(
+    "torchxplain.FourierShap", "a per-row target of the wrong length", ValueError, r"target has 2 entries for 3 input"
+)
+def _():
+    tx.FourierShap.from_trees(tree(binary=False), np.zeros((4, 3))).attribute(np.zeros((3, 3)), target=[0, 1])
+
+
+@case(
+    "torchxplain.FourierShap", "additional_forward_args to a spectrum", ValueError, r"takes no additional_forward_args"
+)
+def _():
+    explainer().attribute(bits(2), additional_forward_args=(1.0,))
+
+
+@case(
+    "torchxplain.FourierShap",
+    "other additional_forward_args than the fit's",
+    ValueError,
+    r"additional_forward_args differ from those the spectrum was fitted with",
+)
+def _():
+    black_box = tx.FourierShap(lambda x, c: model(x) * c, bits(6), method="exact", additional_forward_args=2.0)
+    black_box.attribute(bits(2), additional_forward_args=3.0)
+
+
+@case("torchxplain.FourierShap", "internal_batch_size=0", ValueError, r"internal_batch_size must be .*got 0")
+def _():
+    explainer().attribute(bits(2), internal_batch_size=0)
+
+
+@case("torchxplain.FourierShap", "return_convergence_delta='yes'", TypeError, r"return_convergence_delta must be True")
+def _():
+    explainer().attribute(bits(2), return_convergence_delta="yes")
+
+
+@case("torchxplain.FourierShap", "player_names without feature_mask", ValueError, r"player_names name the players of")
+def _():
+    explainer().to_shap(bits(2), player_names=["a", "b", "c", "d"])
+
+
+@case(
+    "torchxplain.FourierShap", "player_names of the wrong length", ValueError, r"player_names must name the 2 players"
+)
+def _():
+    explainer().player_values(bits(2), feature_mask=torch.tensor([[0, 0, 1, 1]]), player_names=["a"])
+
+
+@case("torchxplain.FourierShap", "player_values of an unknown kind", ValueError, r"kind must be 'shapley' or 'banzhaf'")
+def _():
+    explainer().player_values(bits(2), kind="owen")
+
+
+@case("torchxplain.FourierShap", "from_spectrum with kernel='dense'", ValueError, r"kernel must be one of \['auto'")
+def _():
+    tx.FourierShap.from_spectrum(spectrum(), bits(3), kernel="dense")
+
+
+@case("torchxplain.FourierShap", "a device this machine lacks", ValueError, r"device='cuda:99', but (CUDA is not|this)")
+def _():
+    tx.FourierShap(model, bits(3), device="cuda:99")
+
+
+@case("torchxplain.fit_sparse_fourier", "a device this machine lacks", ValueError, r"device='cuda:99', but")
+def _():
+    tx.fit_sparse_fourier(model, 4, device="cuda:99")
+
+
+@case("torchxplain.FourierShap", "load onto a device this machine lacks", ValueError, r"map_location='cuda:99', but")
+def _():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = explainer().save(f"{folder}/fs.pt")
+        tx.FourierShap.load(path, map_location="cuda:99")
+
+
+@case("torchxplain.FourierShap", "save into a folder", IsADirectoryError, r"is a directory; pass a file path")
+def _():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        explainer().save(folder)
+
+
+@case("torchxplain.FourierShap", "save under a missing folder", FileNotFoundError, r"folder .* does not exist")
+def _():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        explainer().save(f"{folder}/no/such/fs.pt")
+
+
+@case("torchxplain.FourierShap", "interaction_values above the budget", ValueError, r"returns dense tensors of .* GiB")
+def _():
+    wide = tx.FourierSpectrum(torch.eye(16, dtype=torch.bool), torch.ones(16))
+    tx.FourierShap.from_spectrum(wide, torch.zeros(1, 16)).interaction_values(torch.zeros(1, 16), max_order=8)
+
+
+@case(F + "interaction_values", "m = 16 players at max_order=8", ValueError, r"order 8 on 16 players .* max_memory")
+def _():
+    wide = tx.FourierSpectrum(torch.eye(16, dtype=torch.bool), torch.ones(16))
+    tx.fourier.interaction_values(wide, torch.zeros(1, 16), torch.zeros(1, 16), max_order=8)
+
+
+@case(F + "shapley_values", "a background term of another spectrum", ValueError, r"term was made for another spectrum")
+def _():
+    term = tx.fourier.precompute_background(spectrum(), bits(3))
+    tx.fourier.shapley_values(tx.FourierSpectrum(spectrum().frequencies, torch.ones(4)), bits(2), term)
+
+
+@case("torchxplain.FourierSpectrum", "prune(k=2.5)", TypeError, r"k must be an int, got float")
+def _():
+    spectrum().prune(k=2.5)
+
+
+@case(
+    "torchxplain.FourierSpectrum",
+    "prune(energy='all')",
+    TypeError,
+    r"energy must be a finite number in \(0, 1\], got str",
+)
+def _():
+    spectrum().prune(energy="all")
+
+
+@case(
+    "torchxplain.FourierSpectrum", "evaluate on a list of the wrong width", ValueError, r"x has 3 features.*expected 4"
+)
+def _():
+    spectrum().evaluate([[0, 1, 0]])
+
+
+@case(F + "to_shapiq_values", "a baseline of the wrong shape", ValueError, r"baseline_value must be a scalar or one")
+def _():
+    tx.fourier.to_shapiq_values({0: torch.zeros(2), 1: torch.zeros(2, 3)}, "k-SII", torch.zeros(5))
+
+
+@case("torchxplain.FourierShap", "a data frame with other columns", ValueError, r"data has columns that differ")
+def _():
+    import pandas as pd
+
+    background = pd.DataFrame(bits(6).numpy(), columns=list("abcd"))
+    tx.FourierShap(model, background, method="exact", data=pd.DataFrame(bits(6).numpy(), columns=list("dcba")))
+
+
+# --- crafted or damaged saved files: refused at load, with the field named ---------------------------------------
+def load_crafted(explainer: Any, config: Any = None, state: Any = None) -> Any:
+    """Save ``explainer``, edit its metadata (``config(cfg)``) or state (``state(tensors)``) in place, and load it."""
+    import json
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = explainer.save(os.path.join(folder, "fs.pt"))
+        data = torch.load(path, weights_only=True)
+        meta = json.loads(data["metadata"])
+        tensors = dict(data["state"])
+        if config is not None:
+            config(meta["config"])
+        if state is not None:
+            state(tensors)
+        torch.save({**data, "metadata": json.dumps(meta), "state": tensors}, path)
+        return tx.FourierShap.load(path)
+
+
+def tree_explainer() -> Any:
+    return tx.FourierShap.from_trees(tree(binary=False), np.random.default_rng(1).normal(size=(6, 3)), target=0)
+
+
+def edit(key: str, change: Any) -> Any:
+    def apply(tensors: dict[str, torch.Tensor]) -> None:
+        tensors[key] = change(tensors[key].clone())
+
+    return apply
+
+
+def nan_first(bits: torch.Tensor) -> torch.Tensor:
+    values = bits.view(torch.float64).clone()
+    values[0] = float("nan")
+    return values.view(torch.int64)
+
+
+def set_first(value: int) -> Any:
+    def change(t: torch.Tensor) -> torch.Tensor:
+        t[0] = value
+        return t
+
+    return change
+
+
+SAVED = "torchxplain.FourierShap"
+
+
+@case(SAVED, "a saved NaN tree threshold", ValueError, r"'encoder.threshold_bits' holds NaN thresholds")
+def _():
+    load_crafted(tree_explainer(), state=edit("encoder.threshold_bits", nan_first))
+
+
+@case(SAVED, "a saved negative tree owner", ValueError, r"'encoder.owner' must hold values >= 0")
+def _():
+    load_crafted(tree_explainer(), state=edit("encoder.owner", set_first(-1)))
+
+
+@case(SAVED, "a saved tree owner out of range", ValueError, r"'encoder.owner' must hold values <= 2")
+def _():
+    load_crafted(tree_explainer(), state=edit("encoder.owner", set_first(7)))
+
+
+@case(SAVED, "saved background bits that disagree", ValueError, r"'background_bits' is not the encoding of the saved")
+def _():
+    load_crafted(tree_explainer(), state=edit("background_bits", lambda b: ~b))
+
+
+@case(SAVED, "a saved tree background of the wrong width", ValueError, r"encoder\['n_inputs'\] is 3, but the saved")
+def _():
+    load_crafted(tree_explainer(), state=edit("background", lambda b: torch.cat([b, b[:, :1]], 1)))
+
+
+@case(SAVED, "an unknown saved input dtype", ValueError, r"encoder\['input_dtype'\] must name a dtype from")
+def _():
+    load_crafted(tree_explainer(), config=lambda c: c["encoder"].update(input_dtype="no_such_dtype"))
+
+
+@case(SAVED, "a saved binary background of the wrong width", ValueError, r"'background_bits' has n_binary = 3")
+def _():
+    def narrow(tensors: dict[str, torch.Tensor]) -> None:
+        tensors["background"], tensors["background_bits"] = (
+            tensors["background"][:, :3],
+            tensors["background_bits"][:, :3],
+        )
+
+    load_crafted(explainer(), state=narrow)
+
+
+@case(SAVED, "a non-binary saved background", ValueError, r"'background' must hold only 0 and 1")
+def _():
+    load_crafted(explainer(), state=edit("background", lambda b: b * 0.5))
+
+
+@case(SAVED, "relaxed: 'no' in a saved file", ValueError, r"'relaxed' must be true or false, got str 'no'")
+def _():
+    load_crafted(explainer(), config=lambda c: c.update(relaxed="no"))
+
+
+@case(SAVED, "a crafted n of 2^40 features", ValueError, r"encoder\['n'\] is 1099511627776, but the spectrum")
+def _():
+    load_crafted(explainer(), config=lambda c: c["encoder"].update(n=2**40))
+
+
+@case(SAVED, "a stride-0 (2^28, 8) background", ValueError, r"'background' is an expanded \(stride-0\) view")
+def _():
+    wide = tx.FourierSpectrum(torch.eye(8, dtype=torch.bool), torch.ones(8, dtype=torch.float64))
+
+    def expand(tensors: dict[str, torch.Tensor]) -> None:
+        tensors["background"] = torch.zeros(1, 8, dtype=torch.float64).expand(2**28, 8)
+        tensors["background_bits"] = torch.zeros(1, 8, dtype=torch.bool).expand(2**28, 8)
+
+    load_crafted(tx.FourierShap.from_spectrum(wide, torch.zeros(2, 8)), state=expand)
+
+
+@case(SAVED, "saved feature_names of the wrong length", ValueError, r"'feature_names' has 1 names, expected 4")
+def _():
+    load_crafted(explainer(), config=lambda c: c.update(feature_names=["a"]))
+
+
+@case(SAVED, "a saved kernel name that is not one", ValueError, r"'kernel' must be one of \['auto'")
+def _():
+    load_crafted(explainer(), config=lambda c: c.update(kernel="dense"))
+
+
+@case(SAVED, "a saved fit report with unknown fields", ValueError, r"'fit_report' must be a FitReport record")
+def _():
+    load_crafted(explainer(), config=lambda c: c.update(fit_report={"method": "exact", "bogus": 1}))
+
+
+# --- issue 25: inputs that gave a wrong number (or failed inside a dependency), against independent references ----
+@result_case("torchxplain.FourierShap", "(N, n) baselines: Captum's per-row pairing (they were averaged)")
+def _():
+    from captum.attr import ShapleyValues
+
+    xq, baselines = bits(3, 1), bits(3, 2)
+    explainer = tx.FourierShap.from_spectrum(spectrum(), bits(5))
+    captum = ShapleyValues(explainer.surrogate).attribute(xq, baselines=baselines).double()  # float32 inside
+    torch.testing.assert_close(explainer.attribute(xq, baselines=baselines), captum, rtol=0, atol=1e-5)
+
+
+@result_case("torchxplain.FourierShap", "additional_forward_args reach every query of the fit (they were refused)")
+def _():
+    from tests.integration._brute import interventional_shap
+
+    shift = torch.tensor([0.0, 1.0, 0.0, 0.0], dtype=torch.float64)
+
+    def shifted(x: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
+        return model((x + delta) % 2)
+
+    explainer = tx.FourierShap(shifted, bits(6), method="exact", additional_forward_args=(shift,))
+    want = interventional_shap(lambda z: shifted(z, shift), bits(3, 1), bits(6))
+    torch.testing.assert_close(explainer.attribute(bits(3, 1), additional_forward_args=(shift,)), want)
+
+
+@result_case("torchxplain.FourierShap", "to_shap with a per-row target: base values per row (failed to broadcast)")
+def _():
+    forest = tree(binary=False)
+    x = np.random.default_rng(2).normal(size=(4, 3))
+    explanation = tx.FourierShap.from_trees(forest, x[:3] + 0.1).to_shap(x, target=[0, 2, 1, 0])
+    want = forest.predict_proba(x)[np.arange(4), [0, 2, 1, 0]]  # the model's own probabilities
+    np.testing.assert_allclose(explanation.values.sum(1) + explanation.base_values, want, atol=1e-12)
+
+
+@result_case("torchxplain.FourierShap", "to_shap(feature_mask=) keeps each player's level (the data was dropped)")
+def _():
+    onehot = torch.tensor([[1.0, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, 1]])
+    explanation = tx.FourierShap.from_spectrum(spectrum(), bits(3)).to_shap(
+        onehot, feature_mask=torch.tensor([0, 0, 0, 1])
+    )
+    np.testing.assert_array_equal(explanation.data, [[1, 1], [2, 0], [3, 1]])  # level of the block 0..2, bit 3
+
+
+@result_case(F + "shapley_values", "dtype_policy('float32') on a float64 spectrum (it computed in float64)")
+def _():
+    want = tx.fourier.shapley_values(spectrum(), bits(3, 1), bits(5))
+    with tx.settings.dtype_policy("float32"):
+        got = tx.fourier.shapley_values(spectrum(), bits(3, 1), bits(5))
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.double(), want, rtol=0, atol=1e-6)
+
+
+@result_case(F + "interaction_values", "a float16 spectrum computes in float32 (it computed in half)")
+def _():
+    half = tx.FourierSpectrum(spectrum().frequencies, spectrum().amplitudes.half())
+    want = tx.fourier.interaction_values(
+        tx.FourierSpectrum(half.frequencies, half.amplitudes.double()), bits(3), bits(5)
+    )
+    got = tx.fourier.interaction_values(half, bits(3), bits(5))
+    assert got[2].dtype == torch.float32
+    torch.testing.assert_close(got[2].double(), want[2], rtol=0, atol=1e-6)
+
+
+@result_case("torchxplain.FourierSpectrum", "evaluate and the surrogate on numpy and lists (AttributeError)")
+def _():
+    from tests.fourier.brute_force import evaluate
+
+    x = bits(4, 3)
+    want = torch.tensor(evaluate(spectrum().frequencies.numpy(), spectrum().amplitudes.numpy(), x.numpy()))
+    torch.testing.assert_close(spectrum().evaluate(x.numpy()), want)
+    torch.testing.assert_close(tx.SparseFourierSurrogate(spectrum())(x.tolist()), want)
+
+
+# --- trees: the model's own output, on every input a newcomer gives (issue 25) ------------------------------
+def _margin_gap(model: Any, x: Any, margin: np.ndarray) -> float:
+    """Largest |Σ φ + E[f] - margin| of a fresh explainer on ``x[40:]`` against ``x[:40]`` (efficiency against
+    the model's own output: a spectrum that misreads an input misses it)."""
+    explainer = tx.FourierShap.from_trees(model, x[:40])
+    phi = explainer.attribute(x[40:]).numpy()
+    return float(np.abs(phi.sum(1) + float(explainer.expected_value()) - margin).max())
+
+
+def _xgb_data(sentinel: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(300, 4))
+    if sentinel is not None:
+        x[rng.random(x.shape) < 0.2] = sentinel
+    return x, (x[:, 0] + x[:, 1] * x[:, 2] > 0).astype(int)
+
+
+@result_case("torchxplain.FourierShap", "XGBClassifier(missing=1e-8): entries equal to the sentinel are missing")
+def _():
+    import xgboost
+
+    x, y = _xgb_data(1e-8)
+    for cls in (xgboost.XGBClassifier, xgboost.XGBRFClassifier):
+        model = cls(n_estimators=15, max_depth=3, missing=1e-8).fit(x, y)
+        assert _margin_gap(model, x[:80], model.predict(x[40:80], output_margin=True)) < 1e-5, cls.__name__
+
+
+@result_case("torchxplain.FourierShap", "an XGBoost dart booster (trees weighted by weight_drop)")
+def _():
+    import json
+
+    import xgboost
+
+    x, y = _xgb_data()
+    model = xgboost.XGBClassifier(n_estimators=15, max_depth=3, booster="dart", rate_drop=0.5, skip_drop=0.0)
+    model.fit(x, y)
+    drops = json.loads(model.get_booster().save_raw("json"))["learner"]["gradient_booster"]["weight_drop"]
+    assert len(set(drops)) > 1, "the case needs trees of different weights"
+    assert _margin_gap(model, x[:80], model.predict(x[40:80], output_margin=True)) < 1e-5
+
+
+@result_case("torchxplain.FourierShap", "an XGBRanker (ranking objectives explain the margin)")
+def _():
+    import xgboost
+
+    x, y = _xgb_data()
+    for objective in ("rank:ndcg", "rank:pairwise"):
+        model = xgboost.XGBRanker(n_estimators=15, max_depth=3, objective=objective)
+        model.fit(x, y, qid=np.repeat(np.arange(30), 10))
+        assert _margin_gap(model, x[:80], model.predict(x[40:80], output_margin=True)) < 1e-5, objective
+
+
+@result_case("torchxplain.FourierShap", "a LightGBM model fitted on a frame whose column names have spaces")
+def _():
+    import lightgbm
+    import pandas as pd
+
+    x, y = _xgb_data()
+    frame = pd.DataFrame(x, columns=["age years", "blood pressure", "bmi", "s 1"])
+    model = lightgbm.LGBMRegressor(n_estimators=10, verbose=-1).fit(frame, y)
+    assert _margin_gap(model, frame.iloc[:80], model.predict(frame.iloc[40:80], raw_score=True)) < 1e-10
+    codes = tx.fourier.TreeEncoding.from_model(model).transform(frame.iloc[:5])  # the encoding takes it too
+    assert codes.shape[0] == 5
+
+
+@result_case("torchxplain.FourierShap", "a constant tree model (LightGBM on constant y): interactions and indices")
+def _():
+    import lightgbm
+
+    x = np.random.default_rng(0).normal(size=(100, 3))
+    explainer = tx.FourierShap.from_trees(
+        lightgbm.LGBMRegressor(n_estimators=3, verbose=-1).fit(x, np.full(100, 2.5)), x
+    )
+    assert torch.equal(explainer.attribute(x[:4]), torch.zeros(4, 3, dtype=torch.float64))
+    assert torch.equal(explainer.interactions(x[:4]), torch.zeros(4, 3, 3, dtype=torch.float64))
+    values = explainer.interaction_values(x[:4], index="k-SII", max_order=2)
+    assert torch.allclose(values[0], torch.full((4,), 2.5, dtype=torch.float64)) and not values[1].any()
+    assert explainer.to_shapiq(x[:1])[0].baseline_value == 2.5
+
+
+@case("torchxplain.FourierShap", "negative tree feature_groups ids", ValueError, "feature_groups must hold non-neg")
+def _():
+    x = np.random.default_rng(0).integers(0, 2, (30, 4)).astype(float)
+    tx.FourierShap.from_trees(tree(), x, feature_groups=[-1, 0, 1, 1])
+
+
+@case("torchxplain.FourierShap", "a tree encoding of the wrong type", TypeError, r"encoding must be one of .* got int")
+def _():
+    x = np.random.default_rng(0).integers(0, 2, (30, 4)).astype(float)
+    tx.FourierShap.from_trees(tree(), x, encoding=3)
+
+
+@case("torchxplain.tree_spectrum", "an encoding of the wrong type", TypeError, r"encoding must be one of .* got list")
+def _():
+    tx.tree_spectrum(tree(), encoding=["thresholds"])
+
+
+@result_case("torchxplain.FourierShap", "a saved explainer of XGBClassifier(missing=1e-8) keeps the sentinel")
+def _():
+    import tempfile
+    from pathlib import Path
+
+    import xgboost
+
+    x, y = _xgb_data(1e-8)
+    explainer = tx.FourierShap.from_trees(
+        xgboost.XGBClassifier(n_estimators=5, max_depth=2, missing=1e-8).fit(x, y), x[:40]
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        explainer.save(Path(folder) / "xgb.pt")
+        loaded = tx.FourierShap.load(Path(folder) / "xgb.pt")
+    torch.testing.assert_close(loaded.attribute(x[40:60]), explainer.attribute(x[40:60]), atol=0, rtol=0)

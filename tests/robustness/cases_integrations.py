@@ -3,18 +3,23 @@ the pure batch functions and the Captum bridges."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+from typing import Any
+
 import numpy as np
 import torch
 
-from tests.robustness.harness import case
+from tests.robustness.harness import case, result_case
 
 I = "torchxplain.integrations"  # noqa: E741
 
 
 def _lightning():
-    from torchxplain.integrations import lightning
+    """The integrations namespace (its Lightning names load Lightning on first use)."""
+    from torchxplain import integrations
 
-    return lightning
+    return integrations
 
 
 @case(f"{I}.ExplanationCallback", "a probe with NaN rows", ValueError, r"probe rows \[1\] hold NaN")
@@ -42,7 +47,7 @@ def _():
     _lightning().ExplainModule(torch.nn.Linear(2, 1))
 
 
-@case(f"{I}.ExplanationWriter", "rows_per_file=0", ValueError, r"rows_per_file must be a positive int")
+@case(f"{I}.ExplanationWriter", "rows_per_file=0", ValueError, r"rows_per_file must be >= 1, got 0")
 def _():
     _lightning().ExplanationWriter("out", rows_per_file=0)
 
@@ -52,7 +57,7 @@ def _():
     _lightning().ExplanationWriter(3)
 
 
-@case(f"{I}.MeanAbsAttribution", "n_features=True", ValueError, r"n_features must be a positive int")
+@case(f"{I}.MeanAbsAttribution", "n_features=True", TypeError, r"n_features must be an int, got bool")
 def _():
     _lightning().MeanAbsAttribution(True)
 
@@ -67,18 +72,18 @@ def _():
     _lightning().explain_module_class("lightning")
 
 
-@case(f"{I}.explain_batch", "a mapping without inputs", KeyError, r"needs an 'inputs' entry")
+@case(f"{I}.attribute_batch", "a mapping without inputs", KeyError, r"needs an 'inputs' entry")
 def _():
-    from torchxplain.integrations import explain_batch
+    from torchxplain.integrations import attribute_batch
 
-    explain_batch(object(), {"x": np.zeros((2, 2))})
+    attribute_batch(object(), {"x": np.zeros((2, 2))})
 
 
-@case(f"{I}.explain_batch", "string inputs", TypeError, r"batch inputs must hold numbers")
+@case(f"{I}.attribute_batch", "string inputs", TypeError, r"batch inputs must hold numbers")
 def _():
-    from torchxplain.integrations import explain_batch
+    from torchxplain.integrations import attribute_batch
 
-    explain_batch(object(), [np.array([["a", "b"]])])
+    attribute_batch(object(), [np.array([["a", "b"]])])
 
 
 @case(f"{I}.merge_shards", "a folder without shards", ValueError, r"no shards matching")
@@ -106,7 +111,7 @@ def _():
     g(torch.tensor([[1.0, -1e9]]))
 
 
-@case(f"{I}.background_averaged", "a sentinel given as True", TypeError, r"sentinel must be a real number")
+@case(f"{I}.background_averaged", "a sentinel given as True", TypeError, r"sentinel must be a finite number, got bool")
 def _():
     from torchxplain.integrations import background_averaged
 
@@ -118,3 +123,144 @@ def _():
     from torchxplain.integrations import BackgroundAveraged
 
     BackgroundAveraged(lambda z: z.sum(1), np.zeros(3))
+
+
+@case(f"{I}.ExplanationCallback", "figures given as a string", TypeError, r"figures must be True or False, got str")
+def _():
+    _lightning().ExplanationCallback(lambda m: None, np.zeros((2, 2)), figures="no")
+
+
+@case(f"{I}.ExplanationCallback", "a float every_n_epochs", TypeError, r"every_n_epochs must be an int, got float")
+def _():
+    _lightning().ExplanationCallback(lambda m: None, np.zeros((2, 2)), every_n_epochs=1.5)
+
+
+@case(f"{I}.ExplanationWriter", "a float rows_per_file", TypeError, r"rows_per_file must be an int, got float")
+def _():
+    _lightning().ExplanationWriter("out", rows_per_file=2.0)
+
+
+@case(f"{I}.background_averaged", "a NaN sentinel", ValueError, r"sentinel must be a finite number, got nan")
+def _():
+    from torchxplain.integrations import background_averaged
+
+    background_averaged(lambda z: z.sum(1), np.zeros((3, 2)), sentinel=float("nan"))
+
+
+# ---------------------------------------------------------------- the callback's probe and checkpoint, shards
+def _module(width: int = 3) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(width, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1), torch.nn.Flatten(0))
+
+
+@case(
+    f"{I}.ExplanationCallback", "a probe of the wrong width (at fit start)", ValueError, r"cannot take the probe of sh"
+)
+def _():
+    _lightning().ExplanationCallback(lambda m: None, np.zeros((2, 5))).on_fit_start(None, _module(3))
+
+
+@case(
+    f"{I}.ExplanationCallback", "a float64 tensor probe on a float32 module", ValueError, r"probe is a torch.float64 t"
+)
+def _():
+    _lightning().ExplanationCallback(lambda m: None, torch.zeros(2, 3, dtype=torch.float64)).on_fit_start(
+        None, _module()
+    )
+
+
+@case(
+    f"{I}.ExplanationCallback", "a checkpoint without importances", ValueError, r"saved field 'importance' is missing"
+)
+def _():
+    callback = _lightning().ExplanationCallback(lambda m: None, np.zeros((2, 3)))
+    callback.load_state_dict({"epochs": torch.tensor([0]), "steps": torch.tensor([3])})
+
+
+@case(
+    f"{I}.ExplanationCallback",
+    "a checkpoint of another probe width",
+    ValueError,
+    r"'importance' must have shape \('T', 3\), got \(1, 4\); resume with the callback",
+)
+def _():
+    callback = _lightning().ExplanationCallback(lambda m: None, np.zeros((2, 3)))
+    callback.load_state_dict({"epochs": torch.tensor([0]), "steps": torch.tensor([3]), "importance": torch.zeros(1, 4)})
+
+
+@case(
+    f"{I}.ExplanationCallback", "a checkpoint with epochs and steps of other lengths", ValueError, r"'steps' has T = 2"
+)
+def _():
+    callback = _lightning().ExplanationCallback(lambda m: None, np.zeros((2, 3)))
+    callback.load_state_dict(
+        {"epochs": torch.tensor([0]), "steps": torch.tensor([3, 4]), "importance": torch.zeros(1, 3)}
+    )
+
+
+def _merge(shards: dict, expected_rows: Any = None, raw: bytes | None = None) -> None:
+    from torchxplain.integrations import merge_shards
+
+    with tempfile.TemporaryDirectory() as folder:
+        for part, shard in shards.items():
+            torch.save(shard, os.path.join(folder, f"shard-rank00000-part{part:05d}.pt"))
+        if raw is not None:
+            with open(os.path.join(folder, "shard-rank00001-part00000.pt"), "wb") as f:
+                f.write(raw)
+        merge_shards(folder, expected_rows)
+
+
+GOOD = {"index": torch.arange(3), "attributions": torch.ones(3, 2)}
+SHARDS = {
+    "a shard without an index": ({0: {"attributions": torch.ones(3, 2)}}, None, r"saved field 'index' is missing"),
+    "a tensor instead of a dict": ({0: torch.ones(3, 2)}, None, r"holds a Tensor, not ExplanationWriter's dict"),
+    "negative indices": ({0: {**GOOD, "index": torch.tensor([0, -1, 2])}}, None, r"'index' must hold values >= 0"),
+    "float indices": ({0: {**GOOD, "index": torch.zeros(3)}}, None, r"'index' must be an integer tensor"),
+    "rows unlike the indices": ({0: {**GOOD, "attributions": torch.ones(4, 2)}}, None, r"has 4 rows for 3 indices"),
+    "shards of different widths": (
+        {0: GOOD, 1: {"index": torch.arange(3, 5), "attributions": torch.ones(2, 5)}},
+        None,
+        r"different row shapes or dtypes: .*\(2,\).*\(5,\)",
+    ),
+    "negative expected rows": ({0: GOOD}, -3, r"expected_rows must be >= 0, got -3"),
+}
+for _what, (_shards, _expected, _match) in SHARDS.items():
+    case(f"{I}.merge_shards", _what, ValueError, _match)(
+        lambda shards=_shards, expected=_expected: _merge(shards, expected)
+    )
+
+
+@case(f"{I}.merge_shards", "expected rows as a float", TypeError, r"expected_rows must be an int, got float")
+def _():
+    _merge({0: GOOD}, 3.0)
+
+
+@case(f"{I}.merge_shards", "a truncated shard", ValueError, r"is not readable \(empty, truncated")
+def _():
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(GOOD, buffer)
+    _merge({0: GOOD}, raw=buffer.getvalue()[:200])
+
+
+@result_case(f"{I}.ExplanationCallback", "a float64 DataFrame probe on a float32 module, explained after an epoch")
+def _():
+    import pandas as pd
+    from captum.attr import IntegratedGradients
+
+    from tests.integration._lightning_setup import QUIET, data, loaders, regressor_class
+    from torchxplain.integrations._lightning import _compat
+
+    pl = _compat.package()
+    x, y = data()
+    frame = pd.DataFrame(x[:8].double().numpy(), columns=[f"f{j}" for j in range(x.shape[1])])  # what pandas gives
+    callback = _lightning().ExplanationCallback(IntegratedGradients, frame, figures=False)
+    model = regressor_class(pl)()
+    with tempfile.TemporaryDirectory() as root:
+        pl.Trainer(max_epochs=1, default_root_dir=root, callbacks=[callback], logger=False, **QUIET).fit(
+            model, *loaders(x, y)
+        )
+    model.eval()
+    reference = IntegratedGradients(model).attribute(x[:8].clone()).abs().mean(0)  # the float32 probe, directly
+    torch.testing.assert_close(callback.history[-1]["importance"], reference, atol=1e-6, rtol=1e-5)

@@ -31,6 +31,7 @@ def _no_show_and_close(monkeypatch):
     plt.close("all")
 
 
+@pytest.mark.slow
 def test_importing_torchxplain_keeps_the_users_backend():
     code = "import matplotlib, torchxplain; print(matplotlib.get_backend())"
     env = {**os.environ, "MPLBACKEND": "svg"}

@@ -13,6 +13,7 @@ from torchxplain._core.validation import (
     check_float_dtype,
     check_int,
     check_matrix,
+    check_number,
     check_same_device,
     float_dtype,
 )
@@ -26,7 +27,9 @@ __all__ = [
     "check_flag",
     "check_int",
     "check_float_dtype",
+    "check_int",
     "check_matrix",
+    "check_number",
     "check_same_device",
     "check_seed",
     "chunk_bounds",

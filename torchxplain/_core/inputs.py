@@ -2,8 +2,8 @@
 
 Every public entry point (Fourier, GOALS, IDX codes) converts what users pass here, once per call: tables of rows
 (:func:`rows`), players (:func:`player_ids`, the one player-id contract for ``groups``, ``feature_groups`` and
-Captum's ``feature_mask``), Captum's tuples of inputs (:func:`flatten_inputs`) and the dtype a computation runs in
-(:func:`compute_dtype`). Kernels behind it assume valid inputs.
+Captum's ``feature_mask``) and Captum's tuples of inputs (:func:`flatten_inputs`). Kernels behind it assume valid
+inputs; the dtype they compute in follows ``tx.settings.dtype_policy`` (:func:`data_dtype`).
 
 Policy (stated once, used by every public entry point):
 
@@ -282,13 +282,7 @@ def unflatten_values(values: Tensor, inputs: tuple[Tensor, ...], shapes: list[to
     return tuple(out)
 
 
-def compute_dtype(*candidates: torch.dtype) -> torch.dtype:
-    """The dtype a computation on these inputs uses, under ``tx.settings.dtype_policy``.
-
-    ``"float32"``/``"float64"``: that dtype. ``"auto"``: the first of ``candidates`` that is float32 or float64,
-    else float32 (half, bfloat16, integer and bool data never make a computation run in low precision).
-    """
-    policy = dtype_policy.value()
-    if policy != "auto":
-        return torch.float64 if policy == "float64" else torch.float32
-    return next((dtype for dtype in candidates if dtype in _FLOATS), torch.float32)
+def data_dtype(x: Tensor, fallback: torch.dtype) -> torch.dtype:
+    """The dtype a computation on data ``x`` runs in: ``tx.settings.dtype_policy.compute_dtype`` of ``x``'s own
+    dtype when it is float32/float64, else of ``fallback`` (half, integer and bool data take the fallback's rule)."""
+    return dtype_policy.compute_dtype(x.dtype if x.dtype in _FLOATS else fallback)

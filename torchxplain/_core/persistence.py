@@ -10,11 +10,14 @@ so it always loads with ``torch.load(path, weights_only=True)``: no Python objec
 Which classes can be loaded is an explicit registry (:func:`loadable_classes`), never a class path read from
 the file: ``ExplainerBase.__init_subclass__`` registers every explainer class that overrides ``_config``
 (so this module imports nothing above ``_core``). A class opts in by implementing ``_config() -> dict``
-(JSON-able constructor metadata) and the classmethod ``_from_config(config, state, forward_func)``.
+(JSON-able constructor metadata) and the classmethod ``_from_config(config, state, forward_func)``, which reads
+every field through :class:`~torchxplain._core.saved_fields.SavedFields`, so that a damaged or edited file is
+refused at load with one :class:`~torchxplain._core.saved_fields.SavedFieldError` (prefixed here with the path).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Callable
@@ -22,6 +25,9 @@ from typing import Any
 
 import torch
 from torch import Tensor
+
+from torchxplain._core.devices import check_device
+from torchxplain._core.saved_fields import SavedFieldError
 
 FORMAT = "torchxplain-explainer"
 VERSION = 2  # 2: explainer configs of the unified FourierShap (encoders, several outputs) and GOALS
@@ -65,6 +71,9 @@ def save_explainer(explainer: Any, path: str | os.PathLike[str]) -> str:
 
     Returns:
         The path, as a string.
+
+    Raises:
+        IsADirectoryError: ``path`` is a folder. FileNotFoundError: its folder does not exist.
     """
     name = _class_name(explainer)
     config = explainer._config()
@@ -78,6 +87,15 @@ def save_explainer(explainer: Any, path: str | os.PathLike[str]) -> str:
             raise TypeError(f"state_dict entry {key!r} is a {type(value).__name__}, not a tensor")
         state[key] = value.detach().cpu().clone()
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(
+            f"{path!r} is a directory; pass a file path such as {os.path.join(path, 'explainer.pt')!r}"
+        )
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(
+            f"the folder {folder!r} does not exist; create it first (os.makedirs) or save elsewhere"
+        )
     torch.save({"format": FORMAT, "version": VERSION, "metadata": metadata, "state": state}, path)
     return path
 
@@ -129,7 +147,7 @@ def load_explainer(
         path: the file.
         forward_func: the user's model to attach (``None``: the class's default, e.g. FourierShap's
             own surrogate).
-        map_location: device for the explainer's tensors (default: CPU).
+        map_location: device for the explainer's tensors (default: CPU); one this machine has.
 
     Returns:
         An explainer of the saved class whose ``state_dict`` equals the saved one.
@@ -137,19 +155,30 @@ def load_explainer(
     Raises:
         FileNotFoundError: no such file.
         ValueError: an empty, truncated or foreign file, invalid metadata, a class that is not loadable, or a state
-            that lacks entries the class needs (each message names the file and the fix).
+            that lacks entries the class needs (each message names the file and the fix), or a ``map_location``
+            this machine does not have (e.g. ``"cuda"`` without CUDA);
+            :class:`~torchxplain._core.saved_fields.SavedFieldError` (a ``ValueError``) for a field that fails
+            its check (NaN, out of range, of the wrong shape, inconsistent with another field).
     """
     data = _read(path)
     meta = data["metadata"]
     registry = loadable_classes()
+    if meta.get("class") not in registry:  # its module may not be imported yet: torchxplain loads names lazily
+        package = importlib.import_module("torchxplain")
+        for name in package.__all__:  # every public name, so every public explainer class registers
+            getattr(package, name)
+        registry = loadable_classes()
     if meta.get("class") not in registry:
         raise ValueError(
             f"saved class {str(meta.get('class'))[:60]!r} is not loadable; loadable are {sorted(registry)}"
         )
-    state = {k: v.to(map_location) if map_location is not None else v for k, v in data["state"].items()}
+    device = None if map_location is None else check_device(map_location, "map_location")
+    state = {k: v.to(device) if device is not None else v for k, v in data["state"].items()}
     try:
         explainer = registry[meta["class"]]._from_config(meta["config"], state, forward_func)
         explainer.load_state_dict(state, strict=True)
+    except SavedFieldError as err:
+        raise SavedFieldError(f"{os.fspath(path)!r}: {err}") from None
     except KeyError as err:
         raise ValueError(
             f"{os.fspath(path)!r} lacks the saved entry {err}; the file is incomplete or was edited: re-save it"

@@ -7,6 +7,8 @@ import random
 import numpy as np
 import torch
 
+from torchxplain._core.devices import check_device
+
 SeedLike = int | torch.Generator | None
 
 
@@ -28,7 +30,7 @@ def make_generator(seed: SeedLike = None, device: torch.device | str = "cpu") ->
     """A ``torch.Generator`` on ``device`` seeded by ``seed`` (a generator is returned as is; ``None`` seeds 0)."""
     if isinstance(seed, torch.Generator):
         return seed
-    gen = torch.Generator(device=device)
+    gen = torch.Generator(device=check_device(device))
     gen.manual_seed(0 if seed is None else check_seed(seed))
     return gen
 

@@ -8,7 +8,14 @@ Each setting has a process default and can be changed for a block of code::
         phi = explainer.attribute(x)
 
 An explicit argument of a public function (``max_memory=...``, ``show_progress=...``) still overrides the
-setting for that call. The values live in :mod:`contextvars`, so threads and asyncio tasks each see their own.
+setting for that call.
+
+Scope: the values live in :mod:`contextvars`. Each thread sees its own settings: a thread starts from the process
+defaults, not from the ``with`` blocks of the thread that started it (enter the block inside the thread, or run
+the thread's target with ``contextvars.copy_context().run``); asyncio tasks start from a copy of their creator's.
+Blocks may exit in any order: the value in force is always the innermost block *still open* in this context, so
+two generators (or coroutines sharing a context) whose blocks interleave leave the default behind once both have
+exited, and one setting object may be entered by several threads at once.
 
 Settings:
     :class:`max_memory`: byte budget of every chunked intermediate (default 512 MiB; at least 1 MiB).
@@ -47,18 +54,22 @@ _OFF = {"0", "false", "no", "off"}
 
 
 class _Setting(Generic[V]):
-    """A context manager that sets one value for the duration of a ``with`` block (nestable, re-entrant)."""
+    """A context manager that sets one value for the duration of a ``with`` block (nestable, re-entrant).
 
-    _var: ClassVar[contextvars.ContextVar[Any]]
-    _tokens: list[contextvars.Token[Any]]
+    The context variable holds the stack of open blocks as ``(owner, value)`` pairs; a block that exits removes
+    its own entry wherever it is, so blocks that exit out of order (interleaved generators) restore correctly.
+    """
+
+    _var: ClassVar[contextvars.ContextVar[tuple[tuple[object, Any], ...]]]
+    by_name: ClassVar[dict[str, type[_Setting[Any]]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._var = contextvars.ContextVar(f"torchxplain.settings.{cls.__name__}")
+        cls._var = contextvars.ContextVar(f"torchxplain.settings.{cls.__name__}", default=())
+        _Setting.by_name[cls.__name__] = cls
 
     def __init__(self, value: Any) -> None:
         self.value_ = self._parse(value)
-        self._tokens = []
 
     @classmethod
     def _parse(cls, value: Any) -> V:
@@ -70,22 +81,36 @@ class _Setting(Generic[V]):
 
     @classmethod
     def value(cls) -> V:
-        """The value in force here: the innermost ``with`` block's, else the process default."""
-        return cls._var.get(cls._default())
+        """The value in force here: the innermost open ``with`` block's, else the process default."""
+        stack = cls._var.get()
+        return stack[-1][1] if stack else cls._default()
 
     @classmethod
     def resolve(cls, explicit: Any = None) -> V:
         """``explicit`` (validated) when given, else :meth:`value`: how public functions read the setting."""
         return cls.value() if explicit is None else cls._parse(explicit)
 
+    @classmethod
+    def _push(cls, owner: object, value: Any) -> None:
+        cls._var.set((*cls._var.get(), (owner, value)))
+
+    @classmethod
+    def _pop(cls, owner: object) -> None:
+        """Remove ``owner``'s innermost entry from this context's stack (entries above it stay in force)."""
+        stack = cls._var.get()
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i][0] is owner:
+                cls._var.set(stack[:i] + stack[i + 1 :])
+                return
+
     def __enter__(self) -> _Setting[V]:
-        self._tokens.append(self._var.set(self.value_))
+        self._push(self, self.value_)
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._var.reset(self._tokens.pop())
+        self._pop(self)
 
 
 def parse_memory(value: object = None) -> int:
@@ -188,14 +213,17 @@ class dtype_policy(_Setting[DtypePolicy]):  # noqa: N801
         return "auto"
 
     @classmethod
-    def compute_dtype(cls, *tensors: torch.Tensor) -> torch.dtype:
-        """The dtype to compute in for these inputs under the policy in force."""
+    def compute_dtype(cls, *inputs: torch.Tensor | torch.dtype) -> torch.dtype:
+        """The dtype to compute in for these inputs (tensors or dtypes) under the policy in force: the policy's
+        dtype, or under ``"auto"`` float64 when an input is float64, else float32 (half, bfloat16, integer and bool
+        data never make a computation run in low precision). The one dtype rule of every method."""
         policy = cls.value()
         if policy == "float64":
             return torch.float64
         if policy == "float32":
             return torch.float32
-        return torch.float64 if any(t.dtype == torch.float64 for t in tensors) else torch.float32
+        dtypes = [t if isinstance(t, torch.dtype) else t.dtype for t in inputs]
+        return torch.float64 if torch.float64 in dtypes else torch.float32
 
 
 @contextlib.contextmanager
@@ -210,10 +238,9 @@ def using(max_memory: MemoryLike | None = None, show_progress: bool | None = Non
                 return _kernel(spectrum, x, background)
     """
     with contextlib.ExitStack() as stack:
-        if max_memory is not None:
-            stack.enter_context(max_memory_setting(max_memory))
-        if show_progress is not None:
-            stack.enter_context(show_progress_setting(show_progress))
+        for name, value in (("max_memory", max_memory), ("show_progress", show_progress)):
+            if value is not None:
+                stack.enter_context(_Setting.by_name[name](value))
         yield
 
 
@@ -225,14 +252,13 @@ def unchecked_max_memory(n_bytes: int) -> Iterator[None]:
     """
     if isinstance(n_bytes, bool) or not isinstance(n_bytes, int) or n_bytes < 1:
         raise ValueError(f"n_bytes must be a positive int, got {n_bytes!r}")
-    token = max_memory._var.set(n_bytes)
+    owner = object()
+    max_memory._push(owner, n_bytes)
     try:
         yield
     finally:
-        max_memory._var.reset(token)
+        max_memory._pop(owner)
 
-
-max_memory_setting, show_progress_setting = max_memory, show_progress
 
 __all__ = [
     "DEFAULT_MAX_MEMORY",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from numbers import Integral, Real
+from typing import Any, Literal, overload
 
 import torch
 from torch import Tensor
@@ -96,22 +98,104 @@ def check_flag(value: object, name: str) -> bool:
     return value
 
 
+def _shown(value: object) -> str:
+    return f"{type(value).__name__} {str(value)[:40]!r}"
+
+
+@overload
 def check_int(
-    value: object, name: str, *, minimum: int | None = None, maximum: int | None = None, optional: bool = False
+    value: object,
+    name: str,
+    minimum: int | None = ...,
+    maximum: int | None = ...,
+    hint: str = ...,
+    *,
+    optional: Literal[False] = ...,
+) -> int: ...
+
+
+@overload
+def check_int(
+    value: object, name: str, minimum: int | None = ..., maximum: int | None = ..., hint: str = ..., *, optional: bool
+) -> Any: ...
+
+
+def check_int(
+    value: object,
+    name: str,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    hint: str = "",
+    *,
+    optional: bool = False,
 ) -> Any:
-    """``value`` if it is an int in ``[minimum, maximum]`` (``None`` too when ``optional``); bools, floats such as
-    ``2.0`` and strings are refused, never coerced.
+    """``value`` as an int in ``[minimum, maximum]`` (either bound optional; ``None`` too when ``optional``);
+    numpy integers are accepted.
+
+    Bools, floats (even ``2.0``), strings and ``None`` are refused, never truncated or read as truth values.
+    ``hint`` (e.g. ``"e.g. 100"``) ends the message.
 
     Raises:
-        TypeError: not an int.
+        TypeError: not an integer.
         ValueError: out of range.
     """
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {str(value)[:40]!r}")
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+    tail = f"; {hint}" if hint else ""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{name} must be an int, got {_shown(value)}{tail}")
+    number = int(value)
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
         low = "" if minimum is None else f">= {minimum}"
         high = "" if maximum is None else f"<= {maximum}"
-        raise ValueError(f"{name} must be {' and '.join(p for p in (low, high) if p)}, got {value}")
-    return value
+        raise ValueError(f"{name} must be {' and '.join(p for p in (low, high) if p)}, got {number}{tail}")
+    return number
+
+
+def _number_range(low: tuple[str, float] | None, high: tuple[str, float] | None, nonzero: bool) -> str:
+    kind = "a nonzero finite number" if nonzero else "a finite number"
+    if low is not None and high is not None:
+        return f"{kind} in {'(' if low[0] == '>' else '['}{low[1]:g}, {high[1]:g}{')' if high[0] == '<' else ']'}"
+    bound = low or high
+    return kind if bound is None else f"{kind} {bound[0]} {bound[1]:g}"
+
+
+def check_number(
+    value: object,
+    name: str,
+    *,
+    greater_than: float | None = None,
+    at_least: float | None = None,
+    less_than: float | None = None,
+    at_most: float | None = None,
+    nonzero: bool = False,
+    hint: str = "",
+) -> float:
+    """``value`` as a finite float within the given bounds (ints and numpy scalars accepted).
+
+    Bools, strings, ``None``, complex numbers and tensors are refused; NaN and infinities too. Give at most one
+    lower (``greater_than``/``at_least``) and one upper (``less_than``/``at_most``) bound. ``hint`` (e.g.
+    ``"e.g. 1e-6"``) ends the message.
+
+    Raises:
+        TypeError: not a real number.
+        ValueError: NaN, infinite, zero (with ``nonzero``) or out of the bounds.
+    """
+    low = (">", greater_than) if greater_than is not None else (">=", at_least) if at_least is not None else None
+    high = ("<", less_than) if less_than is not None else ("<=", at_most) if at_most is not None else None
+    want = _number_range(low, high, nonzero)
+    tail = f"; {hint}" if hint else ""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be {want}, got {_shown(value)}{tail}")
+    number = float(value)
+    bad = (
+        not math.isfinite(number)
+        or (greater_than is not None and not number > greater_than)
+        or (at_least is not None and not number >= at_least)
+        or (less_than is not None and not number < less_than)
+        or (at_most is not None and not number <= at_most)
+        or (nonzero and number == 0)
+    )
+    if bad:
+        raise ValueError(f"{name} must be {want}, got {value!r}{tail}")
+    return number

@@ -12,13 +12,16 @@ The code is arranged by concept; each subpackage's modules are private:
 * ``trees/`` — exact spectra of tree ensembles: adapters per library, extraction, pruning, the tree source;
 * ``values/`` — the closed forms: value plan and cost model, the dense and small-support kernels, players,
   the interaction-index family (``interactions/``);
-* ``explainer/`` — :class:`~torchxplain.FourierShap`, its value path, outputs, persistence and the
-  shap/shapiq bridges.
+* ``explainer/`` — :class:`~torchxplain.FourierShap`, its value path, what each input is explained against
+  (Captum's per-row ``baselines`` or a ``background`` set) and the paired kernel, per-player outputs, persistence
+  and the shap/shapiq bridges.
 """
 
 from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder, ThresholdEncoder
 from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
 from torchxplain.fourier.explainer._bridges import to_shap_explanation, to_shapiq_values
+from torchxplain.fourier.explainer._player_values import PlayerValues
+from torchxplain.fourier.fit._options import FitOptions
 from torchxplain.fourier.fit._report import FitQualityWarning, FitReport
 from torchxplain.fourier.trees._encoding import TreeEncoding
 from torchxplain.fourier.trees._pruning import PruningReport, prune_tree_spectrum
@@ -40,9 +43,11 @@ __all__ = [
     "SUPPORTED_MODELS",
     "BackgroundTerm",
     "BinaryEncoder",
+    "FitOptions",
     "FitQualityWarning",
     "FitReport",
     "InputEncoder",
+    "PlayerValues",
     "PruningReport",
     "ThresholdEncoder",
     "ThresholdEncoding",

@@ -7,17 +7,17 @@ and ``counterfactual`` (family tables, Def. 9), ``relations`` (the batched kerne
 """
 
 from torchxplain.idx import datasets, stats
-from torchxplain.idx.attribution import attribution_relations
-from torchxplain.idx.classifier import BayesianClassifier
-from torchxplain.idx.counterfactual import CounterfactualTables, cf_relations, counterfactual_tables
-from torchxplain.idx.explain import explain, explain_batch
-from torchxplain.idx.explanation import Explanation, ExplanationBatch
-from torchxplain.idx.io import ChainApproximationWarning
-from torchxplain.idx.lime import lime_values
-from torchxplain.idx.properties import ModifiedPosteriors, md_relations, modified_posteriors, sd_relations
-from torchxplain.idx.relations import connected, relation_tensors
-from torchxplain.idx.shap import shap_values
-from torchxplain.idx.spec import ClassifierSpec
+from torchxplain.idx._attribution import attribution_relations
+from torchxplain.idx._classifier import BayesianClassifier
+from torchxplain.idx._counterfactual import CounterfactualTables, cf_relations, counterfactual_tables
+from torchxplain.idx._explain import explain, explain_batch
+from torchxplain.idx._explanation import Explanation, ExplanationBatch
+from torchxplain.idx._io import ChainApproximationWarning
+from torchxplain.idx._lime import lime_values
+from torchxplain.idx._properties import ModifiedPosteriors, md_relations, modified_posteriors, sd_relations
+from torchxplain.idx._relations import connected, relation_tensors
+from torchxplain.idx._shap import shap_values
+from torchxplain.idx._spec import ClassifierSpec
 
 __all__ = [
     "BayesianClassifier",

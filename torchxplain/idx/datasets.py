@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from torchxplain.idx.classifier import BayesianClassifier
+from torchxplain.idx._classifier import BayesianClassifier, check_classifier
 
 _THIRD = 1.0 / 3.0
 
@@ -143,10 +143,10 @@ def chain_from_network(name: str, dtype: torch.dtype = torch.float64) -> Bayesia
 
     Every non-leaf node is decided from its children's values, with ``P(child | node)`` from the network (other
     parents marginalised out): the IDX paper's reading of a network, whose posteriors can differ from the
-    network's own inference. The :class:`~torchxplain.idx.io.ChainApproximationWarning` that says so is silenced
+    network's own inference. The :class:`~torchxplain.idx._io.ChainApproximationWarning` that says so is silenced
     here, since these classifiers are documented as chains.
     """
-    from torchxplain.idx.io import ChainApproximationWarning
+    from torchxplain.idx._io import ChainApproximationWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ChainApproximationWarning)
@@ -174,6 +174,24 @@ def alarm(dtype: torch.dtype = torch.float64) -> BayesianClassifier:
 
 def all_inputs(bc: BayesianClassifier) -> torch.Tensor:
     """Every assignment of the observations as codes ``(prod |V(o)|, |O|)`` (row-major)."""
+    bc = check_classifier(bc)
     cards = [len(bc.value_names[o]) for o in bc.observations]
     grids = torch.meshgrid(*[torch.arange(k) for k in cards], indexing="ij")
     return torch.stack([g.reshape(-1) for g in grids], dim=1).to(bc.cardinality.device)
+
+
+__all__ = [
+    "CAR_COLUMNS",
+    "CAR_VALUES",
+    "VOTES_COLUMNS",
+    "alarm",
+    "all_inputs",
+    "asia",
+    "car",
+    "chain_from_network",
+    "child",
+    "pgmpy_network",
+    "play_outside",
+    "play_outside_data",
+    "votes",
+]

@@ -1,7 +1,7 @@
 """Test helpers shipped with the package: the explainer contract mixin, its check functions, tiny budgets."""
 
 from torchxplain._core.settings import unchecked_max_memory as tiny_memory_budget
-from torchxplain.testing.explainer_test_case import (
+from torchxplain.testing._explainer_test_case import (
     ExplainerTestCase,
     check_batch_invariance,
     check_captum_contract,

@@ -14,11 +14,11 @@ a PNG and closes the figure.
 * :class:`ExplanationGraphDisplay` — an IDX explanation graph.
 """
 
+from torchxplain.viz._attributions import BarDisplay, BeeswarmDisplay, InteractionHeatmapDisplay
 from torchxplain.viz._base import Display, save
-from torchxplain.viz.attributions import BarDisplay, BeeswarmDisplay, InteractionHeatmapDisplay
-from torchxplain.viz.drift import DriftDisplay
-from torchxplain.viz.graph import ExplanationGraphDisplay
-from torchxplain.viz.importance import ImportanceDisplay, ManhattanDisplay
+from torchxplain.viz._drift import DriftDisplay
+from torchxplain.viz._graph import ExplanationGraphDisplay
+from torchxplain.viz._importance import ImportanceDisplay, ManhattanDisplay
 
 __all__ = [
     "BarDisplay",

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from torchxplain._core import check_binary, check_finite
+from torchxplain._core.saved_fields import SavedFields
 from torchxplain.fourier.encoding._thresholds import ThresholdEncoding, threshold_codes
 
 
@@ -118,6 +119,7 @@ class ThresholdEncoder(InputEncoder):
         self.register_buffer("zero_is_missing", encoding.zero_is_missing.clone())
         self.strict = encoding.strict
         self.input_dtype = encoding.input_dtype
+        self.missing_value = encoding.missing_value
         self._n_inputs = encoding.n_features
 
     @property
@@ -135,6 +137,7 @@ class ThresholdEncoder(InputEncoder):
             self.strict,
             self.input_dtype,
             self._n_inputs,
+            missing_value=self.missing_value,
         )
 
     def check(self, x: Tensor, name: str, relaxed: bool = False) -> None:
@@ -151,6 +154,7 @@ class ThresholdEncoder(InputEncoder):
             self.zero_is_missing,
             self.strict,
             self.input_dtype,
+            self.missing_value,
         )  # x was validated at the explainer's boundary
         return codes.to(dtype)
 
@@ -161,29 +165,46 @@ class ThresholdEncoder(InputEncoder):
             "n_binary": self.n_binary,
             "strict": self.strict,
             "input_dtype": str(self.input_dtype).removeprefix("torch."),
+            "missing_value": None if self.missing_value != self.missing_value else self.missing_value,
         }
 
 
-def encoder_from_config(config: dict[str, Any], state: dict[str, Tensor], prefix: str) -> InputEncoder:
-    """Rebuild an encoder from :meth:`InputEncoder.config` and the explainer's saved ``state`` (keys ``prefix*``)."""
-    kind = config.get("kind")
+def encoder_from_fields(fields: SavedFields) -> InputEncoder:
+    """Rebuild an encoder from its saved :meth:`InputEncoder.config` (``fields.section("encoder")`` of the
+    explainer) and tensors (``encoder.*`` in the state), every field checked.
+
+    The dimensions ``n_binary`` (the spectrum's width) and ``n_inputs`` (the background's) must be bound already,
+    so no size is ever read from the config alone.
+
+    Raises:
+        SavedFieldError: an unknown kind, sizes that disagree with the spectrum or the background, owners out of
+            range, NaN thresholds, split tables of the wrong dtype or length, an input dtype off the allow-list.
+    """
+    config = fields.section("encoder")
+    kind = config.choice("kind", (BinaryEncoder.kind, ThresholdEncoder.kind))
+    n_binary, n_inputs = fields.dim("n_binary"), fields.dim("n_inputs")
     if kind == BinaryEncoder.kind:
-        return BinaryEncoder(int(config["n"]))
-    if kind == ThresholdEncoder.kind:
-        n_binary = int(config["n_binary"])
-        dtype = getattr(torch, str(config["input_dtype"]))
-        if dtype not in (torch.float32, torch.float64):
-            raise ValueError(f"saved encoder has input_dtype {config['input_dtype']!r}; expected float32 or float64")
-        encoding = ThresholdEncoding(
-            state[prefix + "owner"],
-            state[prefix + "threshold_bits"].view(torch.float64),
-            state[prefix + "nan_right"],
-            state[prefix + "zero_is_missing"],
-            bool(config["strict"]),
-            dtype,
-            int(config["n_inputs"]),
-        )
-        if encoding.n_binary != n_binary:
-            raise ValueError(f"saved encoder has {encoding.n_binary} splits, its metadata says {n_binary}")
-        return ThresholdEncoder(encoding)
-    raise ValueError(f"saved encoder kind {str(kind)[:40]!r} is unknown; known kinds are 'binary' and 'thresholds'")
+        n = config.integer("n", minimum=1)
+        config.require(n == n_binary == n_inputs, "n", f"is {n}, but the spectrum and background have {n_binary}")
+        return BinaryEncoder(n)
+    for key, want in (("n_binary", n_binary), ("n_inputs", n_inputs)):
+        got = config.integer(key, minimum=1 if key == "n_inputs" else 0)
+        config.require(got == want, key, f"is {got}, but the saved tensors have {want}")
+    encoder = fields.sub("encoder.")
+    owner = encoder.tensor("owner", ("n_binary",), "int", minimum=0, maximum=n_inputs - 1)
+    thresholds = encoder.tensor("threshold_bits", ("n_binary",), "int", dtype=torch.int64).view(torch.float64)
+    fields.require(not bool(torch.isnan(thresholds).any()), "encoder.threshold_bits", "holds NaN thresholds")
+    encoding = ThresholdEncoding(
+        owner,
+        thresholds,
+        encoder.tensor("nan_right", ("n_binary",), "bool"),
+        encoder.tensor("zero_is_missing", ("n_binary",), "bool"),
+        bool(config.flag("strict")),
+        config.dtype("input_dtype", {"float32": torch.float32, "float64": torch.float64}),
+        n_inputs,
+        # a missing= sentinel (XGBoost); null or absent (files saved before it) is NaN: none
+        missing_value=float("nan")
+        if config.value("missing_value", optional=True) is None
+        else config.number("missing_value"),
+    )
+    return ThresholdEncoder(encoding)

@@ -30,11 +30,15 @@ def threshold_codes(
     zero_is_missing: Tensor,
     strict: bool,
     input_dtype: torch.dtype,
+    missing_value: float = float("nan"),
 ) -> Tensor:
     """``(N, p)`` raw rows -> ``(N, n_binary)`` 0/1 codes in ``x``'s floating dtype (float32 for integer ``x``).
 
     The split arrays (``(n_binary,)`` each) must be on ``x``'s device; chunked over rows to the memory budget.
+    A ``missing_value`` other than NaN (XGBoost's ``missing=`` sentinel) is missing too, compared in
+    ``input_dtype``.
     """
+    sentinel = None if missing_value != missing_value else float(torch.tensor(missing_value, dtype=input_dtype))
     out = torch.empty(
         x.shape[0], feature.shape[0], dtype=x.dtype if x.is_floating_point() else torch.float32, device=x.device
     )
@@ -43,6 +47,8 @@ def threshold_codes(
         v = x[start:stop].to(input_dtype).double()[:, feature]
         right = v >= threshold if strict else v > threshold
         missing = torch.isnan(v) | (zero_is_missing & (v.abs() <= 1e-35))
+        if sentinel is not None:
+            missing |= v == sentinel
         out[start:stop] = torch.where(missing, nan_right, right)
     return out
 
@@ -59,6 +65,7 @@ class ThresholdEncoding:
         strict: ``True`` when ``x >= threshold`` goes right (XGBoost's ``x < threshold`` splits).
         input_dtype: the precision inputs are cast to before comparing (float32 or float64).
         n_features: number of input features.
+        missing_value: a value that marks a missing entry besides NaN (XGBoost's ``missing=``; NaN: none).
         feature_names: the inputs' column names (``None`` when unknown); a DataFrame passed to :meth:`transform`
             must have these columns in this order.
     """
@@ -73,8 +80,12 @@ class ThresholdEncoding:
         input_dtype: torch.dtype,
         n_features: int,
         feature_names: Sequence[str] | None = None,
+        missing_value: float = float("nan"),
     ) -> None:
         self.n_features = check_int(n_features, "n_features", minimum=1)
+        if isinstance(missing_value, bool) or not isinstance(missing_value, (int, float)):
+            raise TypeError(f"missing_value must be a number (NaN: none), got {type(missing_value).__name__}")
+        self.missing_value = float(missing_value)
         arrays = [
             to_tensor(a, name, ndim=1).tensor
             for a, name in zip(
@@ -198,6 +209,7 @@ class ThresholdEncoding:
             self.zero_is_missing.to(device),
             self.strict,
             self.input_dtype,
+            self.missing_value,
         )
 
     def __repr__(self) -> str:

@@ -77,8 +77,13 @@ def to_shapiq_values(
     order = top if max_order is None else max_order
     if isinstance(order, bool) or not isinstance(order, int) or not 1 <= order <= top:
         raise ValueError(f"max_order must be an int between 1 and the result's largest order {top}, got {order!r}")
-    given = result[0] if index == "FBII" else baseline_value
-    base = np.broadcast_to(_array(given, "baseline_value").astype(np.float64), (rows,))
+    given = _array(result[0] if index == "FBII" else baseline_value, "baseline_value").astype(np.float64)
+    if given.shape not in ((), (1,), (rows,)):
+        raise ValueError(
+            f"baseline_value must be a scalar or one value per row ({rows},), got shape {given.shape}; pass the "
+            "model's mean output over the background (or each row's reference output)"
+        )
+    base = np.broadcast_to(given, (rows,))
     subsets: list[tuple[int, ...]] = [()]
     columns = [result[0].reshape(rows, 1)]
     for t in range(1, order + 1):
@@ -108,6 +113,7 @@ def to_shap_explanation(
     data: object = None,
     feature_names: Sequence[str] | None = None,
     output_names: Sequence[str] | None = None,
+    display_data: np.ndarray | None = None,
 ) -> Any:
     """A ``shap.Explanation`` (values, base values, data, feature names) for shap's waterfall/beeswarm/force plots.
 
@@ -119,6 +125,8 @@ def to_shap_explanation(
             the feature names when ``feature_names`` is not given).
         feature_names: optional ``m`` names (default: shap's ``Feature 0`` ...).
         output_names: optional ``C`` names of the outputs.
+        display_data: optional ``(Q, m)`` array of what ``data`` means, shown by shap's waterfall instead of the
+            numbers (e.g. a categorical level's name).
 
     Returns:
         ``shap.Explanation`` holding float64 numpy arrays.
@@ -146,10 +154,13 @@ def to_shap_explanation(
         raise ValueError(f"feature_names must name the {m} players, got {len(names)} names")
     if output_names is not None and (vals.ndim != 3 or len(output_names) != vals.shape[2]):
         raise ValueError(f"output_names must name the {vals.shape[2] if vals.ndim == 3 else 0} outputs")
+    if display_data is not None and (data is None or np.shape(display_data) != (rows, m)):
+        raise ValueError(f"display_data must come with data and have shape {(rows, m)}, got {np.shape(display_data)}")
     return shap.Explanation(
         values=vals,
         base_values=base,
         data=data,
+        display_data=display_data,
         feature_names=names,
         output_names=list(output_names) if output_names is not None else None,
     )

@@ -1,43 +1,87 @@
 """The value path every Fourier explainer shares: validate once, encode, closed form, back to the inputs.
 
 :class:`FourierExplainerCore` holds the validated state (spectrum as a surrogate module, encoder, background rows and
-their encoding, default players) and computes Shapley and Banzhaf values and pairwise interactions through a
-:class:`~torchxplain.fourier.values._plan.ValuePlan` cached per players. :class:`~torchxplain.FourierShap`
-adds the constructors (black box, spectrum, trees) and persistence.
+their encoding, default players) and computes Shapley and Banzhaf values and interaction indices through a
+:class:`~torchxplain.fourier.values._plan.ValuePlan` cached per players — or, for Captum's per-row ``baselines``,
+the paired kernel (:mod:`~torchxplain.fourier.explainer._paired`; the rule in
+:mod:`~torchxplain.fourier.explainer._references`). :class:`~torchxplain.FourierShap` adds the constructors (black
+box, spectrum, trees) and persistence.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
+from captum.log import log_usage
 from torch import Tensor
 
-from torchxplain._core import ExplainerBase, settings
+from torchxplain._core import ExplainerBase, check_flag, check_int, chunk_bounds, settings
 from torchxplain._core.inputs import (
     FeatureNames,
     check_feature_names,
-    compute_dtype,
+    data_dtype,
     flatten_inputs,
     player_ids,
-    rows,
     to_tensor,
     unflatten_values,
 )
 from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder
 from torchxplain.fourier.explainer._bridges import to_shap_explanation, to_shapiq_values
+from torchxplain.fourier.explainer._forward_args import as_args, model_output, same_args
 from torchxplain.fourier.explainer._outputs import Outputs
+from torchxplain.fourier.explainer._paired import paired_indices
 from torchxplain.fourier.explainer._plan_cache import PlanCache
+from torchxplain.fourier.explainer._player_values import PlayerValues, player_data, player_labels
+from torchxplain.fourier.explainer._player_values import player_names as player_names_of
+from torchxplain.fourier.explainer._references import Reference, reference
+from torchxplain.fourier.fit._enumerate import EnumerationPlan
+from torchxplain.fourier.fit._oracle import Oracle, model_placement
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.spectrum._surrogate import SparseFourierSurrogate
 from torchxplain.fourier.trees._pruning import PruningReport
+from torchxplain.fourier.values._cost import check_kernel
+from torchxplain.fourier.values._families import SupportFamilies
 from torchxplain.fourier.values._plan import Kernel, ValuePlan
 from torchxplain.fourier.values._players import PlayerMap, player_map
-from torchxplain.fourier.values.interactions._api import check_index
-from torchxplain.fourier.values.interactions._kernel import _interaction_values
+from torchxplain.fourier.values.interactions._api import check_index, check_result_memory
 from torchxplain.fourier.values.interactions._weights import Index
 
 SpectrumOrList = FourierSpectrum | list[FourierSpectrum]
+
+
+@dataclass(frozen=True)
+class Computed:
+    """One call's values and what produced them.
+
+    Attributes:
+        values: per selected output, ``(Q, m_active)`` values, ``(Q, m_active, m_active)`` interactions or an
+            ``interaction_values`` dict.
+        players, shapes: the call's players and the inputs' shapes.
+        x, bits: ``(Q, n_features)`` the rows explained, and their encoding.
+        reference: what they were explained against.
+        columns, pick: the selected outputs and, for a per-row target, each row's pick among them.
+    """
+
+    values: list[Any]
+    players: PlayerMap
+    shapes: list[torch.Size]
+    x: Tensor
+    bits: Tensor
+    reference: Reference
+    columns: list[int]
+    pick: Tensor | None
+
+
+def _concat(parts: list[Any]) -> Any:
+    """Blocks of rows (tensors, or dicts of tensors by order) -> one."""
+    if len(parts) == 1:
+        return parts[0]
+    if isinstance(parts[0], dict):
+        return {order: torch.cat([p[order] for p in parts]) for order in parts[0]}
+    return torch.cat(parts)
 
 
 class FourierExplainerCore(ExplainerBase):
@@ -45,8 +89,10 @@ class FourierExplainerCore(ExplainerBase):
 
     background: Tensor
     background_bits: Tensor
+    enumerator: Oracle | None = None  # FourierShap(model, ..., method="enumerate"): values through the model
     groups: Tensor | None
     encoder: InputEncoder
+    additional_forward_args: tuple[Any, ...] | None
     _plans: PlanCache
 
     @classmethod
@@ -70,15 +116,18 @@ class FourierExplainerCore(ExplainerBase):
         outputs: Outputs,
         groups: Any,
         groups_name: str = "groups",
+        groups_checked: bool = False,
         relaxed: bool,
         max_memory: int | str | None,
         differentiable: bool,
         kernel: Kernel,
         pruning: PruningReport | tuple[PruningReport, ...] | None = None,
         fit_report: Any = None,
+        families: list[SupportFamilies | None] | None = None,
     ) -> None:
-        """Hold the validated state (``raw``: background rows, ``bits``: their encoding; one spectrum per output);
-        all constructors end here."""
+        """Hold the validated state (``raw``: background rows, ``bits``: their encoding; one spectrum per output;
+        ``groups`` already through ``player_ids`` when ``groups_checked``; ``families``: their support families
+        when known, e.g. recorded by a tree extraction); all constructors end here."""
         spectra = [spectra] if isinstance(spectra, FourierSpectrum) else list(spectra)
         if len(spectra) != len(outputs) or any(s.n_features != encoder.n_binary for s in spectra):
             raise ValueError(
@@ -87,12 +136,17 @@ class FourierExplainerCore(ExplainerBase):
             )
         if max_memory is not None:
             settings.max_memory(max_memory)  # validate the budget now, not at the first call
-        dtype = compute_dtype(raw.dtype, spectra[0].dtype)
-        self.surrogate = SparseFourierSurrogate.from_outputs([s.to(device=raw.device, dtype=dtype) for s in spectra])
+        check_kernel(kernel)  # a kernel name is refused now, not at the first call
+        dtype = data_dtype(raw, spectra[0].dtype)
+        known = families[0] if families is not None and len(spectra) == 1 else None
+        self.surrogate = SparseFourierSurrogate.from_outputs(
+            [s.to(device=raw.device, dtype=dtype) for s in spectra], support=None if known is None else known.features
+        )
         self.encoder = encoder.to(raw.device)
         self.register_buffer("background", raw.to(dtype))
         self.register_buffer("background_bits", bits.to(device=raw.device, dtype=torch.bool))
-        self.register_buffer("groups", player_ids(groups, encoder.n_inputs, groups_name, raw.device))
+        ids = groups if groups_checked else player_ids(groups, encoder.n_inputs, groups_name, raw.device)
+        self.register_buffer("groups", ids)
         self.outputs = outputs
         self.relaxed = relaxed
         self.max_memory = max_memory
@@ -101,7 +155,10 @@ class FourierExplainerCore(ExplainerBase):
         self.feature_names = names
         self.pruning = pruning
         self.fit_report = fit_report
+        self.__dict__.setdefault("additional_forward_args", None)
         self.__dict__["_plans"] = PlanCache()
+        # the plans of a single output read its recorded families (several outputs share reordered frequencies)
+        self.__dict__["_families"] = known
         if self.forward_func is None:
             owned = self.surrogate if isinstance(encoder, BinaryEncoder) else self.predict
             self.__dict__["forward_func"] = owned
@@ -111,6 +168,8 @@ class FourierExplainerCore(ExplainerBase):
     @property
     def spectrum(self) -> FourierSpectrum:
         """The explained spectrum (on the encoder's binary features); one per output: :meth:`output_spectrum`."""
+        if self.enumerator is not None:
+            raise ValueError("an explainer with method='enumerate' enumerates coalitions: it holds no spectrum")
         return self.surrogate.spectrum
 
     def output_spectrum(self, output: int) -> FourierSpectrum:
@@ -138,10 +197,70 @@ class FourierExplainerCore(ExplainerBase):
         """The explained function on raw inputs ``(B, n_features)`` -> ``(B,)``, or ``(B, C)`` for ``C`` outputs
         (the model itself for an exact spectrum). No autograd graph unless the explainer is ``differentiable``."""
         x, _ = self._inputs((self._convert(inputs),))
-        out = self.surrogate.evaluate_checked(self.encoder.encode(x, self.dtype))
+        bits = self.encoder.encode(x, self.dtype)
+        if self.enumerator is not None:  # the model itself
+            return self.enumerator(bits.bool()).to(self.dtype)
+        out = self.surrogate.evaluate_checked(bits)
         return out if self.differentiable else out.detach()
 
     # --- values ------------------------------------------------------------------------------------------
+    def has_convergence_delta(self) -> bool:
+        """``attribute(..., return_convergence_delta=True)`` returns the efficiency gap (Captum's protocol)."""
+        return True
+
+    @log_usage()
+    def attribute(
+        self,
+        inputs: Any,
+        baselines: Any = None,
+        target: Any = None,
+        additional_forward_args: Any = None,
+        feature_mask: Any = None,
+        show_progress: bool | None = None,
+        *,
+        background: Any = None,
+        internal_batch_size: int | None = None,
+        return_convergence_delta: bool = False,
+    ) -> Any:
+        """Interventional SHAP values, shaped like ``inputs`` (each feature gets its player's value).
+
+        Args:
+            inputs: ``(N, n)`` rows (or a Captum tuple of ``(N, ...)`` tensors); tensors, arrays, lists, DataFrames.
+            baselines: Captum's: one reference per input row — a scalar, a ``(1, n)`` row shared by all inputs,
+                or an ``(N, n)`` tensor whose row ``i`` is input ``i``'s reference (a tuple of those for tuple
+                inputs). Any other number of rows is refused: pass a set of rows as ``background=``.
+            target: an output index, or one per row (a list or ``(N,)`` tensor) for an explainer of several outputs.
+            additional_forward_args: a black box's extra model arguments; the spectrum was fitted with those given
+                to the constructor, so only the same ones (or ``None``) are accepted here.
+            feature_mask: Captum's integer player ids, broadcastable to each input (overrides ``groups``).
+            show_progress: unused (values are closed forms); kept for Captum's signature.
+            background: ``(B, n)`` rows every input is explained against (default: the explainer's background).
+            internal_batch_size: at most this many input rows per pass of the closed forms (Captum's chunking).
+            return_convergence_delta: also return the efficiency gap ``Σ_players φ − (f(x) − E f(b))`` per row,
+                ``(N,)`` (``(N, C)`` for several outputs), with ``f`` the user's model for a black box (so the gap
+                shows the fit's error at those rows) and the explained spectrum otherwise (rounding-level).
+
+        Returns:
+            Attributions like ``inputs`` (a last axis ``C`` for several outputs and ``target=None``); with
+            ``return_convergence_delta``, ``(attributions, delta)``.
+        """
+        check_flag(return_convergence_delta, "return_convergence_delta")
+        is_tuple = isinstance(inputs, tuple)
+        out = super().attribute(
+            inputs if is_tuple else (inputs,),
+            baselines,
+            target,
+            additional_forward_args,
+            feature_mask,
+            show_progress,
+            background=background,
+            internal_batch_size=internal_batch_size,
+            return_convergence_delta=return_convergence_delta,
+        )
+        values = out[:-1] if return_convergence_delta else out
+        values = values if is_tuple else values[0]
+        return (values, out[-1]) if return_convergence_delta else values
+
     def _attribute(
         self,
         inputs: tuple[Tensor, ...],
@@ -151,24 +270,46 @@ class FourierExplainerCore(ExplainerBase):
         additional_forward_args: Any,
         feature_mask: tuple[Tensor, ...] | None,
         show_progress: bool | None,
+        background: Any = None,
+        internal_batch_size: Any = None,
+        return_convergence_delta: bool = False,
         **kwargs: Any,
     ) -> tuple[Tensor, ...]:
         if kwargs:
             raise TypeError(f"FourierShap.attribute got unexpected arguments {sorted(kwargs)}")
-        if additional_forward_args is not None:
-            raise ValueError("FourierShap explains its spectrum; additional_forward_args are not used")
-        return self._first_order("shapley", inputs, feature_mask, baselines, target)
+        self._check_forward_args(additional_forward_args)
+        result = self._compute("shapley", inputs, feature_mask, baselines, background, target, internal_batch_size)
+        values = self._shaped_like_inputs(result, inputs, target)
+        return (*values, self._convergence_delta(result, target)) if return_convergence_delta else values
 
     def banzhaf(
-        self, inputs: Any, feature_mask: Any = None, baselines: Any = None, target: Any = None
+        self,
+        inputs: Any,
+        feature_mask: Any = None,
+        baselines: Any = None,
+        target: Any = None,
+        *,
+        background: Any = None,
+        internal_batch_size: int | None = None,
     ) -> Tensor | tuple[Tensor, ...]:
-        """Interventional Banzhaf values, shaped like ``inputs`` (each feature gets its player's value)."""
+        """Interventional Banzhaf values, shaped like ``inputs`` (each feature gets its player's value); arguments
+        as :meth:`attribute`."""
         inputs_t, is_tuple = self._as_tuple(inputs)
-        out = self._first_order("banzhaf", inputs_t, feature_mask, baselines, target)
+        result = self._compute("banzhaf", inputs_t, feature_mask, baselines, background, target, internal_batch_size)
+        out = self._shaped_like_inputs(result, inputs_t, target)
         return out if is_tuple else out[0]
 
-    def interactions(self, inputs: Any, feature_mask: Any = None, baselines: Any = None, target: Any = None) -> Tensor:
-        """Pairwise Shapley interaction index between players.
+    def interactions(
+        self,
+        inputs: Any,
+        feature_mask: Any = None,
+        baselines: Any = None,
+        target: Any = None,
+        *,
+        background: Any = None,
+        internal_batch_size: int | None = None,
+    ) -> Tensor:
+        """Pairwise Shapley interaction index between players; arguments as :meth:`attribute`.
 
         Returns:
             ``(Q, m, m)`` with ``m`` the number of players: the input features (``n_features``), or the distinct
@@ -176,9 +317,10 @@ class FourierExplainerCore(ExplainerBase):
             frequency touches. A last axis of size ``C`` for several outputs (``target=None``).
         """
         inputs_t = self._as_tuple(inputs)[0]
-        columns, pick = self.outputs.select(target)
-        values, players, _ = self._player_values("interactions", inputs_t, feature_mask, baselines, columns)
-        return self.outputs.combine([players.expand(v, order=2) for v in values], pick, target)
+        result = self._compute(
+            "interactions", inputs_t, feature_mask, baselines, background, target, internal_batch_size
+        )
+        return self.outputs.combine([result.players.expand(v, order=2) for v in result.values], result.pick, target)
 
     def interaction_values(
         self,
@@ -188,57 +330,123 @@ class FourierExplainerCore(ExplainerBase):
         feature_mask: Any = None,
         baselines: Any = None,
         target: Any = None,
+        *,
+        background: Any = None,
+        internal_batch_size: int | None = None,
     ) -> dict[int, Tensor]:
-        """shapiq's interaction indices in closed form (see :func:`torchxplain.fourier.interaction_values`).
+        """shapiq's interaction indices in closed form (see :func:`torchxplain.fourier.interaction_values`);
+        ``baselines``/``background`` as :meth:`attribute`.
 
         Returns:
             ``{0: (Q,), 1: (Q, m), 2: (Q, m, m), ...}`` up to ``max_order`` over the ``m`` players (as in
             :meth:`interactions`); players no frequency touches get zeros; a last axis ``C`` for several outputs.
         """
-        columns, pick = self.outputs.select(target)
-        values, players, _ = self._player_values(
-            "interaction_values", self._as_tuple(inputs)[0], feature_mask, baselines, columns, index, max_order
+        result = self._compute(
+            "interaction_values",
+            self._as_tuple(inputs)[0],
+            feature_mask,
+            baselines,
+            background,
+            target,
+            internal_batch_size,
+            index,
+            max_order,
         )
+        players, pick = result.players, result.pick
         return {
-            order: self.outputs.combine([players.expand(v[order], order) for v in values], pick, target)
-            for order in values[0]
+            order: self.outputs.combine([players.expand(v[order], order) for v in result.values], pick, target)
+            for order in result.values[0]
         }
 
-    def expected_value(self, baselines: Any = None) -> Tensor:
-        """The explained function's mean over the background rows (or ``baselines``), SHAP's base value: a scalar,
-        or ``(C,)`` for ``C`` outputs."""
-        bits = self._background_bits(baselines)
-        bits = self.background_bits.to(self.dtype) if bits is None else bits
-        return self.surrogate.evaluate_checked(bits).detach().mean(0)
+    def player_values(
+        self,
+        inputs: Any,
+        feature_mask: Any = None,
+        baselines: Any = None,
+        target: Any = None,
+        *,
+        background: Any = None,
+        player_names: Any = None,
+        kind: str = "shapley",
+        internal_batch_size: int | None = None,
+    ) -> PlayerValues:
+        """One value per player — a categorical variable's one-hot block, a site — with the players' names.
+
+        Args:
+            inputs, feature_mask, baselines, target, background, internal_batch_size: as :meth:`attribute` (the
+                players are ``feature_mask``'s ids, else the explainer's ``groups``/``feature_groups``, else one
+                per input feature).
+            player_names: the ``m`` players' names, ordered by id (default: a one-column player's column name, a
+                block's common column prefix such as ``site3`` for ``site3_A``, ``site3_C``; else ``"player <id>"``).
+            kind: ``"shapley"`` or ``"banzhaf"``.
+
+        Returns:
+            :class:`~torchxplain.fourier.PlayerValues`: ``values`` ``(Q, m)`` (``(Q, m, C)`` for several outputs),
+            ``names``, ``ids`` and ``base_values``; Shapley values plus the base value give the explained output.
+        """
+        if kind not in ("shapley", "banzhaf"):
+            raise ValueError(f"kind must be 'shapley' or 'banzhaf', got {kind!r:.40}")
+        inputs_t = self._as_tuple(inputs)[0]
+        result = self._compute(kind, inputs_t, feature_mask, baselines, background, target, internal_batch_size)
+        players = result.players
+        values = self.outputs.combine([players.expand(v, 1) for v in result.values], result.pick, target)
+        names = player_names_of(player_names, players.ids, players.of_input, self.feature_names)
+        return PlayerValues(values, names, players.ids, self._base(result, target))
+
+    def expected_value(self, background: Any = None) -> Tensor:
+        """The explained function's mean over the background rows (or the ``background`` given), SHAP's base
+        value: a scalar, or ``(C,)`` for ``C`` outputs."""
+        ref = reference(None, background, (self.background,), self.encoder, self.feature_names, self.dtype)
+        return self._output_at(self.background_bits.to(self.dtype) if ref.bits is None else ref.bits).mean(0)
 
     def to_shap(
-        self, inputs: Any, feature_mask: Any = None, baselines: Any = None, player_names: Any = None, target: Any = None
+        self,
+        inputs: Any,
+        feature_mask: Any = None,
+        baselines: Any = None,
+        player_names: Any = None,
+        target: Any = None,
+        *,
+        background: Any = None,
     ) -> Any:
         """A ``shap.Explanation`` of ``inputs`` ``(Q, n)`` for shap's waterfall, beeswarm and force plots.
 
         Without ``feature_mask`` the columns are the input features (named by the background DataFrame's columns
-        when there was one); with it, one column per player (``player_names``, default ``"player <id>"``).
-        Values plus the base value equal the explained output at each row (efficiency). Several outputs give shap's
-        ``(Q, n, C)`` layout (``target=c`` picks one). Needs ``shap``.
+        when there was one) and ``data`` holds the inputs. With it, one column per player, named as in
+        :meth:`player_values` (``player_names`` names them; it needs a ``feature_mask``), and ``data`` holds one
+        representative value per player and row, so grouped beeswarms are coloured: a one-feature player's value,
+        a one-hot block's level (``j`` when its ``j``-th column is on, ``0`` when none is; NaN when several are);
+        with column names, ``display_data`` names the levels (``A`` for ``site3_A``) for shap's waterfall.
+        Values plus the base value equal the explained output at each row (efficiency); the base value is per
+        row for per-row ``baselines`` or ``target``. Several outputs give shap's ``(Q, n, C)`` layout (``target=c``
+        picks one). ``baselines``/``background`` as :meth:`attribute`. Needs ``shap``.
         """
+        if player_names is not None and feature_mask is None:
+            raise ValueError(
+                "player_names name the players of a feature_mask; pass feature_mask= too (without one the columns "
+                "are the input features, named by the background DataFrame's columns)"
+            )
         x = self._convert(inputs)
-        columns, pick = self.outputs.select(target)
-        values, players, _ = self._player_values("shapley", (x,), feature_mask, baselines, columns)
+        result = self._compute("shapley", (x,), feature_mask, baselines, background, target)
+        players = result.players
         names: Any
+        labels = None
         if feature_mask is None:
-            per = [players.to_inputs(v) for v in values]
-            names, data = self.feature_names, x
+            per = [players.to_inputs(v) for v in result.values]
+            names, data = self.feature_names, result.x
         else:
-            per = [players.expand(v, 1) for v in values]
-            names, data = player_names or [f"player {int(i)}" for i in players.ids], None
-        base = self.expected_value(baselines)
-        base = base if base.ndim == 0 else self.outputs.combine(list(base[columns, None]), None, target)[0]
+            per = [players.expand(v, 1) for v in result.values]
+            names = player_names_of(player_names, players.ids, players.of_input, self.feature_names)
+            data = player_data(result.x, players.of_input, players.m)
+            labels = player_labels(data, players.of_input, self.feature_names)
+        several = len(result.columns) > 1 and result.pick is None
         return to_shap_explanation(
-            self.outputs.combine(per, pick, target).detach(),
-            base,
+            self.outputs.combine(per, result.pick, target).detach(),
+            self._base(result, target).detach(),
             data,
             feature_names=names,
-            output_names=None if len(columns) == 1 or pick is not None else [self.outputs.names[c] for c in columns],
+            output_names=[self.outputs.names[c] for c in result.columns] if several else None,
+            display_data=labels,
         )
 
     def to_shapiq(
@@ -249,6 +457,8 @@ class FourierExplainerCore(ExplainerBase):
         feature_mask: Any = None,
         baselines: Any = None,
         target: Any = None,
+        *,
+        background: Any = None,
     ) -> list[Any]:
         """One ``shapiq.InteractionValues`` per row of ``inputs``, for shapiq's network and upset plots.
 
@@ -258,62 +468,174 @@ class FourierExplainerCore(ExplainerBase):
         columns, pick = self.outputs.select(target)
         if len(columns) != 1 or pick is not None:
             raise ValueError(f"to_shapiq explains one output; pass target= one of {list(self.outputs.targets)}")
-        result = self.interaction_values(inputs, index, max_order, feature_mask, baselines, target)
-        base = self.expected_value(baselines).reshape(-1)[columns[0]]
-        return to_shapiq_values(result, index, base, max_order=max(result))
+        result = self._compute(
+            "interaction_values",
+            self._as_tuple(inputs)[0],
+            feature_mask,
+            baselines,
+            background,
+            target,
+            None,
+            index,
+            max_order,
+        )
+        players = result.players
+        values = {order: players.expand(v, order) for order, v in result.values[0].items()}
+        return to_shapiq_values(values, index, self._base(result, target), max_order=max(values))
 
-    def _first_order(
-        self, kind: str, inputs: tuple[Tensor, ...], feature_mask: Any, baselines: Any, target: Any
-    ) -> tuple[Tensor, ...]:
-        """Shapley or Banzhaf values shaped like the inputs (each feature gets its player's value); a last axis
-        ``C`` for several outputs."""
-        columns, pick = self.outputs.select(target)
-        values, players, shapes = self._player_values(kind, inputs, feature_mask, baselines, columns)
-        per_input = [unflatten_values(players.to_inputs(v), inputs, shapes) for v in values]
-        return tuple(self.outputs.combine([p[i] for p in per_input], pick, target) for i in range(len(inputs)))
-
-    def _player_values(
+    # --- the value template ------------------------------------------------------------------------------
+    def _compute(
         self,
         kind: str,
         inputs: tuple[Tensor, ...],
         feature_mask: Any,
         baselines: Any,
-        columns: list[int],
+        background: Any,
+        target: Any,
+        internal_batch_size: Any = None,
         index: Index = "k-SII",
         max_order: int | None = None,
-    ) -> tuple[list[Any], PlayerMap, list[torch.Size]]:
-        """The template every value takes: validate once, encode, closed form on the active players, per output."""
+    ) -> Computed:
+        """The template every value takes: validate once, encode, closed form on the active players, per output
+        (in chunks of ``internal_batch_size`` rows)."""
+        batch = check_int(internal_batch_size, "internal_batch_size", minimum=1, optional=True)
         mask = feature_mask if feature_mask is None or isinstance(feature_mask, tuple) else (feature_mask,)
         with settings.using(max_memory=self.max_memory):
             x, shapes = self._inputs(inputs)
+            columns, pick = self.outputs.select(target)
+            if pick is not None and pick.shape[0] != x.shape[0]:
+                raise ValueError(
+                    f"target has {pick.shape[0]} entries for {x.shape[0]} input rows; pass one target per row, or "
+                    "one int for every row"
+                )
             players = self._players(mask, shapes)
-            background = self._background_bits(baselines)
+            ref = reference(baselines, background, inputs, self.encoder, self.feature_names, self.dtype)
+            if ref.paired and self.enumerator is not None:
+                raise ValueError(
+                    "method='enumerate' averages over a background set; per-row baselines (one baseline row per input "
+                    "row) need a spectrum: pass background= (the rows to average over), or fit one (method='auto')"
+                )
             bits = self.encoder.encode(x, self.dtype)
             relaxed = self.relaxed and not bool(((bits == 0) | (bits == 1)).all())
-            if relaxed and (kind != "shapley" or players.binary_groups is not None):
+            if relaxed and (kind != "shapley" or players.binary_groups is not None or ref.paired):
                 raise ValueError(
-                    "relaxed=True extends the Shapley values of singleton players to real-valued inputs; "
-                    f"{kind.replace('_', ' ')} and grouped players need binary inputs"
+                    "relaxed=True extends the Shapley values of singleton players to real-valued inputs against a "
+                    f"background set or one baseline row; {kind.replace('_', ' ')}, grouped players and per-row "
+                    "baselines need binary inputs"
                 )
+            order = 1
             if kind == "interaction_values":
+                if self.enumerator is not None:
+                    raise ValueError(
+                        "interaction_values needs a spectrum; with method='enumerate' use interactions() (pairwise "
+                        "Shapley interactions), shapley or banzhaf values, or fit one (method='auto')"
+                    )
                 order = check_index(index, max_order, players.m)
-                # dummies add nothing: above the active players' count every index is 0 (expanded below)
-                kernel_order = min(order, players.m_active)
-            values: list[Any] = []
-            for column in columns:
-                plan = self._plan(players, background, column)
-                if kind == "shapley":
-                    values.append(plan.shapley(bits, relaxed=relaxed))
-                elif kind == "banzhaf":
-                    values.append(plan.banzhaf(bits))
-                elif kind == "interactions":
-                    values.append(plan.interactions(bits))
-                else:
-                    result = _interaction_values(bits, plan.term, plan.groups, plan.m, index, kernel_order)
-                    for t in range(kernel_order + 1, order + 1):
-                        result[t] = bits.new_zeros((bits.shape[0],) + (players.m_active,) * t)
-                    values.append(result)
-            return values, players, shapes
+                check_result_memory(players.m, order, self.dtype)
+            bounds = chunk_bounds(x.shape[0], batch) if batch and x.shape[0] else [(0, x.shape[0])]
+            values = [
+                _concat(
+                    [
+                        self._values(kind, bits[a:b], ref.rows(a, b), players, column, relaxed, index, order)
+                        for a, b in bounds
+                    ]
+                )
+                for column in columns
+            ]
+            return Computed(values, players, shapes, x, bits, ref, columns, pick)
+
+    def _values(
+        self,
+        kind: str,
+        bits: Tensor,
+        ref: Reference,
+        players: PlayerMap,
+        column: int,
+        relaxed: bool,
+        index: Index,
+        order: int,
+    ) -> Any:
+        """One output's values of a block of rows: the cached plan of a background set, or the paired kernel."""
+        # dummies add nothing: above the active players' count every index is 0 (expanded below)
+        kernel_order = min(order, players.m_active)
+        if ref.paired:
+            assert ref.bits is not None
+            name, top = {"shapley": ("SV", 1), "banzhaf": ("BV", 1), "interactions": ("SII", 2)}.get(
+                kind, (index, kernel_order)
+            )
+            spectrum = self._column_spectrum(column)
+            result = paired_indices(bits, ref.bits, spectrum, players.binary_groups, players.m_active, name, top)
+            if kind != "interaction_values":
+                return result[top]
+        else:
+            plan = self._plan(players, ref.bits, column)
+            if kind == "shapley":
+                return plan.shapley(bits, relaxed=relaxed)
+            if kind == "banzhaf":
+                return plan.banzhaf(bits)
+            if kind == "interactions":
+                return plan.interactions(bits)
+            assert isinstance(plan, ValuePlan)  # enumeration was refused above
+            result = plan.interaction_values(bits, index, kernel_order)
+        for t in range(kernel_order + 1, order + 1):
+            result[t] = bits.new_zeros((bits.shape[0],) + (players.m_active,) * t)
+        return result
+
+    def _shaped_like_inputs(self, result: Computed, inputs: tuple[Tensor, ...], target: Any) -> tuple[Tensor, ...]:
+        """First-order values shaped like the inputs (each feature gets its player's value); a last axis ``C``
+        for several outputs."""
+        per_input = [unflatten_values(result.players.to_inputs(v), inputs, result.shapes) for v in result.values]
+        return tuple(self.outputs.combine([p[i] for p in per_input], result.pick, target) for i in range(len(inputs)))
+
+    # --- what the values sum to --------------------------------------------------------------------------
+    def _output_at(self, bits: Tensor, model: bool = False) -> Tensor:
+        """The explained function at encoded rows, ``(R,)`` or ``(R, C)``: the spectrum; with ``model`` a black
+        box's own model (queried as the fit queried it); with ``method="enumerate"`` always the model."""
+        if self.enumerator is not None:
+            return self.enumerator(bits.bool()).to(self.dtype)
+        if model and self.fit_report is not None and not self.owns_forward_func:
+            model_func = cast(Callable[..., Tensor], self.forward_func)
+            device, dtype = model_placement(model_func, self.background.device, None, self.background)
+            target = self.outputs.targets[0]
+            out = model_output(model_func, bits, self.additional_forward_args, target, device, dtype, None)
+            return out.to(self.dtype)
+        return self.surrogate.evaluate_checked(bits).detach()
+
+    def _base(self, result: Computed, target: Any, model: bool = False) -> Tensor:
+        """The reference's output, as the values' base: ``()``/``(C,)`` for a background set, per row ``(Q,)`` /
+        ``(Q, C)`` for per-row baselines or targets."""
+        ref = result.reference
+        out = self._output_at(self.background_bits.to(self.dtype) if ref.bits is None else ref.bits, model)
+        out = out if ref.paired else out.mean(0)
+        per = [out if out.ndim == int(ref.paired) else out[..., c] for c in result.columns]
+        if result.pick is not None or ref.paired:
+            rows = result.x.shape[0]
+            per = [p.expand(rows) for p in per]
+        return self.outputs.combine(per, result.pick, target)
+
+    def _convergence_delta(self, result: Computed, target: Any) -> Tensor:
+        """``Σ_players φ − (f(x) − E f(b))`` per row (``f``: see :meth:`attribute`)."""
+        total = self.outputs.combine([v.sum(1) for v in result.values], result.pick, target)
+        out = self._output_at(result.bits, model=True)
+        at_x = self.outputs.combine([out if out.ndim == 1 else out[:, c] for c in result.columns], result.pick, target)
+        return (total - (at_x - self._base(result, target, model=True))).detach()
+
+    def _check_forward_args(self, given: Any) -> None:
+        args = as_args(given)
+        if args is None:
+            return
+        fitted = self.additional_forward_args
+        if fitted is None:
+            raise ValueError(
+                "this explainer takes no additional_forward_args: it explains its spectrum. For a black box that "
+                "needs them, pass them to the constructor: FourierShap(model, background, additional_forward_args=...) "
+                "fits model(x, *additional_forward_args)"
+            )
+        if not same_args(args, fitted):
+            raise ValueError(
+                "additional_forward_args differ from those the spectrum was fitted with (the constructor's); the "
+                "values explain that fitted function: build one explainer per set of arguments"
+            )
 
     # --- the boundary: inputs, players, background -------------------------------------------------------
     def _as_tuple(self, inputs: Any) -> tuple[tuple[Tensor, ...], bool]:
@@ -333,29 +655,31 @@ class FourierExplainerCore(ExplainerBase):
             ids = player_ids(feature_mask, self.n_features, "feature_mask", self.background.device, shapes)
         return player_map(self.encoder.owner, self.n_features, ids)
 
-    def _background_bits(self, baselines: Any) -> Tensor | None:
-        """Explicit ``baselines`` validated and encoded (``None``: the explainer's own, cached background)."""
-        if baselines is None:
-            return None
-        converted = rows(baselines, "baselines", n_features=self.n_features, device=self.background.device)
-        check_feature_names(self.feature_names, converted.feature_names, "baselines")
-        self.encoder.check(converted.tensor, "baselines")
-        return self.encoder.encode(converted.tensor, self.dtype)
-
-    def _plan(self, players: PlayerMap, baselines_bits: Tensor | None, column: int) -> ValuePlan:
-        """The closed forms of output ``column`` against the background (cached) or encoded baselines (per call)."""
+    def _column_spectrum(self, column: int) -> FourierSpectrum:
+        """The spectrum of output ``column`` (with the amplitudes' graph when the explainer is differentiable)."""
         amplitudes: Tensor = self.surrogate.amplitudes
         if not self.differentiable:
             amplitudes = amplitudes.detach()
         if amplitudes.ndim == 1:
-            spectrum = FourierSpectrum.trusted(self.surrogate.frequencies, amplitudes)
-        else:
-            keep = amplitudes[:, column] != 0
-            spectrum = FourierSpectrum.trusted(self.surrogate.frequencies[keep], amplitudes[keep, column])
+            return FourierSpectrum.trusted(self.surrogate.frequencies, amplitudes)
+        keep = amplitudes[:, column] != 0
+        return FourierSpectrum.trusted(self.surrogate.frequencies[keep], amplitudes[keep, column])
+
+    def _plan(self, players: PlayerMap, baselines_bits: Tensor | None, column: int) -> ValuePlan | EnumerationPlan:
+        """The closed forms of output ``column`` against the background (cached) or explicit rows (per call); with
+        ``method="enumerate"``, enumeration through the model instead."""
+        if self.enumerator is not None:
+            bits = self.background_bits if baselines_bits is None else baselines_bits
+            return EnumerationPlan(self.enumerator, bits, players.binary_groups, players.m_active)
+        spectrum = self._column_spectrum(column)
         bits = self.background_bits if baselines_bits is None else baselines_bits
 
+        families = self.__dict__.get("_families") if self.surrogate.amplitudes.ndim == 1 else None
+
         def build() -> ValuePlan:
-            return ValuePlan(spectrum, bits.to(self.dtype), players.binary_groups, players.m_active, self.kernel)
+            return ValuePlan(
+                spectrum, bits.to(self.dtype), players.binary_groups, players.m_active, self.kernel, families
+            )
 
         if self.differentiable or baselines_bits is not None:  # a graph or a one-off background: per call
             return build()

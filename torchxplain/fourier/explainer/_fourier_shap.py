@@ -22,20 +22,52 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from dataclasses import replace
+from typing import Any, Literal, cast
 
+import torch
 from torch import Tensor
 
 from torchxplain._core import settings
-from torchxplain._core.inputs import rows
+from torchxplain._core.devices import check_device
+from torchxplain._core.inputs import check_feature_names, dense_players, player_ids, rows
 from torchxplain.fourier.encoding._encoders import BinaryEncoder
 from torchxplain.fourier.explainer._core import FourierExplainerCore
+from torchxplain.fourier.explainer._forward_args import as_args, bind
 from torchxplain.fourier.explainer._outputs import single_output
 from torchxplain.fourier.explainer._persistence import explainer_config, explainer_from_config
-from torchxplain.fourier.fit._api import Method, fit_sparse_fourier
+from torchxplain.fourier.fit._api import Method, checked_sizes, fit_validated, resolve_auto_groups
+from torchxplain.fourier.fit._options import FitOptions, fit_options_from
+from torchxplain.fourier.fit._oracle import Oracle, model_placement
+from torchxplain.fourier.fit._report import FitReport
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.trees._source import tree_source
 from torchxplain.fourier.values._plan import Kernel
+
+
+def _enumeration_source(n: int, m: int, found: Any, dtype: torch.dtype) -> tuple[FourierSpectrum, FitReport]:
+    """The (empty) spectrum and the report of an explainer that enumerates coalitions through the model."""
+    spectrum = FourierSpectrum.trusted(torch.zeros(0, n, dtype=torch.bool), torch.zeros(0, dtype=dtype))
+    report = FitReport(
+        method="enumerate",
+        reason=(
+            "requested: exact values by enumerating, for each (row, background row) pair, every coalition of the "
+            "players they differ in (2^d model queries per pair, made when values are asked for)"
+        ),
+        n_features=n,
+        k=None,
+        n_terms=0,
+        max_degree=None,
+        n_queries=0,
+        n_validation_queries=0,
+        wall_time_s=0.0,
+        validation_time_s=0.0,
+        r2_uniform=None,
+        r2_eval=None,
+        n_players=m,
+        players=None if found is None else found.description,
+    )
+    return spectrum, report
 
 
 class FourierShap(FourierExplainerCore):
@@ -45,6 +77,12 @@ class FourierShap(FourierExplainerCore):
     ``model`` once), from a known spectrum (:meth:`from_spectrum`) or from a tree ensemble (:meth:`from_trees`).
     Values are then closed forms on the spectrum (paper Eq. 5).
 
+    What each input is explained against: ``background=`` (any method) is a set of rows every input is explained
+    against (default: the constructor's background); Captum's ``baselines=`` give one reference per input row — a
+    scalar, a ``(1, n)`` row for all, or an ``(N, n)`` tensor whose row ``i`` is input ``i``'s reference — and any
+    other row count is refused (see :mod:`~torchxplain.fourier.explainer._references`). ``player_values`` gives one
+    value per player with the players' names.
+
     Args:
         forward_func: the model, a callable on ``(B, n)`` float tensors in {0,1} returning ``(B,)`` or ``(B, C)``
             (pick ``C`` with ``target``). Never registered as a submodule.
@@ -53,11 +91,16 @@ class FourierShap(FourierExplainerCore):
         k: most Fourier coefficients to keep (``None``: as many as ``target_r2`` needs).
         max_degree: optional cap on the frequency degree.
         n_queries: query budget for the fit (``None``: the method's default).
-        method: ``"auto"``, ``"hybrid"``, ``"exact"``, ``"hashing"`` or ``"regression"`` (see ``fit_sparse_fourier``).
+        method: ``"auto"``, ``"tabulate"``, ``"hybrid"``, ``"exact"``, ``"hashing"`` or ``"regression"`` (see
+            ``fit_sparse_fourier``), or ``"enumerate"``: no fit; Shapley, Banzhaf and pairwise interaction values are
+            exact, by enumerating each (row, background row) pair's coalitions through the model when asked for
+            (``2^d`` queries per pair for its ``d`` differing players: for few players and few rows; the library's
+            reference).
         target: output column for multi-output models.
-        groups: default players, an ``(n,)`` integer id per input feature (e.g. one-hot blocks); a
-            ``feature_mask`` passed to :meth:`attribute` overrides it. The fit is held to hybrid points of these
-            players, so explain with the same players (the fit report's ``n_players``).
+        groups: default players, an ``(n,)`` integer id per input feature (e.g. one-hot blocks), or ``"auto"`` to
+            find the one-hot blocks of ``data`` and ``background`` (the fit report's ``players`` says what was
+            found); a ``feature_mask`` passed to :meth:`attribute` overrides it. The fit is held to hybrid points of
+            these players, so explain with the same players (the fit report's ``n_players``).
         seed: seed of the fit's random queries.
         relaxed: accept non-binary queries and explain the multilinear extension (needed by ``NoiseTunnel`` and
             ``sensitivity_max``, which add continuous noise).
@@ -68,8 +111,17 @@ class FourierShap(FourierExplainerCore):
         kernel: closed-form kernel, ``"auto"`` (chosen by a cost model) or a kernel name (see ``ValuePlan``).
         data: ``(R, n)`` binary rows like the ones to be explained (e.g. the training set): the fit is held to
             hybrids of these rows with the background (default: the background's own hybrids).
-        **fit_options: passed to ``fit_sparse_fourier`` (``target_r2=0.99`` by default: a fit whose held-out
-            hybrid R² misses it raises a ``FitQualityWarning``; ``time_budget``, ``one_hot``, ``n_validation``, ...).
+        target_r2: the estimated R² of the SHAP values on held-out rows the fit is held to (``None``: no check);
+            a fit below it raises a ``FitQualityWarning`` that says what to change.
+        options: the fit's other knobs (:class:`~torchxplain.fourier.FitOptions`).
+        **fit_options: :class:`~torchxplain.fourier.FitOptions` fields by name (``time_budget=``, ``one_hot=``,
+            ``n_validation=``, ...), merged into ``options``.
+        additional_forward_args: Captum's extra model arguments: every query of the fit calls
+            ``forward_func(x, *additional_forward_args)``, so the spectrum explains that function (the same
+            arguments for every row: a per-example tensor would make each row another function). ``attribute``
+            accepts the same arguments again (Captum code passes them every call), not others. Not saved.
+        device: where the fit queries the model; the background's device (a background tensor elsewhere is
+            refused, not moved). It must exist on this machine.
 
     Attributes:
         spectrum: the explained spectrum; ``encoder``: the input encoding; ``fit_report``: the black-box fit's
@@ -84,7 +136,7 @@ class FourierShap(FourierExplainerCore):
         k: int | None = None,
         max_degree: int | None = None,
         n_queries: int | None = None,
-        method: Method = "auto",
+        method: Method | Literal["enumerate"] = "auto",
         target: int | None = None,
         groups: Any = None,
         seed: int = 0,
@@ -94,6 +146,10 @@ class FourierShap(FourierExplainerCore):
         differentiable: bool = False,
         kernel: Kernel = "auto",
         data: Any = None,
+        target_r2: float | None = 0.99,
+        options: FitOptions | None = None,
+        additional_forward_args: Any = None,
+        device: torch.device | str | None = None,
         **fit_options: Any,
     ) -> None:
         super().__init__(forward_func)
@@ -102,47 +158,81 @@ class FourierShap(FourierExplainerCore):
                 "forward_func must be the model to fit (a callable on (B, n) binary tensors); for a known spectrum "
                 "use FourierShap.from_spectrum, for a tree ensemble FourierShap.from_trees"
             )
+        options = fit_options_from({**fit_options, "options": options}, max_memory, show_progress)
+        args = as_args(additional_forward_args)
+        place = None if device is None else check_device(device)
         with settings.using(max_memory=max_memory, show_progress=show_progress):
-            converted = rows(background, "background")
+            converted = rows(background, "background", device=place)
             raw, names = converted.tensor, converted.feature_names
+            if place is not None and raw.device != place:
+                raise ValueError(
+                    f"background is on {raw.device} but device={str(device)!r}; the explainer lives on its "
+                    f"background's device: pass background.to({str(place)!r})"
+                )
             encoder = BinaryEncoder(raw.shape[1])
             encoder.check(raw, "background")
-            data_rows = None if data is None else rows(data, "data", n_features=raw.shape[1]).tensor
-            if data_rows is not None:
+            data_rows = None
+            if data is not None:
+                given = rows(data, "data", n_features=raw.shape[1], device=raw.device)
+                check_feature_names(names, given.feature_names, "data")  # a frame's columns, as the background's
+                data_rows = given.tensor
                 encoder.check(data_rows, "data")
-            spectrum, report = cast(
-                tuple[FourierSpectrum, Any],
-                fit_sparse_fourier(
-                    forward_func,
-                    raw.shape[1],
-                    k=k,
-                    max_degree=max_degree,
-                    n_queries=n_queries,
-                    method=method,
-                    target=target,
-                    seed=seed,
-                    device=raw.device,
-                    return_report=True,
-                    background=raw,
-                    data=data_rows,
-                    groups=groups,
-                    **fit_options,
-                ),
+            bits = raw.bool()
+            query_device, query_dtype = model_placement(
+                forward_func, raw.device if options.device is None else options.device, options.dtype, raw
             )
+            found = None
+            if isinstance(groups, str):
+                tables = [bits] if data_rows is None else [data_rows.to(raw.device).bool(), bits]
+                found = resolve_auto_groups(groups, tables, names)
+                ids: Tensor | None = found.ids
+            else:
+                ids = player_ids(groups, raw.shape[1], "groups", raw.device)
+            index, m = (
+                (torch.arange(raw.shape[1], device=raw.device), raw.shape[1])
+                if ids is None
+                else dense_players(ids)[::2]
+            )
+            if method == "enumerate":
+                if relaxed:
+                    raise ValueError("relaxed=True explains a spectrum's extension; method='enumerate' has none")
+                oracle = Oracle(
+                    bind(forward_func, args), raw.shape[1], query_device, query_dtype, options.batch_size, target
+                )
+                spectrum, report = _enumeration_source(raw.shape[1], m, found, query_dtype)
+                self.__dict__["enumerator"] = oracle  # plain attribute: the user's model is never registered
+            else:
+                spectrum, report = fit_validated(
+                    bind(forward_func, args),
+                    raw.shape[1],
+                    background=bits,
+                    data=None if data_rows is None else data_rows.to(raw.device).bool(),
+                    players=index,
+                    m=m,
+                    **checked_sizes(k, max_degree, n_queries, target),
+                    method=method,
+                    seed=seed,
+                    target_r2=target_r2,
+                    eval_data=None,
+                    options=replace(options, device=query_device, dtype=query_dtype),
+                    found=found,
+                )
         self._setup(
             spectrum,
             encoder,
             raw,
-            raw.bool(),
+            bits,
             names=names,
             outputs=single_output(target, "model output" if target is None else f"model output {target}"),
-            groups=groups,
+            groups=ids,
+            groups_checked=True,
             relaxed=relaxed,
             max_memory=max_memory,
             differentiable=differentiable,
             kernel=kernel,
             fit_report=report,
         )
+        self.__dict__["additional_forward_args"] = args
 
     # --- constructors ------------------------------------------------------------------------------------
     @classmethod
@@ -235,10 +325,16 @@ class FourierShap(FourierExplainerCore):
             differentiable=False,
             kernel=kernel,
             pruning=source.pruning,
+            families=source.families,
         )
 
     def _config(self) -> dict[str, Any]:
         """JSON-able metadata for ``save`` (see :func:`torchxplain.fourier.explainer._persistence.explainer_config`)."""
+        if self.enumerator is not None:
+            raise ValueError(
+                "an explainer with method='enumerate' holds no spectrum to save (it queries the model); save the "
+                "model, or fit a spectrum (method='auto') to save the explainer"
+            )
         return explainer_config(self)
 
     @classmethod

@@ -2,7 +2,11 @@
 checks (``_options``), :class:`~torchxplain.fourier.FitReport` (``_report``) and the oracle that queries the model in
 batches on its device (``_oracle``).
 
-* ``cube/`` — fits on uniform inputs of the cube: the exact WHT, the sparse WHT by hashing, low-degree regression.
-* ``hybrid/`` — fits where SHAP looks: hybrid points, the identifiable player basis, sparse regression, the
-  escalation ladder and its held-out checks.
+* the players' observed levels, the reference-coded basis (``_levels``), term keys (``_keys``) and the exact map of
+  products of level indicators to Walsh terms (``_walsh``); one-hot blocks found in the data (``_one_hot``);
+* the exact routes: tabulation of a small level grid (``_tabulate``) and enumeration of coalitions through the
+  model, the library's reference (``_enumerate``);
+* ``cube/`` — fits on uniform inputs of the cube: the exact WHT, the sparse WHT by hashing, low-degree regression;
+* ``hybrid/`` — fits where SHAP looks: hybrid samples, the terms' sparse design, sparse regression, the ladder of
+  stages and its held-out check.
 """

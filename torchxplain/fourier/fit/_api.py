@@ -2,19 +2,21 @@
 
 Two regimes:
 
-* **With a background** (``background=``, optionally ``data=`` and ``groups=``): the fit is held to where
-  interventional SHAP evaluates the model, hybrid points ``(x_S, b_{~S})``
-  (:mod:`~torchxplain.fourier.fit.hybrid._sampler`). The headline of the report is the R² on fresh held-out
-  hybrids, next to the R² of the SHAP values estimated on held-out rows; ``target_r2`` applies to the latter by
-  default (``target_metric``).
-  ``method="hybrid"`` fits on hybrid samples in an identifiable player basis with an escalation ladder
-  (:mod:`~torchxplain.fourier.fit.hybrid._ladder`); ``"exact"`` queries the whole cube and keeps the smallest
-  ``k`` that meets the target; ``"hashing"``/``"regression"`` fit on the cube (exact for exactly sparse models
-  such as trees) and are checked on hybrids. ``"auto"`` takes ``"exact"`` up to ``n = 16``, else ``"hybrid"``,
-  then the sparse WHT by hashing if the ladder missed the target and budget is left.
-* **Without a background**: the fit is on uniform inputs of the cube (``"exact"``, ``"hashing"``,
-  ``"regression"``; :mod:`~torchxplain.fourier.fit.cube._uniform`), the headline is the R² on uniform inputs.
+* **With a background** (``background=``, optionally ``data=`` and ``groups=``): interventional SHAP evaluates the
+  model only at hybrids ``(x_S, b_{~S})`` of the rows with the background, and every hybrid lies on the product of
+  the players' observed levels (:mod:`~torchxplain.fourier.fit._levels`). ``method="auto"`` takes the exact route
+  whenever it is affordable: **tabulation** (:mod:`~torchxplain.fourier.fit._tabulate`) queries every level
+  combination once when their number fits the query budget (:data:`TABULATE_LIMIT` by default), and the spectrum is
+  then exact for any row and background on those levels. Otherwise a **hybrid fit**
+  (:mod:`~torchxplain.fourier.fit.hybrid._ladder`): a sparse regression on hybrid samples in the reference-coded
+  basis, grown stage by stage until the SHAP values' R², estimated on held-out rows, reaches ``target_r2``, or the
+  query budget (:data:`DEFAULT_QUERIES`) is spent. ``"exact"``, ``"hashing"`` and ``"regression"`` fit on the cube
+  and are checked on the held-out rows. The report says which route was taken and why.
+* **Without a background**: fits on uniform inputs of the cube (``"exact"``, ``"hashing"``, ``"regression"``;
+  :mod:`~torchxplain.fourier.fit.cube._uniform`); the headline is the R² on uniform inputs.
 
+Exact SHAP values by enumerating coalitions through the model, for few players and known rows, are
+``FourierShap(model, background, method="enumerate")`` (:mod:`~torchxplain.fourier.fit._enumerate`).
 A checked R² below ``target_r2`` raises a :class:`FitQualityWarning` that says what to change.
 """
 
@@ -22,39 +24,47 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import torch
 from torch import Tensor
 
-from torchxplain._core import check_int, make_generator, settings
-from torchxplain.fourier.fit._options import binary_rows, players, validation_seed
+from torchxplain._core import make_generator, settings
+from torchxplain._core.inputs import rows as boundary_rows
+from torchxplain._core.validation import check_int
+from torchxplain.fourier.fit._levels import PlayerLevels
+from torchxplain.fourier.fit._one_hot import FoundPlayers, check_one_hot, find_one_hot_blocks
+from torchxplain.fourier.fit._options import FitOptions, binary_rows, fit_options_from, players, validation_seed
 from torchxplain.fourier.fit._oracle import Oracle, model_placement
 from torchxplain.fourier.fit._report import FitQualityWarning, FitReport, TargetMetric, r2_score, warn_if_below_target
+from torchxplain.fourier.fit._tabulate import grid_index, table_spectrum, tabulate
+from torchxplain.fourier.fit._walsh import UnitWalsh
 from torchxplain.fourier.fit.cube._regression import uniform_inputs
-from torchxplain.fourier.fit.cube._uniform import AUTO_EXACT_MAX_FEATURES, choose_uniform, fit_uniform, plan_hashing
-from torchxplain.fourier.fit.hybrid._basis import build_basis, check_one_hot
-from torchxplain.fourier.fit.hybrid._checks import path_validation
-from torchxplain.fourier.fit.hybrid._ladder import (
-    Budget,
-    Scorer,
-    Target,
-    advice,
-    fit_hybrid,
-    hashing_fallback,
-    pick_k_exact,
-)
+from torchxplain.fourier.fit.cube._uniform import choose_uniform, fit_uniform
+from torchxplain.fourier.fit.hybrid._checks import MAX_ROWS, MIN_ROWS, HeldOut
+from torchxplain.fourier.fit.hybrid._ladder import Ladder, Target, score
+from torchxplain.fourier.fit.hybrid._regression import TermFit, prune_terms
 from torchxplain.fourier.fit.hybrid._sampler import HybridSampler
+from torchxplain.fourier.fit.hybrid._terms import PointDesign
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.values._grid import GridKernel
 
-Method = Literal["auto", "exact", "hashing", "regression", "hybrid"]
-METHODS = ("auto", "exact", "hashing", "regression", "hybrid")
+Method = Literal["auto", "tabulate", "hybrid", "exact", "hashing", "regression"]
+METHODS = ("auto", "tabulate", "hybrid", "exact", "hashing", "regression")
 NUMERICAL_ZERO = 1e-10
-"""Terms with ``|a_f| <= NUMERICAL_ZERO × max |a|`` after the fit are dropped as rounding noise."""
+"""Terms with ``|a_f| <= NUMERICAL_ZERO × max |a|`` after a cube fit are dropped as rounding noise."""
 UNIFORM_DEFAULT_K = 256
 """``k`` of the cube methods when ``k=None``."""
-HASHING_FALLBACK_K = (1024, 4096)
-"""``method="auto"`` with a background tries the sparse WHT at these ``k`` when the hybrid ladder missed."""
+DEFAULT_QUERIES = 2**21
+"""The hybrid fit's query budget when ``n_queries=None`` (the held-out check's queries come on top)."""
+TABULATE_LIMIT = 2**20
+"""``method="auto"`` tabulates grids up to this many points when ``n_queries=None`` (up to ``n_queries`` else)."""
+TABULATE_CHECK = 4096
+"""Queries of the held-out check of a tabulated spectrum (exact on the grid: the check confirms the model is
+deterministic, and costs little)."""
+HOLD_OUT_MIN_DATA = 4 * MIN_ROWS
+"""``data`` rows needed before the held-out rows are kept out of the fit (else the check reuses the fit's rows)."""
 
 __all__ = ["METHODS", "FitQualityWarning", "FitReport", "fit_sparse_fourier"]
 
@@ -66,311 +76,456 @@ def fit_sparse_fourier(
     max_degree: int | None = None,
     n_queries: int | None = None,
     method: Method = "auto",
-    batch_size: int = 4096,
     seed: int | torch.Generator = 0,
-    device: torch.device | str | None = None,
-    target: int | None = None,
-    eval_data: Tensor | None = None,
-    show_progress: bool | None = None,
-    return_report: bool = False,
     *,
-    background: Tensor | None = None,
-    data: Tensor | None = None,
-    groups: Tensor | None = None,
-    one_hot: bool | None = None,
+    background: Any = None,
+    data: Any = None,
+    groups: Any = None,
+    target: int | None = None,
     target_r2: float | None = 0.99,
-    target_metric: TargetMetric = "shap",
-    time_budget: float | None = 120.0,
-    dtype: torch.dtype | None = None,
-    support: Tensor | None = None,
-    threshold: float | None = None,
-    n_validation: int = 8192,
-    n_bits: int | None = None,
-    n_hashes: int | None = None,
-    n_delays: int | None = None,
-    n_refit: int | None = None,
-    singleton_tol: float = 0.3,
-    max_memory: int | str | None = None,
+    eval_data: Any = None,
+    options: FitOptions | None = None,
+    return_report: bool = False,
+    **option_fields: Any,
 ) -> FourierSpectrum | tuple[FourierSpectrum, FitReport]:
     """Fit a sparse spectrum ``h(x) = Σ_f a_f (-1)^{<f,x>}`` to a black box by querying it (module docstring).
 
     Args:
         f: any callable mapping a ``(B, n)`` float tensor of 0/1 inputs to ``(B,)`` or ``(B, C)`` outputs,
-            called under ``no_grad`` in batches; queried in the dtype policy of :mod:`~torchxplain.fourier.fit._oracle`
-            (an ``nn.Module``'s parameter dtype, else the dtype of ``background``/``data``, else the default).
+            called under ``no_grad`` in batches, in the dtype policy of :mod:`~torchxplain.fourier.fit._oracle`.
         n_features: ``n``, the number of binary inputs.
-        k: most Walsh terms kept (the speed knob of the SHAP values). ``None``: with a background, as many as
-            the target needs (up to the ladder's largest stage); without, 256.
-        max_degree: cap on the degree (players per term for ``"hybrid"``; ``None``: the ladder's, 2 to 4).
-        n_queries: query budget for the fit (``None``: unlimited for ``"hybrid"``, each method's default else).
-        method: ``"auto"``, ``"exact"``, ``"hashing"``, ``"regression"`` or ``"hybrid"`` (module docstring).
-        batch_size: rows per call of ``f``.
-        seed: int or ``torch.Generator``; same seed, same spectrum.
-        device: where queries are built and ``f`` is called (default: ``f``'s parameters, else the rows', cpu).
-        target: output column for multi-output ``f``.
-        eval_data: optional ``(rows, n)`` binary inputs on which the report also gives the R².
-        show_progress: progress bars (``None``: ``tx.settings.show_progress``).
-        return_report: also return a :class:`FitReport`.
+        k: most Walsh terms kept (the speed knob of the values; ``None``: as many as the fit finds).
+        max_degree: most players per term of a hybrid fit (``None``: the ladder's, 2 to 4); a degree cap of the
+            cube methods.
+        n_queries: query budget of the fit (``None``: :data:`DEFAULT_QUERIES` with a background — tabulation up
+            to :data:`TABULATE_LIMIT` — and each cube method's default without).
+        method: ``"auto"``, ``"tabulate"``, ``"hybrid"``, ``"exact"``, ``"hashing"`` or ``"regression"``.
+        seed: int or ``torch.Generator``; same seed, same spectrum (budgets count queries, not seconds).
         background: ``(D, n)`` binary background rows of the SHAP values to come: turns on the hybrid regime.
-        data: ``(R, n)`` binary rows like the ones to be explained (e.g. the training set); default: the
-            background. The fit holds for hybrids of these rows with the background.
-        groups: ``(n,)`` integer player id per feature (one player per categorical variable); default
-            singletons. Hybrids are formed at the player level, so explain with the same players.
-        one_hot: ``True`` declares every multi-feature group one-hot and checks it on ``data`` and
-            ``background`` (an error names the first bad row and group); ``None``/``False``: each group is
-            coded by the patterns it takes (one-hot groups get reference coding either way).
-        target_r2: the held-out R² the fit is held to (``None``: no check). Below it a
-            :class:`FitQualityWarning` says what to change; ``"auto"``/``"hybrid"``/``"exact"`` escalate to reach it.
-        target_metric: with a background, what ``target_r2`` applies to: ``"shap"``, the R² of the SHAP values
-            on held-out rows, estimated from permutation paths (:mod:`~torchxplain.fourier.fit.hybrid._checks`), or
-            ``"hybrid"``, the surrogate's R² on held-out hybrid points (stricter: a surrogate can be right on the
-            averages SHAP takes while off point by point). Without a background the uniform R² is checked.
-        time_budget: seconds the hybrid ladder may spend (``None``: unlimited).
-        dtype: dtype of the query tensors (overrides the policy above).
-        support: ``(s, n)`` bool candidate frequencies for ``"regression"``.
-        threshold: drop terms with ``|a_f| < threshold`` after the fit.
-        n_validation: held-out points per R² check (hybrid and uniform; ``0`` skips the uniform one).
-        n_bits, n_hashes, n_delays, n_refit, singleton_tol: ``"hashing"`` sizes
-            (:func:`~torchxplain.fourier.fit.cube._uniform.plan_hashing`).
-        max_memory: memory budget for chunked intermediates (bytes or e.g. ``"1GB"``).
+        data: ``(R, n)`` binary rows like the ones to be explained (e.g. the training set; default: the
+            background). The fit holds for hybrids of these rows with the background; some are held out for the
+            check when there are enough.
+        groups: ``(n,)`` integer player id per feature (one player per categorical variable), ``"auto"`` to find
+            the one-hot blocks of ``data`` and ``background`` (:mod:`~torchxplain.fourier.fit._one_hot`), or
+            ``None`` (singletons). Explain with the same players.
+        target: output column for multi-output ``f``.
+        target_r2: the held-out R² the fit is held to (``None``: no check). Below it a :class:`FitQualityWarning`
+            says what to change; the hybrid ladder escalates to reach it.
+        eval_data: optional ``(rows, n)`` binary inputs on which the report also gives the R².
+        options: the other knobs (:class:`FitOptions`: time budget, validation size, batch size, device, ...).
+        return_report: also return a :class:`FitReport`.
+        **option_fields: :class:`FitOptions` fields by name (``batch_size=``, ``time_budget=``, ...), merged into
+            ``options``.
 
     Returns:
-        A :class:`FourierSpectrum` on ``device`` with amplitudes in ``f``'s output dtype, sorted by decreasing
-        ``|a_f|``; with ``return_report=True``, ``(spectrum, FitReport)``.
+        A :class:`FourierSpectrum` on the query device with amplitudes in ``f``'s output dtype, sorted by
+        decreasing ``|a_f|``; with ``return_report=True``, ``(spectrum, FitReport)``.
     """
     if not callable(f):
         raise TypeError(f"f must be callable on a (B, n) tensor, got {type(f).__name__}")
+    opts = fit_options_from({**option_fields, "options": options})
     n = check_int(n_features, "n_features", minimum=1)
-    k = check_int(k, "k", minimum=1, optional=True)
-    max_degree = check_int(max_degree, "max_degree", minimum=0, optional=True)
-    n_queries = check_int(n_queries, "n_queries", minimum=1, optional=True)
-    batch_size = check_int(batch_size, "batch_size", minimum=1)
-    n_validation = check_int(n_validation, "n_validation", minimum=0)
-    if isinstance(target, Tensor) and target.numel() == 1 and not target.is_floating_point():
-        target = int(target)
-    target = check_int(target, "target", minimum=0, optional=True)
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if threshold is not None and not threshold >= 0:
-        raise ValueError(f"threshold must be a non-negative amplitude (or None), got {threshold!r}")
-    if not 0 < singleton_tol < 1:
-        raise ValueError(f"singleton_tol must be in (0, 1), got {singleton_tol}")
-    if target_r2 is not None and (
-        isinstance(target_r2, bool) or not isinstance(target_r2, (int, float)) or target_r2 > 1
-    ):
-        raise ValueError(f"target_r2 must be a number <= 1 or None, got {target_r2!r}")
-    if target_metric not in ("shap", "hybrid"):
-        raise ValueError(f"target_metric must be 'shap' or 'hybrid', got {target_metric!r}")
-    goal = Target(None if target_r2 is None else float(target_r2), target_metric)
-    if time_budget is not None and (
-        isinstance(time_budget, bool) or not isinstance(time_budget, (int, float)) or not time_budget > 0
-    ):
-        raise ValueError(f"time_budget must be a positive number of seconds or None, got {time_budget!r}")
-    if background is None and (data is not None or groups is not None or one_hot or method == "hybrid"):
+    if background is None and (data is not None or groups is not None or method in ("hybrid", "tabulate")):
         raise ValueError(
-            "data=, groups=, one_hot= and method='hybrid' fit on hybrid points of rows with a background: "
-            "pass background= (the rows SHAP values will be computed against)"
+            "data=, groups= and method='hybrid'/'tabulate' fit on hybrid points of rows with a background: pass "
+            "background= (the rows SHAP values will be computed against)"
         )
-    first = next((t for t in (background, data) if isinstance(t, Tensor)), None)
-    device, dtype = model_placement(f, device, dtype, first)
-    method_used: str = method
-    stages: list[dict[str, Any]] = []
-    cube_energy: tuple[float, float] | None
-    with settings.using(max_memory=max_memory, show_progress=show_progress):
-        oracle = Oracle(f, n, device, dtype, batch_size, target)
-        gen = make_generator(seed, device)
-        uniform: dict[str, Any] = {
-            "generator": gen,
-            "device": device,
-            "batch_size": batch_size,
-            "support": None if support is None else binary_rows(support, "support", n, device),
-            "hashing_sizes": {"n_bits": n_bits, "n_hashes": n_hashes, "n_delays": n_delays, "n_refit": n_refit},
-            "singleton_tol": singleton_tol,
-        }
-        start = time.perf_counter()
-        hybrid: _Hybrid | None = None
-        if background is None:
-            method_used, reason = (
-                (method, "requested")
-                if method != "auto"
-                else choose_uniform(n, k or UNIFORM_DEFAULT_K, max_degree, n_queries, uniform["support"])
-            )
-            fit = fit_uniform(oracle, n, k or UNIFORM_DEFAULT_K, max_degree, n_queries, method_used, **uniform)
-            spectrum, params = _spectrum(fit.frequencies, fit.amplitudes, k, threshold), fit.params
-            hint = "Raise k" + (" (or drop max_degree)" if max_degree is not None else "") + ", or pass background= "
-            hint += "(and data=, rows like those you explain) to fit where SHAP evaluates the model."
-            cube_energy = fit.cube_energy
-        else:
-            hybrid = _Hybrid(background, data, groups, one_hot, n, device, n_validation, seed, oracle)
-            deadline = None if time_budget is None else start + float(time_budget)
-            budget = Budget(n_queries, deadline)
-            spectrum, method_used, reason, stages, params, hint, cube_energy = _fit_hybrid(
-                hybrid, oracle, method, n, k, max_degree, n_queries, time_budget, goal, budget, uniform, gen
-            )
-            spectrum = _spectrum(spectrum.frequencies, spectrum.amplitudes.to(torch.float64), k, threshold)
-        wall = time.perf_counter() - start
-        fit_queries = oracle.rows
-        report = _report(
-            spectrum,
-            oracle,
-            hybrid,
-            eval_data,
-            n_validation,
-            seed,
-            cube_energy,
-            method=method_used,
-            reason=reason,
-            n_features=n,
-            k=k if k is not None or hybrid is not None else UNIFORM_DEFAULT_K,
-            max_degree=max_degree,
-            n_queries=fit_queries,
-            wall_time_s=wall,
-            target_r2=target_r2,
-            target_metric=target_metric,
-            stages=tuple(stages),
-            params=params,
-            device=device,
-        )
-    warn_if_below_target(report, hint + " Or lower target_r2 (None turns the check off).")
-    spectrum = spectrum.to(oracle.out_dtype or torch.get_default_dtype())
+    first = background if isinstance(background, Tensor) else data if isinstance(data, Tensor) else None
+    device, dtype = model_placement(f, opts.device, opts.dtype, first)
+    opts = replace(opts, device=device, dtype=dtype)  # the query placement of the user's rows, resolved once
+    bg = None if background is None else binary_rows(background, "background", n, device)
+    rows = None if data is None else binary_rows(data, "data", n, device)
+    found = None
+    if isinstance(groups, str):
+        found = resolve_auto_groups(groups, [r for r in (rows, bg) if r is not None], _names(data, background))
+        player_index, m = found.ids, found.n_players
+    else:
+        player_index, m = players(groups, n, device)
+    spectrum, report = fit_validated(
+        f,
+        n,
+        background=bg,
+        data=rows,
+        players=player_index,
+        m=m,
+        **checked_sizes(k, max_degree, n_queries, target),
+        method=method,
+        seed=seed,
+        target_r2=target_r2,
+        eval_data=None if eval_data is None else binary_rows(eval_data, "eval_data", n, device),
+        options=opts,
+        found=found,
+    )
     return (spectrum, report) if return_report else spectrum
 
 
-def _spectrum(freqs: Tensor, amp: Tensor, k: int | None, threshold: float | None) -> FourierSpectrum:
-    """The fitted terms without rounding-level amplitudes, cut to ``k`` and ``threshold``."""
-    zero = NUMERICAL_ZERO * float(amp.abs().max()) if amp.numel() else 0.0
-    return FourierSpectrum(freqs, amp).prune(k=k, threshold=max(threshold or 0.0, zero))
+def resolve_auto_groups(groups: str, tables: list[Tensor], names: tuple[str, ...] | None) -> FoundPlayers:
+    """The players of ``groups="auto"``: the one-hot blocks of the rows (:func:`find_one_hot_blocks`)."""
+    if groups != "auto":
+        raise ValueError(f"groups must be an integer id per feature, 'auto' or None, got {groups[:40]!r}")
+    return find_one_hot_blocks(torch.cat(tables), names)
 
 
-class _Hybrid:
-    """The hybrid regime's validated rows, players, sampler and held-out paths (queried once)."""
-
-    def __init__(
-        self,
-        background: object,
-        data: object,
-        groups: object,
-        one_hot: bool | None,
-        n: int,
-        device: torch.device,
-        n_validation: int,
-        seed: int | torch.Generator,
-        oracle: Oracle,
-    ) -> None:
-        self.background = binary_rows(background, "background", n, device)
-        self.rows = self.background if data is None else binary_rows(data, "data", n, device)
-        self.players, self.m = players(groups, n, device)
-        if one_hot:
-            check_one_hot(self.background, self.players, self.m, "background")
-            if data is not None:
-                check_one_hot(self.rows, self.players, self.m, "data")
-        self.sampler = HybridSampler(self.rows, self.background, self.players, self.m)
-        oracle.phase = "validation"
-        gen = make_generator(validation_seed(seed), device)
-        self.validation = path_validation(self.sampler, max(n_validation, 256), oracle, gen)
-        self.score = Scorer(self.validation)
-        oracle.rows = 0  # the held-out queries are counted as validation queries in the report
+def _names(*frames: Any) -> tuple[str, ...] | None:
+    for frame in frames:
+        if frame is not None and hasattr(frame, "columns"):
+            return boundary_rows(frame.iloc[:1], "data").feature_names
+    return None
 
 
-def _fit_hybrid(
-    h: _Hybrid,
-    oracle: Oracle,
+def checked_sizes(k: object, max_degree: object, n_queries: object, target: object) -> dict[str, int | None]:
+    """The fit's integer arguments, checked (a one-element integer tensor ``target`` is taken as an int)."""
+    if isinstance(target, Tensor) and target.numel() == 1 and not target.is_floating_point():
+        target = int(target)
+    return {
+        "k": check_int(k, "k", minimum=1, optional=True),
+        "max_degree": check_int(max_degree, "max_degree", minimum=0, optional=True),
+        "n_queries": check_int(n_queries, "n_queries", minimum=1, optional=True),
+        "target": check_int(target, "target", minimum=0, optional=True),
+    }
+
+
+def fit_validated(
+    f: Callable[[Tensor], Tensor],
+    n: int,
+    *,
+    background: Tensor | None,
+    data: Tensor | None,
+    players: Tensor,
+    m: int,
+    k: int | None,
+    max_degree: int | None,
+    n_queries: int | None,
     method: str,
+    seed: int | torch.Generator,
+    target: int | None,
+    target_r2: float | None,
+    eval_data: Tensor | None,
+    options: FitOptions,
+    found: FoundPlayers | None = None,
+) -> tuple[FourierSpectrum, FitReport]:
+    """The fit on validated inputs (bool rows on the query device, dense player indices): the public entry
+    and ``FourierShap(model, ...)`` both end here, so every input is converted and checked once."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS} (FourierShap also takes 'enumerate'), got {method!r}")
+    if target_r2 is not None and (
+        isinstance(target_r2, bool) or not isinstance(target_r2, (int, float)) or not target_r2 <= 1
+    ):
+        raise ValueError(f"target_r2 must be a number <= 1 or None, got {target_r2!r}")
+    first = background if background is not None else data
+    device, dtype = model_placement(f, options.device, options.dtype, first)
+    goal = Target(None if target_r2 is None else float(target_r2), options.target_metric)
+    with settings.using(max_memory=options.max_memory, show_progress=options.show_progress):
+        oracle = Oracle(f, n, device, dtype, options.batch_size, target)
+        start, cpu = time.perf_counter(), time.process_time()
+        if background is None:
+            spectrum, fields, hint = _fit_cube(oracle, n, k, max_degree, n_queries, method, seed, options, device)
+            check = None
+        else:
+            regime = _HybridRegime(oracle, background, data, players, m, options, seed, found)
+            spectrum, fields, hint = regime.fit(k, max_degree, n_queries, method, goal, seed, start)
+            check = regime.check
+        fields["wall_time_s"] = time.perf_counter() - start
+        fields["cpu_time_s"] = time.process_time() - cpu
+        fields["model_time_s"] = oracle.seconds + (0.0 if background is None else regime.check_seconds[0])
+        fields["model_cpu_time_s"] = oracle.cpu_seconds + (0.0 if background is None else regime.check_seconds[1])
+        fields["n_queries"] = oracle.rows
+        report = _report(
+            spectrum,
+            oracle,
+            check,
+            eval_data,
+            options.n_validation,
+            seed,
+            device,
+            target_r2,
+            options.target_metric,
+            fields,
+        )
+    warn_if_below_target(report, hint + " Or lower target_r2 (None turns the check off).")
+    spectrum = spectrum.to(oracle.out_dtype or torch.get_default_dtype())
+    return spectrum, report
+
+
+def _fit_cube(
+    oracle: Oracle,
     n: int,
     k: int | None,
     max_degree: int | None,
     n_queries: int | None,
-    time_budget: float | None,
-    goal: Target,
-    budget: Budget,
-    uniform: dict[str, Any],
-    gen: torch.Generator,
-) -> tuple[FourierSpectrum, str, str, list[dict[str, Any]], dict[str, Any], str, tuple[float, float] | None]:
-    """Fit in the hybrid regime: ``(spectrum, method, reason, stages, params, advice, cube energy)``."""
-    reason = "requested"
-    if method == "auto":
-        exact_ok = n <= AUTO_EXACT_MAX_FEATURES and (n_queries is None or n_queries >= 2**n)
-        method = "exact" if exact_ok else "hybrid"
-        reason = (
-            f"auto: all 2^{n} inputs fit the budget, so the exact WHT cut to the smallest k meeting the target"
-            if exact_ok
-            else f"auto: n={n} is too large to query the whole cube, so a fit on hybrid samples"
-        )
-    if method != "hybrid":
-        fit = fit_uniform(
-            oracle, n, k or (2**n if method == "exact" else UNIFORM_DEFAULT_K), max_degree, n_queries, method, **uniform
-        )
-        spectrum = FourierSpectrum(fit.frequencies, fit.amplitudes)
-        if method == "exact":
-            spectrum, stages = pick_k_exact(fit.frequencies, fit.amplitudes, h.score, k, goal)
-        else:
-            stages = [{"method": method, "k": len(spectrum), **h.score(spectrum)}]
-        hint = "Raise k, or use method='hybrid' to fit where SHAP evaluates the model."
-        return spectrum, method, reason, stages, fit.params, hint, fit.cube_energy
-    basis = build_basis(torch.cat((h.rows, h.background)), h.players, h.m)
-    spectrum, stages, why = fit_hybrid(
-        oracle,
-        h.sampler,
-        basis,
-        h.score,
-        k=k,
-        max_degree=max_degree,
-        budget=budget,
-        target=goal,
-        generator=gen,
+    method: str,
+    seed: int | torch.Generator,
+    options: FitOptions,
+    device: torch.device,
+) -> tuple[FourierSpectrum, dict[str, Any], str]:
+    """Fit on uniform inputs of the cube (no background)."""
+    support = None if options.support is None else binary_rows(options.support, "support", n, device)
+    size = k or UNIFORM_DEFAULT_K
+    used, reason = (
+        (method, "requested") if method != "auto" else choose_uniform(n, size, max_degree, n_queries, support)
     )
-    params: dict[str, Any] = {"units": basis.n_units, "one_hot_players": sum(basis.one_hot), "stopped": why}
-    if reason.startswith("auto") and goal.value is not None and why not in ("target met", "time budget"):
+    fit = fit_uniform(oracle, n, size, max_degree, n_queries, used, **_cube_options(options, seed, device, support))
+    spectrum = _cut(fit.frequencies, fit.amplitudes, k if k is not None else size, options.threshold)
+    hint = "Raise k" + (" (or drop max_degree)" if max_degree is not None else "") + ", or pass background= "
+    hint += "(and data=, rows like those you explain) to fit where SHAP evaluates the model."
+    fields = {
+        "method": used,
+        "reason": reason,
+        "k": size,
+        "max_degree": max_degree,
+        "params": fit.params,
+        "cube_energy": fit.cube_energy,
+    }
+    return spectrum, fields, hint
 
-        def run(size: int, left: int | None) -> FourierSpectrum:
-            fit = fit_uniform(oracle, n, size, max_degree, left, "hashing", **uniform)
-            return FourierSpectrum(fit.frequencies, fit.amplitudes)
 
-        def plan_queries(size: int, left: int | None) -> int | None:
-            try:
-                return plan_hashing(n, size, max_degree, left, **uniform["hashing_sizes"]).total_queries(n)
-            except ValueError:
-                return None
+def _cube_options(
+    options: FitOptions, seed: int | torch.Generator, device: torch.device, support: Any
+) -> dict[str, Any]:
+    return {
+        "generator": make_generator(seed, device),
+        "device": device,
+        "batch_size": options.batch_size,
+        "support": support,
+        "hashing_sizes": {
+            "n_bits": options.n_bits,
+            "n_hashes": options.n_hashes,
+            "n_delays": options.n_delays,
+            "n_refit": options.n_refit,
+        },
+        "singleton_tol": options.singleton_tol,
+    }
 
-        sizes = HASHING_FALLBACK_K if k is None else (k,)
-        spectrum, method = hashing_fallback(run, plan_queries, oracle, sizes, h.score, spectrum, stages, goal, budget)
-        if method == "hashing":
-            reason += "; the ladder missed the target and the sparse WHT by hashing did better"
-    return spectrum, method, reason, stages, params, advice(why, k, n_queries, time_budget), None
+
+def _cut(freqs: Tensor, amp: Tensor, k: int | None, threshold: float | None) -> FourierSpectrum:
+    """The fitted terms without rounding-level amplitudes, cut to ``k`` and ``threshold``."""
+    zero = NUMERICAL_ZERO * float(amp.abs().max()) if amp.numel() else 0.0
+    return FourierSpectrum.trusted(freqs, amp).prune(k=k, threshold=max(threshold or 0.0, zero))
+
+
+@dataclass(frozen=True)
+class _Route:
+    method: str
+    reason: str
+
+
+class _HybridRegime:
+    """The hybrid regime of one fit: levels, held-out rows and check, sampler, and the route taken."""
+
+    def __init__(
+        self,
+        oracle: Oracle,
+        background: Tensor,
+        data: Tensor | None,
+        players: Tensor,
+        m: int,
+        options: FitOptions,
+        seed: int | torch.Generator,
+        found: FoundPlayers | None,
+    ) -> None:
+        self.oracle, self.background, self.players, self.m, self.options = oracle, background, players, m, options
+        rows = background if data is None else data
+        self.has_data = data is not None
+        if options.one_hot:
+            check_one_hot(background, players, m, "background")
+            if data is not None:
+                check_one_hot(data, players, m, "data")
+        self.levels = PlayerLevels(torch.cat((rows, background)), players, m)
+        self.found = found
+        self.generator = make_generator(validation_seed(seed), background.device)
+        held = min(MAX_ROWS, max(MIN_ROWS, rows.shape[0] // 10))
+        if data is not None and rows.shape[0] >= HOLD_OUT_MIN_DATA:
+            order = torch.randperm(rows.shape[0], generator=self.generator, device=rows.device)
+            self.check_rows, self.fit_rows, self.held_out = rows[order[:held]], rows[order[held:]], True
+        else:
+            self.check_rows, self.fit_rows, self.held_out = rows, rows, False
+
+    def _held_out(self, budget: int) -> HeldOut:
+        """Query the held-out check (its queries and seconds are counted apart from the fit's)."""
+        oracle = self.oracle
+        oracle.phase = "validation"
+        check = HeldOut(self.check_rows, self.background, self.players, self.m, budget, self.generator, oracle)
+        self.check_seconds = (oracle.seconds, oracle.cpu_seconds)
+        oracle.rows, oracle.seconds, oracle.cpu_seconds = 0, 0.0, 0.0  # the fit's counts start here
+        return check
+
+    def route(self, method: str, n_queries: int | None) -> _Route:
+        grid = self.levels.grid_size
+        sizes = self.levels.level_count()
+        shown = "·".join(str(s) for s in sizes) if len(sizes) <= 8 else f"{len(sizes)} players' level counts"
+        if method == "tabulate":
+            if n_queries is not None and grid > n_queries:
+                raise ValueError(
+                    f"method='tabulate' queries all {grid:,} level combinations ({shown}) but n_queries={n_queries:,}; "
+                    "raise n_queries or use method='auto'"
+                )
+            return _Route("tabulate", f"requested: every one of the {grid:,} level combinations ({shown}) queried once")
+        if method != "auto":
+            return _Route(method, "requested")
+        limit = TABULATE_LIMIT if n_queries is None else n_queries
+        if grid <= limit and (GridKernel.fits(self.m) or grid <= 4096):
+            return _Route(
+                "tabulate",
+                f"auto: the {self.m} players take {grid:,} level combinations ({shown}) in data and background, "
+                f"within the {limit:,}-query budget, so each was queried once: the spectrum is exact",
+            )
+        why = f"{grid:.3g} level combinations" if grid > limit else f"{self.m} players (tabulated values need <= 14)"
+        return _Route(
+            "hybrid",
+            f"auto: {why} is too many to tabulate within {limit:,} queries, so a sparse fit on hybrid samples",
+        )
+
+    def fit(
+        self,
+        k: int | None,
+        max_degree: int | None,
+        n_queries: int | None,
+        method: str,
+        goal: Target,
+        seed: int | torch.Generator,
+        start: float,
+    ) -> tuple[FourierSpectrum, dict[str, Any], str]:
+        route = self.route(method, n_queries)
+        budget = self.options.n_validation
+        self.check = self._held_out(min(budget, TABULATE_CHECK) if route.method == "tabulate" else budget)
+        self.oracle.phase = "fit"
+        params: dict[str, Any] = {"levels": sum(self.levels.level_count()), "grid": self.levels.grid_size}
+        stages: list[dict[str, Any]] = []
+        stopped = None
+        hint = ""
+        fit: TermFit | None
+        design, check_values = None, None
+        if route.method == "tabulate":
+            fit, values = tabulate(self.oracle, self.levels)
+            check_values = values[grid_index(self.levels.codes(self.check.points), self.levels.level_count())]
+            spectrum = table_spectrum(self.levels, values)
+            stopped = "every level combination queried"
+            hint = (
+                f"Raise k (now {k}), or leave k=None for the exact spectrum."
+                if k is not None
+                else "The tabulated spectrum is exact on the grid: if it misses, the model is not deterministic."
+            )
+        elif route.method == "hybrid":
+            deadline = None if self.options.time_budget is None else start + float(self.options.time_budget)
+            sampler = HybridSampler(self.fit_rows, self.background, self.players, self.m)
+            ladder = Ladder(
+                self.oracle,
+                self.levels,
+                sampler,
+                self.check,
+                goal,
+                max_degree=max_degree,
+                max_queries=DEFAULT_QUERIES if n_queries is None else n_queries,
+                generator=make_generator(seed, self.background.device),
+                deadline=deadline,
+            )
+            result = ladder.run()
+            fit, spectrum, stages, stopped = result.fit, result.spectrum, result.stages, result.stopped
+            design = ladder.check_design
+            hint = _advice(stopped, n_queries, self.m, self.has_data)
+        else:
+            fit = None
+            cube = _cube_options(self.options, seed, self.background.device, None)
+            n = self.levels.n_features
+            size = k or (2**n if route.method == "exact" else UNIFORM_DEFAULT_K)
+            uniform = fit_uniform(self.oracle, n, size, max_degree, n_queries, route.method, **cube)
+            spectrum = FourierSpectrum.trusted(uniform.frequencies, uniform.amplitudes)
+            params.update(uniform.params)
+            hint = "Raise k, or use method='auto' to fit where SHAP evaluates the model."
+        if fit is not None and k is not None and len(spectrum) > k:
+            fit = prune_terms(fit, self.levels, self.check.points, k)
+            spectrum = fit.spectrum(UnitWalsh(self.levels))
+            stages.append({"method": f"pruned to k={k}", "terms": int(fit.keys.numel()), "walsh_terms": len(spectrum)})
+        if fit is None:  # a cube fit: cut to k, drop rounding-level terms, evaluate the spectrum on the check
+            cut = _cut(spectrum.frequencies, spectrum.amplitudes.to(torch.float64), k, self.options.threshold)
+            surrogate = cut.evaluate_unchecked(self.check.points.to(torch.float64)).to(torch.float64)
+        elif self.options.threshold:  # terms cut by amplitude: the term fit no longer equals the spectrum
+            cut = spectrum.prune(threshold=self.options.threshold)
+            surrogate = cut.evaluate_unchecked(self.check.points.to(torch.float64)).to(torch.float64)
+        elif check_values is not None and k is None:  # the tabulated fit equals the table on every hybrid
+            cut, surrogate = spectrum.prune(), check_values
+        else:
+            cut = spectrum.prune()  # sorted by |a_f|; the expansion already dropped rounding-level terms
+            surrogate = fit.predict_on(
+                PointDesign(self.levels, fit.codec, self.check.points) if design is None else design
+            )
+        scores = score(self.check, surrogate, cut)
+        if stages and stages[-1].get("method") != "hybrid":
+            stages[-1].update(scores)
+        params["check"] = self.check.describe() + ("" if self.held_out else "; rows shared with the fit")
+        fields = {
+            "method": route.method,
+            "reason": route.reason,
+            "k": k,
+            "max_degree": max_degree,
+            "stages": tuple(stages),
+            "params": params,
+            "stopped": stopped,
+            "players": None if self.found is None else self.found.description,
+            "n_players": self.m,
+            "scores": scores,
+        }
+        return cut, fields, hint
+
+
+def _advice(stopped: str, n_queries: int | None, m: int, has_data: bool) -> str:
+    """What to change when the ladder stopped below the target."""
+    if not has_data:
+        return (
+            "No data= was given, so the fit holds only for hybrids of the background with itself: pass data= (rows "
+            "like the ones you explain, e.g. the training set)."
+        )
+    if stopped.startswith("query budget"):
+        return f"The query budget ran out: raise n_queries (now {n_queries or DEFAULT_QUERIES:,})."
+    if stopped.startswith("time budget"):
+        return "The time budget ran out: raise FitOptions(time_budget=...), drop it, or fit on a GPU (device=)."
+    enumerate_hint = (
+        f" With {m} players, exact values by enumeration are affordable for known rows: "
+        "FourierShap(model, background, method='enumerate')."
+        if m <= 12
+        else ""
+    )
+    return (
+        "More terms and samples stopped helping: the model is not sparse on these hybrids (interactions of more "
+        "players than max_degree, or too many levels). Raise max_degree, pass data= with rows closer to the ones "
+        "you explain, or group features into fewer players." + enumerate_hint
+    )
 
 
 def _report(
     spectrum: FourierSpectrum,
     oracle: Oracle,
-    hybrid: _Hybrid | None,
-    eval_data: object,
+    check: HeldOut | None,
+    eval_data: Tensor | None,
     n_validation: int,
     seed: int | torch.Generator,
-    cube_energy: tuple[float, float] | None,
     device: torch.device,
-    **fields: Any,
+    target_r2: float | None,
+    target_metric: TargetMetric,
+    fields: dict[str, Any],
 ) -> FitReport:
     """The report's R² checks (queries counted as validation) and fields."""
     start = time.perf_counter()
+    fit_queries = oracle.rows
     oracle.phase = "validation"
     r2_uniform = r2_eval = r2_hybrid = r2_shap = r2_shap_se = r2_background = None
+    cube_energy = fields.pop("cube_energy", None)
     if cube_energy is not None:  # Parseval on the whole cube: the residual energy is what was dropped
         total, variance = cube_energy
-        dropped = total - float((spectrum.amplitudes**2).sum())
+        dropped = total - float((spectrum.amplitudes.to(torch.float64) ** 2).sum())
         r2_uniform = 1.0 - max(dropped, 0.0) / variance if variance > 0 else 1.0
-    elif n_validation:
+    elif check is None and n_validation:
         x = uniform_inputs(n_validation, spectrum.n_features, make_generator(validation_seed(seed) + 1, device), device)
-        r2_uniform = r2_score(oracle(x), spectrum.evaluate(x))
+        r2_uniform = r2_score(oracle(x), spectrum.evaluate_unchecked(x))
     if eval_data is not None:
-        rows = binary_rows(eval_data, "eval_data", spectrum.n_features, device)
-        r2_eval = r2_score(oracle(rows), spectrum.evaluate(rows))
-    n_val = oracle.rows - fields["n_queries"]
-    if hybrid is not None:
-        scores = hybrid.score(spectrum)
+        r2_eval = r2_score(oracle(eval_data), spectrum.evaluate_unchecked(eval_data.to(spectrum.dtype)))
+    n_val = oracle.rows - fit_queries
+    if check is not None:
+        scores = fields.pop("scores")
         r2_hybrid, r2_shap, r2_shap_se = scores["r2"], scores["r2_shap"], scores["r2_shap_se"]
-        r2_background = r2_score(oracle(hybrid.background), spectrum.evaluate(hybrid.background))
-        n_val = oracle.rows - fields["n_queries"] + hybrid.validation.n_queries
+        n_val += check.n_queries
     return FitReport(
+        n_features=spectrum.n_features,
         n_terms=len(spectrum),
         n_validation_queries=n_val,
         validation_time_s=time.perf_counter() - start,
@@ -380,6 +535,7 @@ def _report(
         r2_shap=r2_shap,
         r2_shap_se=r2_shap_se,
         r2_background=r2_background,
-        n_players=None if hybrid is None else hybrid.m,
+        target_r2=target_r2,
+        target_metric=target_metric,
         **fields,
     )

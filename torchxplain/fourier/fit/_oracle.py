@@ -62,6 +62,7 @@ class Oracle:
         self.rows = 0
         self.batches = 0
         self.seconds = 0.0
+        self.cpu_seconds = 0.0
         self.out_dtype: torch.dtype | None = None
 
     def __call__(self, x: Tensor) -> Tensor:
@@ -78,10 +79,11 @@ class Oracle:
     def _batch(self, x: Tensor) -> Tensor:
         last = self.rows + x.shape[0] - 1
         where = f"query batch {self.batches} ({self.phase} phase, rows {self.rows}..{last})"
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         with torch.no_grad():
             out = self.f(x.to(device=self.device, dtype=self.dtype))
         self.seconds += time.perf_counter() - start
+        self.cpu_seconds += time.process_time() - cpu
         if not isinstance(out, Tensor):
             raise TypeError(f"f must return a torch.Tensor, got {type(out).__name__} in {where}")
         if out.is_complex() or out.ndim not in (1, 2) or out.shape[0] != x.shape[0]:

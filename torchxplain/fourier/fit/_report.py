@@ -29,13 +29,18 @@ class FitReport:
     """What :func:`~torchxplain.fit_sparse_fourier` did.
 
     Attributes:
-        method: the method that produced the spectrum (``"exact"``, ``"hashing"``, ``"regression"``, ``"hybrid"``).
-        reason: why it was used (``method="auto"``'s choice and escalation, or "requested").
+        method: the route that produced the spectrum: ``"tabulate"`` (every level combination queried: exact on
+            them), ``"hybrid"`` (a sparse fit on hybrid samples), or a cube method (``"exact"``, ``"hashing"``,
+            ``"regression"``).
+        reason: why it was used (``method="auto"``'s choice, or "requested").
         n_features: ``n``. k: the requested Walsh-term cap (``None``: as many as the target needs).
         n_terms: terms in the returned spectrum. max_degree: the degree cap (``None``: the default ladder's).
         n_queries: queries of ``f`` spent on the fit (bounded by ``n_queries``).
         n_validation_queries: further queries spent on the held-out R² checks.
-        wall_time_s: seconds for the fit; validation_time_s: seconds for the final R² checks.
+        wall_time_s: seconds for the fit, the model's own time included; validation_time_s: seconds for the final
+            R² checks. model_time_s: of ``wall_time_s``, the seconds spent inside the model (the rest is the fit's
+            own work). cpu_time_s, model_cpu_time_s: the same in process CPU seconds (a loaded machine inflates wall
+            time, not these).
         r2_uniform: R² against ``f`` on uniform inputs of the cube (``exact``: from Parseval on the whole cube).
         r2_eval: R² on ``eval_data`` (``None`` without it).
         r2_hybrid: R² on fresh held-out hybrid points ``(x_S, b_{~S})`` (``None`` without a background): where
@@ -50,7 +55,9 @@ class FitReport:
             ``"hybrid"`` (``r2_hybrid``); without a background the uniform R².
         n_players: players of the hybrid points (``None`` without a background).
         stages: the escalation ladder, one dict per attempt (method, size, samples, R²).
-        params: method parameters (hash sizes, delays, refit queries, solver, basis, ...).
+        params: method parameters (levels and grid, the held-out check, hash sizes, ...).
+        stopped: why the fit stopped where it did (target met, query budget, two stages without gain, ...).
+        players: what ``groups="auto"`` found (``None`` when the players were given).
     """
 
     method: str
@@ -74,6 +81,11 @@ class FitReport:
     n_players: int | None = None
     stages: tuple[dict[str, Any], ...] = ()
     params: dict[str, Any] = field(default_factory=dict)
+    model_time_s: float | None = None
+    cpu_time_s: float | None = None
+    model_cpu_time_s: float | None = None
+    stopped: str | None = None
+    players: str | None = None
 
     @property
     def headline(self) -> tuple[str, float | None]:
@@ -103,6 +115,10 @@ class FitReport:
         return value >= self.target_r2
 
     def __str__(self) -> str:
+        if self.method == "enumerate":
+            lines = [f"FourierShap: method='enumerate' ({self.reason})", f"  players: {self.players or self.n_players}"]
+            return "\n".join(lines)
+
         def r2(value: float | None) -> str:
             return "not computed" if value is None else f"{value:.6f}"
 
@@ -119,10 +135,28 @@ class FitReport:
             f"  terms: {self.n_terms} (k={self.k} requested{cap}) on n={self.n_features} features"
             + ("" if self.n_players is None else f", {self.n_players} players"),
             f"  queries: {self.n_queries:,} for the fit, {self.n_validation_queries:,} for validation",
-            f"  wall time: {self.wall_time_s:.3f} s fit, {self.validation_time_s:.3f} s validation",
-            f"  R^2 on uniform inputs: {r2(self.r2_uniform)}; on the background: {r2(self.r2_background)}; "
-            f"on eval_data: {r2(self.r2_eval)}",
+            f"  wall time: {self.wall_time_s:.3f} s fit"
+            + ("" if self.model_time_s is None else f" ({self.model_time_s:.3f} s in the model)")
+            + (
+                ""
+                if self.cpu_time_s is None
+                else f"; CPU {self.cpu_time_s:.3f} s ({self.model_cpu_time_s:.3f} in the model)"
+            )
+            + f", {self.validation_time_s:.3f} s validation",
+            *([f"  stopped: {self.stopped}"] if self.stopped else []),
+            *([f"  players: {self.players}"] if self.players else []),
         ]
+        extra = [
+            (label, v)
+            for label, v in (
+                ("uniform inputs", self.r2_uniform),
+                ("the background", self.r2_background),
+                ("eval_data", self.r2_eval),
+            )
+            if v is not None and label != name
+        ]
+        if extra:
+            lines.append("  R^2 on " + "; on ".join(f"{label}: {r2(v)}" for label, v in extra))
         for stage in self.stages:
             lines.append("  stage: " + ", ".join(f"{key}={_fmt(value)}" for key, value in stage.items()))
         lines.append("  parameters: " + ", ".join(f"{key}={value}" for key, value in self.params.items()))

@@ -7,8 +7,17 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from torchxplain._core import check_binary, check_finite, check_matrix, chunk_bounds, parse_memory, rows_per_chunk
-from torchxplain._core.inputs import to_tensor
+from torchxplain._core import (
+    check_binary,
+    check_finite,
+    check_int,
+    check_number,
+    chunk_bounds,
+    parse_memory,
+    rows_per_chunk,
+)
+from torchxplain._core.inputs import rows, to_tensor
+from torchxplain._core.settings import dtype_policy
 
 
 class FourierSpectrum:
@@ -96,20 +105,25 @@ class FourierSpectrum:
         """Scalar ``Σ_f a_f²`` (by Parseval, the mean of ``h(x)²`` over the cube)."""
         return (self.amplitudes**2).sum()
 
-    def evaluate(self, x: Tensor, max_memory: int | str | None = None) -> Tensor:
+    def evaluate(self, x: Any, max_memory: int | str | None = None) -> Tensor:
         """Evaluate ``h`` on binary inputs.
 
         Args:
-            x: ``(B, n)`` tensor with entries in {0, 1}.
+            x: ``(B, n)`` rows with entries in {0, 1} (tensor, numpy array, nested list or DataFrame).
             max_memory: memory budget for the ``(B, k)`` parity matrix (bytes or e.g. ``"1GB"``).
 
         Returns:
-            ``(B,)`` tensor in the amplitudes' dtype, on ``x``'s device.
+            ``(B,)`` tensor on ``x``'s device (the spectrum's for arrays and lists), in ``tx.settings.dtype_policy``'s
+            dtype: the amplitudes' float32/float64, float32 for half-precision amplitudes.
         """
-        check_matrix(x, "x", self.n_features)
-        check_binary(x, "x")
-        dtype = self.dtype
-        amp = self.amplitudes.to(x.device)
+        x = rows(x, "x", n_features=self.n_features, device=self.device, values="binary").tensor
+        return self.evaluate_unchecked(x, max_memory)
+
+    def evaluate_unchecked(self, x: Tensor, max_memory: int | str | None = None) -> Tensor:
+        """:meth:`evaluate` on inputs known to be valid ``(B, n)`` 0/1 tensors (internal callers, which validated
+        them at the boundary)."""
+        dtype = dtype_policy.compute_dtype(self.dtype)
+        amp = self.amplitudes.to(device=x.device, dtype=dtype)
         xf = x.to(dtype)
         budget = max_memory if isinstance(max_memory, int) and not isinstance(max_memory, bool) else None
         budget = budget or parse_memory(max_memory)
@@ -124,7 +138,7 @@ class FourierSpectrum:
                 out[start:stop] += (1.0 - 2.0 * parity) @ amp[f0:f1]
         return out
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def __call__(self, x: Any) -> Tensor:
         return self.evaluate(x)
 
     def coalesce(self) -> FourierSpectrum:
@@ -151,12 +165,11 @@ class FourierSpectrum:
         Returns:
             A new spectrum with frequencies sorted by decreasing ``|a_f|``.
         """
-        if k is not None and k < 0:
-            raise ValueError(f"k must be non-negative, got {k}")
-        if threshold is not None and not threshold >= 0:  # also refuses NaN, which would drop every term
-            raise ValueError(f"threshold must be a non-negative amplitude, got {threshold}")
-        if energy is not None and not 0.0 < energy <= 1.0:
-            raise ValueError(f"energy must be a fraction in (0, 1], got {energy}")
+        k = check_int(k, "k", minimum=0, optional=True)
+        if threshold is not None:  # NaN refused too: it would drop every term
+            threshold = check_number(threshold, "threshold", at_least=0.0, hint="a non-negative amplitude")
+        if energy is not None:
+            energy = check_number(energy, "energy", greater_than=0.0, at_most=1.0, hint="a fraction of the energy")
         order = torch.argsort(self.amplitudes.detach().abs(), descending=True, stable=True)
         amp = self.amplitudes[order]
         keep = len(self)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
-from torchxplain._core import check_finite, check_matrix, chunk_bounds, rows_per_chunk
+from torchxplain._core import chunk_bounds, rows_per_chunk
+from torchxplain._core.inputs import rows
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 
 
@@ -21,9 +24,14 @@ class SparseFourierSurrogate(nn.Module):
     Args:
         spectrum: the spectrum to wrap (copied).
         max_memory: budget for the ``(B, k, degree)`` gathered factors (bytes or e.g. ``"1GB"``).
+        support: the frequencies' ``(k, max_degree)`` feature indices (increasing, padded with ``n``) when known
+            already — a tree extraction records them — instead of scanning the ``(k, n)`` frequencies for them
+            (trusted: for callers that built them from the same frequencies).
     """
 
-    def __init__(self, spectrum: FourierSpectrum, max_memory: int | str | None = None) -> None:
+    def __init__(
+        self, spectrum: FourierSpectrum, max_memory: int | str | None = None, support: Tensor | None = None
+    ) -> None:
         super().__init__()
         if not isinstance(spectrum, FourierSpectrum):
             raise TypeError(f"spectrum must be a FourierSpectrum, got {type(spectrum).__name__}")
@@ -31,20 +39,23 @@ class SparseFourierSurrogate(nn.Module):
         self.max_memory = max_memory
         self.amplitudes = nn.Parameter(spectrum.amplitudes.detach().clone())
         self.register_buffer("frequencies", spectrum.frequencies.clone())
-        self.register_buffer("support", self._support_indices(spectrum.frequencies), persistent=False)
+        if support is None or support.ndim != 2 or support.shape[0] != len(spectrum):
+            support = self._support_indices(spectrum.frequencies)
+        self.register_buffer("support", support.to(spectrum.frequencies.device), persistent=False)
 
     @classmethod
     def from_outputs(
-        cls, spectra: list[FourierSpectrum], max_memory: int | str | None = None
+        cls, spectra: list[FourierSpectrum], max_memory: int | str | None = None, support: Tensor | None = None
     ) -> SparseFourierSurrogate:
         """One surrogate of ``C`` spectra on the same ``n`` features: the union of their frequencies, ``(k, C)``
-        amplitudes (zero where an output lacks a frequency). One spectrum gives a single-output surrogate."""
+        amplitudes (zero where an output lacks a frequency). One spectrum gives a single-output surrogate
+        (``support``: its feature indices, as for the constructor)."""
         if not spectra or any(not isinstance(s, FourierSpectrum) for s in spectra):
             raise TypeError("spectra must be a non-empty list of FourierSpectrum")
         if len({s.n_features for s in spectra}) != 1:
             raise ValueError(f"spectra must share n_features, got {sorted({s.n_features for s in spectra})}")
         if len(spectra) == 1:
-            return cls(spectra[0], max_memory)
+            return cls(spectra[0], max_memory, support)
         freq = torch.cat([s.frequencies for s in spectra])
         union, inverse = torch.unique(freq, dim=0, return_inverse=True)
         amp = torch.zeros(union.shape[0], len(spectra), dtype=spectra[0].dtype, device=spectra[0].device)
@@ -92,18 +103,20 @@ class SparseFourierSurrogate(nn.Module):
             raise ValueError(f"this surrogate has {self.n_outputs} outputs; use output_spectrum(c) for output c")
         return FourierSpectrum.trusted(self.frequencies, self.amplitudes.detach())
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Any) -> Tensor:
         """Evaluate the surrogate.
 
         Args:
-            x: ``(B, n)`` real tensor (usually in [0, 1]).
+            x: ``(B, n)`` real rows, usually in [0, 1] (a tensor, or a numpy array, nested list or DataFrame, placed
+                on the amplitudes' device).
 
         Returns:
             ``(B,)`` tensor (``(B, C)`` for ``C`` outputs), differentiable in ``x`` and in the amplitudes.
         """
-        check_matrix(x, "x", self.n_features, allow_empty=True)
-        check_finite(x, "x")
-        return self.evaluate_checked(x)
+        device = self.amplitudes.device
+        return self.evaluate_checked(
+            rows(x, "x", n_features=self.n_features, device=device, values="finite", allow_empty=True).tensor
+        )
 
     def evaluate_checked(self, x: Tensor) -> Tensor:
         """:meth:`forward` on ``(B, n)`` rows the caller has validated (finite, right width)."""

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
-from torchxplain.fourier.trees.adapters._base import TreeEnsemble
+from torchxplain.fourier.trees._splits import check_ensemble, splits_binary_inputs
+from torchxplain.fourier.trees.adapters._base import TreeEnsemble, fitted_names
 from torchxplain.fourier.trees.adapters._dispatch import parse_model_outputs
 
 
@@ -25,7 +27,8 @@ class TreeEncoding(ThresholdEncoding):
     with :meth:`transform`, and use :attr:`groups` as the player groups of the Shapley values, so that values come
     per original feature. An encoding built from one model serves every output of it (it holds the splits of
     all classes) and any model that splits on a subset of its splits. Attributes as :class:`ThresholdEncoding`;
-    ``feature_names`` are the model's fit-time column names (``None`` when it was fitted on an array).
+    ``feature_names`` are the model's fit-time column names (``None`` when it was fitted on an array) and
+    ``missing_value`` its ``missing=`` sentinel (XGBoost's scikit-learn wrappers; NaN otherwise).
     """
 
     @classmethod
@@ -59,4 +62,63 @@ class TreeEncoding(ThresholdEncoding):
             input_dtype=torch.float32 if first.input_dtype == np.float32 else torch.float64,
             n_features=first.n_features,
             feature_names=first.feature_names,
+            missing_value=first.missing,
+            names=first.names,
         )
+
+    def __init__(self, *args: Any, names: str = "exact", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.names = names
+
+    def transform(self, x: Any, max_memory: int | str | None = None) -> Tensor:
+        """:meth:`ThresholdEncoding.transform`; a DataFrame's columns are compared with the names as the library
+        stored them at fit time (LightGBM writes ``_`` for a space)."""
+        columns = getattr(x, "columns", None)
+        if columns is not None and self.names != "exact":
+            x = x.set_axis(list(fitted_names(tuple(str(c) for c in columns), self.names) or ()), axis=1)
+        return super().transform(x, max_memory)
+
+
+ENCODINGS = ("auto", "binary", "thresholds")
+
+
+def resolve_encoding(
+    encoding: Any,
+    ensembles: Sequence[TreeEnsemble],
+    splits: Callable[[], ThresholdEncoding],
+    background: Tensor | None = None,
+) -> ThresholdEncoding | None:
+    """The one rule that turns an ``encoding`` argument into the encoding of a tree model's inputs.
+
+    Args:
+        encoding: ``"auto"`` (or ``None``): binary when every split of every ensemble separates 0 from 1 and the
+            ``background`` (when given) is 0/1, else thresholds; ``"binary"``; ``"thresholds"``; or a
+            :class:`ThresholdEncoding` (a :class:`TreeEncoding`), used as given.
+        ensembles: the parsed outputs to be explained.
+        splits: builds the thresholds encoding (the splits of every output the caller serves).
+        background: ``(B, p)`` rows that ``"auto"`` also requires to be 0/1 for the binary encoding.
+
+    Returns:
+        ``None`` for binary inputs, else the encoding.
+
+    Raises:
+        TypeError: ``encoding`` is neither a string nor a :class:`ThresholdEncoding`.
+        ValueError: an unknown encoding name.
+    """
+    if encoding is None:
+        encoding = "auto"
+    if isinstance(encoding, ThresholdEncoding):
+        return encoding
+    if not isinstance(encoding, str):
+        raise TypeError(
+            f"encoding must be one of {ENCODINGS} or a TreeEncoding (TreeEncoding.from_model(model)), got "
+            f"{type(encoding).__name__}"
+        )
+    if encoding not in ENCODINGS:
+        raise ValueError(f"encoding must be one of {ENCODINGS} or a TreeEncoding, got {encoding[:40]!r}")
+    for ensemble in ensembles:
+        check_ensemble(ensemble)
+    if encoding == "auto":
+        binary_rows = background is None or bool(((background == 0) | (background == 1)).all())
+        encoding = "binary" if binary_rows and all(splits_binary_inputs(e) for e in ensembles) else "thresholds"
+    return None if encoding == "binary" else splits()

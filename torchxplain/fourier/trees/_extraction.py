@@ -5,6 +5,10 @@ feature ("goes right at this split"), so the ensemble is an exact function of th
 thresholds of one original feature form one player group (:class:`TreeEncoding`). Shapley values with those
 groups equal interventional TreeSHAP values per original feature.
 
+The extraction also records what the value kernels would otherwise search for again: the support families of
+the frequencies (:mod:`~torchxplain.fourier.trees._families`) and each frequency's features, in one
+:class:`~torchxplain.fourier.values._families.SupportFamilies`.
+
 Memory: terms are generated in chunks and merged by key in a buffer sized to ``tx.settings.max_memory``
 (:mod:`~torchxplain.fourier.trees._terms`); what can exceed the budget is only the result itself — the
 ``(k, n)`` bool frequencies, and the merged terms when there are more distinct ones than the buffer holds.
@@ -20,39 +24,19 @@ from torch import Tensor
 from torchxplain._core import check_float_dtype, chunk_bounds, parse_memory, rows_per_chunk, settings
 from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
-from torchxplain.fourier.trees._encoding import TreeEncoding
-from torchxplain.fourier.trees._expansion import Expansion, fill
-from torchxplain.fourier.trees._families import SupportFamilies, build_families
+from torchxplain.fourier.trees._encoding import TreeEncoding, resolve_encoding
+from torchxplain.fourier.trees._expansion import Expansion
+from torchxplain.fourier.trees._families import assign_families
 from torchxplain.fourier.trees._intervals import FeatureGroups
-from torchxplain.fourier.trees._splits import (
-    binary_split_features,
-    check_ensemble,
-    encoded_split_features,
-    splits_binary_inputs,
-)
-from torchxplain.fourier.trees._terms import KeyLayout, TermBuffer
+from torchxplain.fourier.trees._splits import binary_split_features, check_ensemble, encoded_split_features
+from torchxplain.fourier.trees._terms import TermBuffer
 from torchxplain.fourier.trees.adapters._base import TreeEnsemble
 from torchxplain.fourier.trees.adapters._dispatch import parse_model
+from torchxplain.fourier.values._families import MAX_FAMILY_SIZE, SupportFamilies, from_cover, support_families
+from torchxplain.fourier.values._keys import KeyLayout
 
 DEFAULT_MAX_TERMS = 50_000_000
-ENCODINGS = ("auto", "binary", "thresholds")
 EncodingArg = ThresholdEncoding | Literal["auto", "binary", "thresholds"] | None
-
-
-def resolve_encoding(model: Any, ensemble: TreeEnsemble, encoding: EncodingArg) -> ThresholdEncoding | None:
-    """The encoding to use: ``None`` for binary inputs, else a :class:`TreeEncoding`.
-
-    ``"auto"``/``None``: binary when every split separates 0 from 1, else ``TreeEncoding.from_model(model)``
-    (the splits of all of the model's outputs, so the same encoding serves each class).
-    """
-    check_ensemble(ensemble)
-    if isinstance(encoding, ThresholdEncoding):
-        return encoding
-    if encoding is not None and (not isinstance(encoding, str) or encoding not in ENCODINGS):
-        raise ValueError(f"encoding must be one of {ENCODINGS}, a TreeEncoding or None, got {str(encoding)[:40]!r}")
-    if encoding == "binary" or (encoding in ("auto", None) and splits_binary_inputs(ensemble)):
-        return None
-    return TreeEncoding.from_model(model)
 
 
 @overload
@@ -133,15 +117,14 @@ def tree_spectrum(
     ensemble = parse_model(model, target)
     spectrum, families = extract(
         ensemble,
-        resolve_encoding(model, ensemble, encoding),
+        resolve_encoding(encoding, [ensemble], lambda: TreeEncoding.from_model(model)),
         dtype=dtype,
         device=device,
         max_memory=max_memory,
         max_terms=max_terms,
         show_progress=show_progress,
-        families=return_families,
     )
-    return (spectrum, families) if return_families else spectrum  # type: ignore[return-value]
+    return (spectrum, families) if return_families else spectrum
 
 
 def spectrum_of_ensemble(
@@ -167,7 +150,6 @@ def spectrum_of_ensemble(
         max_memory=max_memory,
         max_terms=max_terms,
         show_progress=show_progress,
-        families=False,
     )[0]
 
 
@@ -180,12 +162,11 @@ def extract(
     max_memory: int | str | None = None,
     max_terms: int = DEFAULT_MAX_TERMS,
     show_progress: bool | None = None,
-    families: bool = True,
-) -> tuple[FourierSpectrum, SupportFamilies | None]:
-    """:func:`spectrum_of_ensemble` and, when ``families``, the :class:`SupportFamilies` of its frequencies.
+) -> tuple[FourierSpectrum, SupportFamilies]:
+    """:func:`spectrum_of_ensemble` and the :class:`SupportFamilies` of its frequencies (with their features).
 
     Returns:
-        ``(spectrum, families)`` (``families`` is ``None`` when not asked for).
+        ``(spectrum, families)``.
     """
     check_ensemble(ensemble)
     if encoding is not None and not isinstance(encoding, ThresholdEncoding):
@@ -194,7 +175,7 @@ def extract(
     if isinstance(max_terms, bool) or not isinstance(max_terms, int) or max_terms < 1:
         raise ValueError(f"max_terms must be a positive int (default {DEFAULT_MAX_TERMS:,}), got {max_terms!r}")
     with settings.using(max_memory=max_memory, show_progress=show_progress):
-        return _extract(ensemble, encoding, dtype, device, max_terms, families)
+        return _extract(ensemble, encoding, dtype, device, max_terms)
 
 
 def _extract(
@@ -203,8 +184,7 @@ def _extract(
     dtype: torch.dtype,
     device: torch.device | str | None,
     max_terms: int,
-    families: bool,
-) -> tuple[FourierSpectrum, SupportFamilies | None]:
+) -> tuple[FourierSpectrum, SupportFamilies]:
     dev = torch.device(device) if device is not None else torch.device("cpu")
     if encoding is None:
         split_feature, swap = binary_split_features(ensemble)
@@ -220,23 +200,32 @@ def _extract(
             f"{ensemble.max_depth}), above max_terms={max_terms}; limit the trees' depth (spectra grow as "
             "4^depth) or raise max_terms"
         )
+    family_keys = assign_families(expansion)
     budget = parse_memory()
-    row_bytes = 8 * layout.n_words + 16 + 8 * families
+    row_bytes = 8 * layout.n_words + 24
     capacity = max(16, int(0.6 * budget) // (2 * row_bytes + 40))
     generate = max(4, min(capacity // 2, int(0.25 * budget) // (48 * layout.width + 96)))
-    buffer = TermBuffer(layout.n_words, min(capacity, expansion.n_terms + 1), dev, families)
-    keys = fill(expansion, buffer, generate, families)
+    buffer = TermBuffer(layout.n_words, min(capacity, expansion.n_terms + 1), dev)
+    for words, amp, scale, family in expansion.chunks(generate):
+        buffer.add(words, amp, scale, family)
     words, amp, scale, family = buffer.result()
     keep = amp.abs() > 64 * torch.finfo(torch.float64).eps * scale
-    words, amp = words[keep], amp[keep]
-    family = None if family is None else family[keep]
+    words, amp, family = words[keep], amp[keep], family[keep]
     del buffer
     _check_output_fits(ensemble, len(amp), n, dev)
-    spectrum = FourierSpectrum(_dense(words, layout), amp.to(dtype))
-    if not families or keys is None or family is None:
-        return spectrum, None
-    indices = layout.unpack(words)[:, : spectrum.degree].contiguous()
-    return spectrum, build_families(keys, family, indices, layout)
+    features = layout.unpack(words)
+    degrees = (features >= 0).sum(1)
+    features = torch.where(features >= 0, features, n)[:, : int(degrees.max()) if degrees.numel() else 0]
+    spectrum = FourierSpectrum(_dense(features, n), amp.to(dtype))
+    if family_keys is not None:
+        supports = layout.unpack(family_keys)
+        cover = from_cover(supports, (supports >= 0).sum(1), family, degrees, features.contiguous())
+    elif features.shape[1] <= MAX_FAMILY_SIZE:
+        cover = support_families(spectrum.frequencies, (features.contiguous(), degrees))
+    else:  # a frequency too wide for the tables: the dense kernel serves it, no cover is needed
+        empty = features.new_zeros(0, 0)
+        cover = SupportFamilies(empty, empty.new_zeros(0), torch.full_like(degrees, -1), features.contiguous())
+    return spectrum, cover
 
 
 def _check_output_fits(ensemble: TreeEnsemble, k: int, n: int, device: torch.device) -> None:
@@ -255,15 +244,13 @@ def _check_output_fits(ensemble: TreeEnsemble, k: int, n: int, device: torch.dev
         )
 
 
-def _dense(words: Tensor, layout: KeyLayout) -> Tensor:
-    """``(k, n_words)`` packed supports -> ``(k, n)`` bool frequencies, decoded in chunks."""
-    n = layout.n
-    out = torch.zeros(words.shape[0], n, dtype=torch.bool, device=words.device)
+def _dense(features: Tensor, n: int) -> Tensor:
+    """``(k, d)`` feature lists (padded with ``n``) -> ``(k, n)`` bool frequencies (contiguous), written in chunks."""
+    out = torch.zeros(features.shape[0], n, dtype=torch.bool, device=features.device)
     flat = out.view(-1)
-    step = rows_per_chunk(layout.width * 32, words.shape[0])
-    for start, stop in chunk_bounds(words.shape[0], step):
-        part = layout.unpack(words[start:stop])
-        rows = torch.arange(start, stop, device=words.device)[:, None].expand_as(part)
-        valid = part >= 0
-        flat[(rows * n + part)[valid]] = True
+    step = rows_per_chunk(max(features.shape[1], 1) * 32, features.shape[0])
+    for start, stop in chunk_bounds(features.shape[0], step):
+        part = features[start:stop]
+        rows = torch.arange(start, stop, device=features.device)[:, None] * n
+        flat[(rows + part)[part < n]] = True
     return out

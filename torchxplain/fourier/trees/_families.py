@@ -1,112 +1,123 @@
-"""``SupportFamilies``: the frequencies of a tree spectrum grouped under small support sets.
+"""The support families a tree extraction records: every frequency lies on a root-to-leaf path.
 
-Every frequency of a tree's expansion lies on one root-to-leaf path: its support is a subset of that path's
-features. A family is such a feature set ``U`` (of a leaf's path, or of an oblivious tree's levels); families
-contained in another family are merged into a maximal one that contains them, and every frequency is assigned
-to one family whose support contains its own. Kernels that tabulate a family over its ``2^|U|`` patterns
-(the small-support SHAP kernel) read the frequencies of each family from here.
+A frequency of a node table's expansion uses the split features of one internal node and of some of its
+ancestors, so it lies inside the feature set of any root-to-leaf path through that node; an oblivious tree's
+frequencies lie inside its levels' features. Those path sets are the families
+(:class:`~torchxplain.fourier.values._families.SupportFamilies`, the small-support kernel's cover).
+
+They are made maximal along the tree without enumerating subsets: a leaf's path set is the path of its parent
+plus the parent's split, which every path below the leaf's sibling also holds, so each leaf points at the
+first leaf below its sibling (at its sibling when that is a leaf: both have the same set) and pointer jumping
+follows the chain to a leaf no other path contains from within its tree. Equal sets of different trees merge by
+key; sets nested across trees merge by one subset enumeration when the families differ in size.
+
+Continuous inputs expand leaf by leaf into intervals (:mod:`~torchxplain.fourier.trees._intervals`), whose terms use
+only the interval endpoints; those families are found on the merged spectrum instead
+(:func:`~torchxplain.fourier.values._families.support_families`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import Tensor
 
-from torchxplain._core import parse_memory
-from torchxplain.fourier.trees._terms import KeyLayout, canonical, unique_keys
+from torchxplain.fourier.trees._expansion import Expansion
+from torchxplain.fourier.values._keys import KeyLayout, canonical, subsets, unique_keys
 
-MAX_SUBSET_ROWS = 1 << 26  # above this many subsets, families are left unmerged (still valid, just not maximal)
+MAX_SUBSET_ROWS = 1 << 22  # above this many subsets, cross-tree nesting is left unmerged (still valid, not maximal)
 
 
-@dataclass(frozen=True)
-class SupportFamilies:
-    """Frequencies of a tree spectrum grouped by a small support set (all on the spectrum's device).
+def assign_families(expansion: Expansion) -> Tensor | None:
+    """Give every node and block source of ``expansion`` its family; return the families' packed keys
+    ``(m, n_words)`` (``None`` for leaf-by-leaf expansions, whose families are searched after merging)."""
+    if any(source.kind == "leaf" for source in expansion.sources):
+        return None
+    layout, paths = expansion.layout, expansion.paths
+    keys = []
+    node_source = next((s for s in expansion.sources if s.kind == "node"), None)
+    if node_source is not None and paths.leaves.numel():
+        rep = _representatives(expansion)
+        keys.append(_pack_sets(paths.ancestors[paths.leaves[rep]], layout))
+    for source in expansion.sources:
+        if source.kind.startswith("block"):
+            keys.append(_pack_sets(torch.where(source.codes < layout.n, source.codes, -1), layout))
+    if not keys:
+        return torch.zeros(1, layout.n_words, dtype=torch.int64, device=expansion.device)  # the constant's
+    words = torch.cat(keys)
+    inverse, count = unique_keys(words)
+    family_keys = words.new_zeros(count, words.shape[1]).index_copy_(0, inverse, words)
+    parent = maximal_parents(family_keys, layout)
+    family = parent[inverse]
+    start = 0
+    for source in expansion.sources:
+        if source.kind == "node":
+            leaf_family = family[start : start + paths.leaves.numel()]
+            start += paths.leaves.numel()
+            row_of_leaf = torch.full_like(paths.left, -1)
+            row_of_leaf[paths.leaves] = torch.arange(paths.leaves.numel(), device=expansion.device)
+            source.family = leaf_family[row_of_leaf[paths.leftmost[expansion.node_ids]]]
+        else:
+            source.family = family[start : start + source.codes.shape[0]]
+            start += source.codes.shape[0]
+    return family_keys
 
-    Attributes:
-        supports: ``(m, s)`` int64 sorted binary features of each family's support ``U``, padded with ``-1``
-            (``s`` = the largest ``|U|``, at most the trees' depth).
-        sizes: ``(m,)`` int64 ``|U|`` of each family.
-        family: ``(k,)`` int64 family of each frequency (row of the spectrum): ``supp f ⊆ supports[family[f]]``.
-        indices: ``(k, d)`` int64 sorted features of each frequency, padded with ``-1`` (``d`` = degree).
-    """
 
-    supports: Tensor
-    sizes: Tensor
-    family: Tensor
-    indices: Tensor
+def _representatives(expansion: Expansion) -> Tensor:
+    """``(L,)`` for each leaf (by row of ``paths.leaves``), a leaf whose path set holds its own, maximal within
+    the tree: the first leaf below its sibling, followed to a fixed point."""
+    paths = expansion.paths
+    leaves, left, right = paths.leaves, paths.left, paths.right
+    n_nodes = left.shape[0]
+    parent = torch.full((n_nodes,), -1, dtype=torch.int64, device=left.device)
+    internal = paths.internal
+    parent[left[internal]] = internal
+    parent[right[internal]] = internal
+    up = parent[leaves]
+    has_parent = up >= 0
+    up = up.clamp(min=0)
+    sibling = torch.where(left[up] == leaves, right[up], left[up])
+    sibling_is_leaf = left[sibling] < 0
+    target = torch.where(sibling_is_leaf, torch.minimum(leaves, sibling), paths.leftmost[sibling])
+    target = torch.where(has_parent, target, leaves)
+    row_of_leaf = torch.full((n_nodes,), -1, dtype=torch.int64, device=left.device)
+    row_of_leaf[leaves] = torch.arange(leaves.numel(), device=left.device)
+    rep = row_of_leaf[target]
+    for _ in range(max(1, int(paths.depth.max()) + 1).bit_length()):
+        rep = rep[rep]
+    return rep
 
-    @property
-    def n_families(self) -> int:
-        """Number of families ``m``."""
-        return int(self.supports.shape[0])
 
-    def members(self, j: int) -> Tensor:
-        """``(k_j,)`` int64 rows of the spectrum in family ``j``."""
-        return torch.nonzero(self.family == j).reshape(-1)
-
-    def check(self) -> None:
-        """Assert that every frequency's support lies inside its family's support (a cheap invariant)."""
-        support = self.supports[self.family]  # (k, s)
-        inside = (self.indices[:, :, None] == support[:, None, :]).any(dim=2) | (self.indices < 0)
-        if not bool(inside.all()):
-            raise AssertionError("a frequency's support is not inside its family's support")
+def _pack_sets(features: Tensor, layout: KeyLayout) -> Tensor:
+    """``(r, w)`` feature sets (``-1`` = none, repeats allowed) -> ``(r, n_words)`` keys of the sets."""
+    rows = torch.where(features >= 0, features, layout.n)
+    rows = canonical(rows, layout.n, parity=False)[:, : layout.width]
+    return layout.pack(rows)
 
 
 def maximal_parents(keys: Tensor, layout: KeyLayout) -> Tensor:
     """``(m,)`` for each family, a family of largest size that contains it (itself when none does).
 
-    Enumerates the ``2^|U|`` subsets of every family and matches them with the families' keys; skipped (every
-    family its own parent) when that exceeds :data:`MAX_SUBSET_ROWS`.
+    Only a larger family can contain another, so nothing is enumerated when all families have one size.
+    Otherwise every subset of every family is built by doubling (all padded to the largest size, the subsets
+    that take padding dropped) and matched with the families' keys in one sort; skipped (every family its own
+    parent) above :data:`MAX_SUBSET_ROWS` padded subsets.
     """
     m = keys.shape[0]
     supports = layout.unpack(keys)
     sizes = (supports >= 0).sum(dim=1)
-    best = sizes * m + (m - 1 - torch.arange(m, device=keys.device))  # larger size first, then smaller id
-    if m == 0 or int((2 ** sizes.double()).sum()) > MAX_SUBSET_ROWS:
-        return torch.arange(m, device=keys.device)
-    rows_budget = max(1, parse_memory() // (32 * layout.width + 64))
-    order = torch.argsort(sizes)
-    cost = torch.cumsum(2 ** sizes[order], dim=0)
-    start = 0
-    while start < m:  # chunks of families whose subsets fit the budget
-        done = int(cost[start - 1]) if start else 0
-        stop = max(start + 1, int(torch.searchsorted(cost, done + rows_budget, right=True)))
-        chunk = order[start:stop]
-        for size in torch.unique(sizes[chunk]).tolist():
-            if size == 0:  # the empty family's one subset is itself; it is found inside every larger family
-                continue
-            owners = chunk[sizes[chunk] == size]
-            masks = torch.arange(2**size, device=keys.device)
-            bits = (masks[:, None] >> torch.arange(size, device=keys.device)) & 1 > 0  # (M, size)
-            chosen = torch.where(bits[None], supports[owners, None, :size], layout.n).reshape(-1, size)
-            sub = layout.pack(canonical(chosen, layout.n, parity=False))
-            inverse, count = unique_keys(torch.cat([keys, sub]))
-            family_of = torch.full((count,), -1, dtype=torch.int64, device=keys.device)
-            family_of[inverse[:m]] = torch.arange(m, device=keys.device)
-            matched = family_of[inverse[m:]]
-            owner = owners.repeat_interleave(2**size)
-            hit = matched >= 0
-            score = sizes[owner[hit]] * m + (m - 1 - owner[hit])
-            best.scatter_reduce_(0, matched[hit], score, "amax")
-        start = stop
+    identity = torch.arange(m, device=keys.device)
+    if m < 2 or int(sizes.min()) == int(sizes.max()) or m * 2 ** int(sizes.max()) > MAX_SUBSET_ROWS:
+        return identity
+    width = int(sizes.max())
+    codes = torch.where(supports[:, :width] >= 0, supports[:, :width], layout.n)  # ascending, padding last
+    words, taken = subsets(layout, codes)
+    inside = (taken < torch.bitwise_left_shift(torch.ones_like(taken), sizes[:, None])).flatten()  # no padding
+    inverse, count = unique_keys(torch.cat([keys, words.reshape(-1, layout.n_words)[inside]]))
+    family_of = torch.full((count,), -1, dtype=torch.int64, device=keys.device)
+    family_of[inverse[:m]] = identity
+    matched = family_of[inverse[m:]]
+    owner = identity.repeat_interleave(2**width)[inside]
+    hit = matched >= 0
+    best = sizes * m + (m - 1 - identity)  # larger size first, then smaller id
+    best.scatter_reduce_(0, matched[hit], sizes[owner[hit]] * m + (m - 1 - owner[hit]), "amax")
     return m - 1 - best % m
-
-
-def build_families(keys: Tensor, family: Tensor, indices: Tensor, layout: KeyLayout) -> SupportFamilies:
-    """Merge nested families, renumber the used ones and assemble :class:`SupportFamilies`.
-
-    Args:
-        keys: ``(m, n_words)`` packed supports of the leaf-path families.
-        family: ``(k,)`` a family of each frequency (any that contains it).
-        indices: ``(k, d)`` the frequencies' sorted features, ``-1`` padded.
-    """
-    if keys.shape[0] == 0:  # no trees: one empty family holds the constant
-        keys = torch.zeros(1, layout.n_words, dtype=torch.int64, device=keys.device)
-    family = maximal_parents(keys, layout)[family]
-    used, family = torch.unique(family, return_inverse=True)
-    supports = layout.unpack(keys[used])
-    sizes = (supports >= 0).sum(dim=1)
-    width = int(sizes.max()) if len(sizes) else 0
-    return SupportFamilies(supports=supports[:, :width].contiguous(), sizes=sizes, family=family, indices=indices)

@@ -78,21 +78,18 @@ class Slots:
     start: Tensor
 
 
-def leaf_slots(leaves: list[tuple[Tensor, Tensor, Tensor]], groups: FeatureGroups, n: int) -> Slots:
-    """The slots of every leaf, from ``(leaf nodes (c,), path features (c, k), went right (c, k))`` per depth."""
+def leaf_slots(nodes: Tensor, path: Tensor, went_right: Tensor, groups: FeatureGroups, n: int) -> Slots:
+    """The slots of every leaf.
+
+    Args:
+        nodes: ``(L,)`` leaf node ids; path: ``(L, D)`` their ancestors' binary features, ``-1`` past the root;
+        went_right: ``(L, D)`` bool, the side the path takes at each ancestor.
+        groups: the encoding's feature groups; n: number of binary features (the empty option).
+    """
     device = groups.owner.device
-    nodes = torch.cat([lv[0] for lv in leaves]) if leaves else torch.zeros(0, dtype=torch.int64, device=device)
-    rows, feats, rights, start = [], [], [], 0
-    for _, path, right in leaves:
-        c, k = path.shape
-        rows.append(torch.arange(start, start + c, device=device).repeat_interleave(k))
-        feats.append(path.reshape(-1))
-        rights.append(right.reshape(-1))
-        start += c
-    empty = torch.zeros(0, dtype=torch.int64, device=device)
-    leaf = torch.cat(rows) if rows else empty
-    feat = torch.cat(feats) if feats else empty
-    right = torch.cat(rights) if rights else empty.bool()
+    valid = path >= 0
+    leaf = torch.arange(path.shape[0], device=device)[:, None].expand_as(path)[valid]
+    feat, right = path[valid], went_right[valid]
     owner = groups.owner[feat]
     n_owners = int(groups.compressible.shape[0])
     _, group = torch.unique(leaf * n_owners + owner, return_inverse=True)

@@ -8,24 +8,23 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from torchxplain._core.inputs import FeatureNames, check_feature_names, compute_dtype, rows
+from torchxplain._core.inputs import FeatureNames, check_feature_names, data_dtype, rows
 from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder, ThresholdEncoder
-from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
 from torchxplain.fourier.explainer._outputs import Outputs
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
-from torchxplain.fourier.trees._encoding import TreeEncoding
-from torchxplain.fourier.trees._extraction import spectrum_of_ensemble
+from torchxplain.fourier.trees._encoding import TreeEncoding, resolve_encoding
+from torchxplain.fourier.trees._extraction import extract
 from torchxplain.fourier.trees._pruning import PruningReport, prune
-from torchxplain.fourier.trees._splits import splits_binary_inputs
+from torchxplain.fourier.trees.adapters._base import fitted_names
 from torchxplain.fourier.trees.adapters._dispatch import parse_model_outputs
-
-ENCODINGS = ("auto", "binary", "thresholds")
+from torchxplain.fourier.values._families import SupportFamilies
 
 
 def tree_encoder(
     model: Any, raw: Tensor, target: int | None, encoding: Any, names: FeatureNames | None = None
-) -> tuple[InputEncoder, list[FourierSpectrum], Outputs]:
-    """The encoder of ``model``'s inputs, the exact float64 spectrum of each explained output, and the outputs.
+) -> tuple[InputEncoder, list[FourierSpectrum], list[SupportFamilies], Outputs]:
+    """The encoder of ``model``'s inputs, the exact float64 spectrum of each explained output with its support
+    families, and the outputs.
 
     Args:
         model: a fitted tree model (see :func:`torchxplain.tree_spectrum`).
@@ -40,29 +39,23 @@ def tree_encoder(
         TypeError / ValueError: unsupported model, unknown encoding, a background of the wrong width or with
             other columns (or another column order) than the model's, or non-binary rows under the binary encoding.
     """
-    if isinstance(encoding, str) and encoding not in ENCODINGS:
-        raise ValueError(f"encoding must be one of {ENCODINGS} or a TreeEncoding, got {encoding[:40]!r}")
-    if not isinstance(encoding, (str, ThresholdEncoding)):
-        raise TypeError(f"encoding must be a string or a TreeEncoding, got {type(encoding).__name__}")
     ensembles = parse_model_outputs(model, target)
     outputs = Outputs(tuple(e.target for e in ensembles), tuple(e.output or e.description for e in ensembles))
     if raw.shape[1] != ensembles[0].n_features:
         raise ValueError(
             f"background has {raw.shape[1]} features, but {ensembles[0].description} expects {ensembles[0].n_features}"
         )
-    check_feature_names(ensembles[0].feature_names, names, "background")
-    if encoding == "auto":
-        binary = bool(((raw == 0) | (raw == 1)).all()) and all(splits_binary_inputs(e) for e in ensembles)
-        encoding = "binary" if binary else "thresholds"
-    if encoding == "thresholds":
-        encoding = TreeEncoding.from_ensembles(ensembles)  # every output's splits: one encoding serves them all
-    if isinstance(encoding, ThresholdEncoding):
-        spectra = [spectrum_of_ensemble(e, encoding, dtype=torch.float64, device=raw.device) for e in ensembles]
-        return ThresholdEncoder(encoding), spectra, outputs
-    encoder = BinaryEncoder(ensembles[0].n_features)
-    encoder.check(raw, "background")
-    spectra = [spectrum_of_ensemble(e, None, dtype=torch.float64, device=raw.device) for e in ensembles]
-    return encoder, spectra, outputs
+    check_feature_names(ensembles[0].feature_names, fitted_names(names, ensembles[0].names), "background")
+    # every output's splits: one encoding serves them all
+    resolved = resolve_encoding(encoding, ensembles, lambda: TreeEncoding.from_ensembles(ensembles), raw)
+    encoder: InputEncoder
+    if resolved is None:
+        encoder = BinaryEncoder(ensembles[0].n_features)
+        encoder.check(raw, "background")
+    else:
+        encoder = ThresholdEncoder(resolved)
+    extracted = [extract(e, resolved, dtype=torch.float64, device=raw.device) for e in ensembles]
+    return encoder, [s for s, _ in extracted], [f for _, f in extracted], outputs
 
 
 @dataclass(frozen=True)
@@ -73,7 +66,8 @@ class TreeSource:
         encoder: the input encoder; spectra: the (pruned) spectrum of each output in the explainer's dtype;
         outputs: which outputs they are; background: ``(B, p)`` validated rows; bits: ``(B, n_binary)`` bool
         encoding of them; feature_names: the background DataFrame's columns; pruning: what pruning kept (``None``:
-        not pruned; a tuple of one report per output for several outputs).
+        not pruned; a tuple of one report per output for several outputs); families: the support families of
+        each spectrum (rows aligned with its frequencies; ``None`` after pruning), for the value plans.
     """
 
     encoder: InputEncoder
@@ -83,6 +77,7 @@ class TreeSource:
     bits: Tensor
     feature_names: FeatureNames | None
     pruning: PruningReport | tuple[PruningReport, ...] | None
+    families: list[SupportFamilies | None]
 
 
 def tree_source(
@@ -97,7 +92,8 @@ def tree_source(
     """Validate the background once, encode it once, extract (and optionally prune) the spectrum."""
     converted = rows(background, "background")
     raw, names = converted.tensor, converted.feature_names
-    encoder, spectra, outputs = tree_encoder(model, raw, target, encoding, names)
+    encoder, spectra, extracted, outputs = tree_encoder(model, raw, target, encoding, names)
+    families: list[SupportFamilies | None] = list(extracted)
     if relaxed and not isinstance(encoder, BinaryEncoder):
         raise ValueError("relaxed=True applies to binary inputs; continuous inputs are explained exactly")
     bits = encoder.encode(raw, torch.float64)
@@ -105,7 +101,8 @@ def tree_source(
     if energy is not None or threshold is not None:
         pruned = [prune(s, bits, energy, threshold, None, None, None, 1024, 0) for s in spectra]
         spectra, reports = [p[0] for p in pruned], [p[1] for p in pruned]
-    dtype = compute_dtype(raw.dtype, torch.get_default_dtype())
+        families = [None] * len(spectra)  # pruning reorders the frequencies: the plans search their own
+    dtype = data_dtype(raw, torch.get_default_dtype())
     spectra = [s.to(dtype) for s in spectra]
     pruning = None if not reports else reports[0] if len(reports) == 1 else tuple(reports)
-    return TreeSource(encoder, spectra, outputs, raw, bits.bool(), names, pruning)
+    return TreeSource(encoder, spectra, outputs, raw, bits.bool(), names, pruning, families)

@@ -1,93 +1,12 @@
-"""Fourier terms of a tree expansion as packed support keys, merged by key in a buffer of bounded size.
-
-A frequency of a tree of depth ``d`` has at most ``d`` features, so it is stored by its support: the sorted
-feature indices, each as ``index + 1`` in ``bits = bit_length(n)`` bits (0 marks an empty slot), packed into
-``n_words = ceil(d / (63 // bits))`` int64 words. That is 8–16 bytes per term for ``n`` in the thousands,
-where a dense bitmask needs ``n / 8``; the all-zero key is the constant term, so it sorts first.
-"""
+"""Fourier terms of a tree expansion, merged by their support keys (:mod:`~torchxplain.fourier.values._keys`: a
+frequency of a tree of depth ``d`` has at most ``d`` features) in a buffer of bounded size."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-
-@dataclass(frozen=True)
-class KeyLayout:
-    """How supports of at most ``width`` of ``n`` features pack into int64 words."""
-
-    n: int
-    width: int
-    bits: int
-    per_word: int
-    n_words: int
-
-    @classmethod
-    def create(cls, n: int, width: int) -> KeyLayout:
-        """The layout for ``n`` binary features and supports of at most ``width`` features."""
-        bits = max(1, int(n).bit_length())
-        per_word = 63 // bits
-        width = max(1, width)
-        return cls(n=n, width=width, bits=bits, per_word=per_word, n_words=-(-width // per_word))
-
-    def pack(self, rows: Tensor) -> Tensor:
-        """``(r, w)`` canonical supports (ascending, empty slots ``= n`` last, ``w <= width``) -> ``(r, n_words)``."""
-        codes = torch.where(rows < self.n, rows + 1, torch.zeros_like(rows))
-        words = torch.zeros(rows.shape[0], self.n_words, dtype=torch.int64, device=rows.device)
-        for j in range(rows.shape[1]):  # a loop over support slots (at most the tree depth)
-            word, slot = divmod(j, self.per_word)
-            words[:, word] |= torch.bitwise_left_shift(codes[:, j], self.bits * slot)
-        return words
-
-    def unpack(self, words: Tensor) -> Tensor:
-        """``(r, n_words)`` keys -> ``(r, width)`` int64 feature indices, ascending, ``-1`` in empty slots."""
-        mask = (1 << self.bits) - 1
-        out = torch.empty(words.shape[0], self.width, dtype=torch.int64, device=words.device)
-        for j in range(self.width):
-            word, slot = divmod(j, self.per_word)
-            out[:, j] = (torch.bitwise_right_shift(words[:, word], self.bits * slot) & mask) - 1
-        return out
-
-
-def canonical(rows: Tensor, empty: int, parity: bool) -> Tensor:
-    """Sort each row of feature indices (``empty`` marks no feature) and resolve repeated features.
-
-    ``parity=True`` is the Fourier product (``χ_i χ_i = 1``): a feature repeated an even number of times
-    vanishes, an odd number leaves it once. ``parity=False`` is the set union (one copy kept).
-
-    Args:
-        rows: ``(r, w)`` int64.
-        empty: the index marking an empty slot (larger than every feature).
-    """
-    rows = torch.sort(rows, dim=1).values
-    if rows.shape[1] < 2:
-        return rows
-    repeat = (rows[:, 1:] == rows[:, :-1]) & (rows[:, 1:] < empty)
-    if not bool(repeat.any()):
-        return rows
-    if not parity:
-        rows[:, 1:] = torch.where(repeat, torch.full_like(rows[:, 1:], empty), rows[:, 1:])
-        return torch.sort(rows, dim=1).values
-    position = torch.arange(rows.shape[1], device=rows.device).expand_as(rows)
-    starts = torch.cat([torch.ones_like(repeat[:, :1]), ~repeat], dim=1)
-    run_start = torch.cummax(torch.where(starts, position, torch.zeros_like(position)), dim=1).values
-    last = torch.cat([~repeat, torch.ones_like(repeat[:, :1])], dim=1)
-    keep = last & ((position - run_start) % 2 == 0)
-    return torch.sort(torch.where(keep, rows, torch.full_like(rows, empty)), dim=1).values
-
-
-def unique_keys(words: Tensor) -> tuple[Tensor, int]:
-    """``(inverse (r,), count)``: dense ids of the distinct rows of ``words``, in ascending key order."""
-    if words.shape[0] == 0:
-        return torch.zeros(0, dtype=torch.int64, device=words.device), 0
-    _, inverse = torch.unique(words[:, 0], return_inverse=True)
-    # Further words one at a time with 1-D sorts (torch.unique(dim=0) is far slower on CPU).
-    for j in range(1, words.shape[1]):
-        _, rank = torch.unique(words[:, j], return_inverse=True)
-        _, inverse = torch.unique(inverse * (int(rank.max()) + 1) + rank, return_inverse=True)
-    return inverse, int(inverse.max()) + 1
+from torchxplain.fourier.values._keys import unique_keys
 
 
 class TermBuffer:
@@ -99,16 +18,16 @@ class TermBuffer:
     of the storage, it doubles: the result itself is then larger than the budget.
     """
 
-    def __init__(self, n_words: int, capacity: int, device: torch.device, families: bool) -> None:
+    def __init__(self, n_words: int, capacity: int, device: torch.device) -> None:
         self.capacity = max(1, capacity)
         self.size = 0
         self.merges = 0
         self.words = torch.empty(self.capacity, n_words, dtype=torch.int64, device=device)
         self.amp = torch.empty(self.capacity, dtype=torch.float64, device=device)
         self.scale = torch.empty(self.capacity, dtype=torch.float64, device=device)
-        self.family = torch.empty(self.capacity, dtype=torch.int64, device=device) if families else None
+        self.family = torch.empty(self.capacity, dtype=torch.int64, device=device)
 
-    def add(self, words: Tensor, amp: Tensor, scale: Tensor, family: Tensor | None) -> None:
+    def add(self, words: Tensor, amp: Tensor, scale: Tensor, family: Tensor) -> None:
         """Append ``r`` terms: ``(r, n_words)`` keys, ``(r,)`` amplitudes, scales and family ids."""
         rows = words.shape[0]
         if self.size + rows > self.capacity:
@@ -119,8 +38,7 @@ class TermBuffer:
         self.words[self.size : stop] = words
         self.amp[self.size : stop] = amp
         self.scale[self.size : stop] = scale
-        if self.family is not None and family is not None:
-            self.family[self.size : stop] = family
+        self.family[self.size : stop] = family
         self.size = stop
 
     def merge(self) -> None:
@@ -129,10 +47,9 @@ class TermBuffer:
         words = self.words.new_zeros(count, self.words.shape[1]).index_copy_(0, inverse, self.words[: self.size])
         amp = self.amp.new_zeros(count).index_add_(0, inverse, self.amp[: self.size])
         scale = self.scale.new_zeros(count).index_add_(0, inverse, self.scale[: self.size])
-        if self.family is not None:
-            family = torch.full((count,), torch.iinfo(torch.int64).max, dtype=torch.int64, device=amp.device)
-            family.scatter_reduce_(0, inverse, self.family[: self.size], "amin")
-            self.family[:count] = family
+        family = torch.full((count,), torch.iinfo(torch.int64).max, dtype=torch.int64, device=amp.device)
+        family.scatter_reduce_(0, inverse, self.family[: self.size], "amin")
+        self.family[:count] = family
         self.words[:count], self.amp[:count], self.scale[:count] = words, amp, scale
         self.size = count
         self.merges += 1
@@ -141,13 +58,12 @@ class TermBuffer:
         self.capacity = capacity
         for name in ("words", "amp", "scale", "family"):
             old = getattr(self, name)
-            if old is not None:
-                new = old.new_empty((capacity, *old.shape[1:]))
-                new[: self.size] = old[: self.size]
-                setattr(self, name, new)
+            new = old.new_empty((capacity, *old.shape[1:]))
+            new[: self.size] = old[: self.size]
+            setattr(self, name, new)
 
-    def result(self) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+    def result(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """The merged terms ``(words, amp, scale, family)``, views of the storage (sorted by key)."""
         self.merge()
         n = self.size
-        return self.words[:n], self.amp[:n], self.scale[:n], None if self.family is None else self.family[:n]
+        return self.words[:n], self.amp[:n], self.scale[:n], self.family[:n]

@@ -19,9 +19,9 @@ import torch
 from torch import Tensor
 
 from torchxplain.fourier.values._families import MAX_FAMILY_SIZE, SupportFamilies
-from torchxplain.fourier.values._weights import TableKind, order
+from torchxplain.fourier.values._weights import TableKind, TableSpec, order
 
-Kernel = Literal["auto", "gemm", "small_support"]
+Kernel = Literal["auto", "gemm", "small_support", "grid"]
 
 MAX_SUPPORT = MAX_FAMILY_SIZE
 """Largest number of features the small-support kernel tabulates in one family (``2^16`` patterns)."""
@@ -74,14 +74,17 @@ class Workload:
     max_degree: int
     max_degree_count: int
 
-    def pairs(self, kind: TableKind) -> tuple[float, float]:
+    def pairs(self, kind: TableKind | TableSpec) -> tuple[float, float]:
         """``(Σ_f 2^{d_f}, Σ_f entries)``: the build's (frequency, subset) pairs and scattered entries."""
         r = order(kind)
         pairs = entries = 0.0
         for d, count in enumerate(self.player_degrees):
             if d >= r:
                 pairs += count * 2.0**d
-                entries += count * (d * 2.0 ** (d - 1) if r == 1 else d * 2.0 ** (d - 1) + d * (d - 1) * 2.0**d / 4)
+                if r >= 1:
+                    entries += count * d * 2.0 ** (d - 1)
+                if r == 2:
+                    entries += count * d * (d - 1) * 2.0**d / 4
         return pairs, entries
 
 
@@ -100,15 +103,15 @@ class FamilyWork:
     def keys(self) -> int:
         return sum(c * 2**u for u, c in enumerate(self.sizes))
 
-    def gathers(self, kind: TableKind) -> int:
+    def gathers(self, kind: TableKind | TableSpec) -> int:
         """Table entries gathered per query: ``Σ_U |U|^order``."""
         return sum(c * u ** order(kind) for u, c in enumerate(self.sizes))
 
-    def table_elements(self, kind: TableKind) -> int:
+    def table_elements(self, kind: TableKind | TableSpec) -> int:
         """Entries of the tables: ``Σ_U |U|^order 2^|U|``."""
         return sum(c * u ** order(kind) * 2**u for u, c in enumerate(self.sizes))
 
-    def transform_flops(self, kind: TableKind) -> float:
+    def transform_flops(self, kind: TableKind | TableSpec) -> float:
         """Flops of the per-family Walsh–Hadamard transforms (two Kronecker factors each)."""
         return sum(
             c * u ** order(kind) * 2.0**u * 2.0 * (2 ** (u // 2) + 2 ** (u - u // 2)) for u, c in enumerate(self.sizes)
@@ -149,7 +152,7 @@ def gemm_seconds(work: Workload, queries: int, kind: TableKind, device_type: str
     """Predicted seconds of the dense kernel for ``queries`` queries."""
     rate = RATES.get(device_type, RATES["cuda"])
     triples = float(queries) * work.background * work.k
-    if kind == "interactions":
+    if order(kind) == 2:
         per = 2 * work.players**2 * rate.flop + (work.players + 4) * rate.elementwise
     elif work.grouped:
         per = 4 * work.players * rate.flop + (work.players + 10) * rate.elementwise
@@ -158,8 +161,21 @@ def gemm_seconds(work: Workload, queries: int, kind: TableKind, device_type: str
     return triples * per
 
 
+def index_seconds(work: Workload, queries: int, max_order: int, device_type: str) -> float:
+    """Predicted seconds of the dense interaction-index kernel (every order ``0..max_order`` in one pass): per
+    (query, background row, frequency touching ``d`` players) a few steps per order and ``2 d^{t-1}`` for the
+    Khatri–Rao powers of orders ``t ≥ 2``."""
+    rate = RATES.get(device_type, RATES["cuda"])
+    per_row = 0.0
+    for d, count in enumerate(work.player_degrees):
+        d = max(d, 1)
+        steps = max_order + 6 + (2 * d ** (max_order - 1) + 2 * d if max_order >= 2 else 0)
+        per_row += count * steps * rate.elementwise
+    return float(queries) * work.background * per_row
+
+
 def small_support_seconds(
-    work: Workload, families: FamilyWork | None, queries: int, kind: TableKind, device_type: str
+    work: Workload, families: FamilyWork | None, queries: int, kind: TableKind | TableSpec, device_type: str
 ) -> tuple[float, float]:
     """Predicted ``(build, explain)`` seconds of the small-support kernel.
 
@@ -179,6 +195,20 @@ def small_support_seconds(
         gathers = work.max_degree_count * work.max_degree ** order(kind)
     explain = queries * (gathers * rate.gather + work.n * rate.elementwise) + rate.launch * 10
     return build, explain
+
+
+def grid_seconds(
+    grid: int, restrictions: int, table_entries: int, work: Workload, queries: int, kind: TableKind, device_type: str
+) -> tuple[float, float]:
+    """Predicted ``(build, explain)`` seconds of the level-grid kernel (:mod:`~torchxplain.fourier.values._grid`):
+    ``h`` on the grid (``grid · restrictions`` multiply-adds), the coalition table (``table_entries`` cells, each
+    gathered from every background row), and per query ``2^m`` gathers and one small product."""
+    rate = RATES.get(device_type, RATES["cuda"])
+    coalitions = 2.0**work.players
+    build = rate.flop * 2.0 * grid * restrictions + rate.flop * 2.0 * grid * coalitions + rate.launch * coalitions * 4
+    width = work.players ** order(kind)
+    explain = queries * coalitions * (rate.gather + 2.0 * width * rate.flop) + rate.launch * coalitions
+    return build + rate.gather * table_entries * work.background, explain
 
 
 def report(work: Workload, families: FamilyWork | None) -> dict[str, object]:

@@ -1,29 +1,29 @@
 """Support families: sets ``U`` of features such that every frequency's support lies in one of them.
 
-The families are the maximal supports of the spectrum (supports contained in no other one), so nested
+:class:`SupportFamilies` is the one cover type of the package: the small-support kernel reads it, a tree
+extraction records it (a root-to-leaf path's features cover every frequency of that path, see
+:mod:`~torchxplain.fourier.trees._families`) and :func:`support_families` finds it for any other spectrum.
+
+The search takes the maximal supports of the spectrum (supports contained in no other one), so nested
 supports are merged: for a tree, every subset of a root-to-leaf path's features joins that path's family.
-They are found greedily from the highest degree down. Every subset of a family's support is entered in a
-sorted key table (the support's packed bits; a hash of them when ``n > 63``), so whether a lower-degree
-frequency lies in a family already found is one binary search; a frequency found in none is maximal and
-starts a new family. Hash matches are verified bit by bit (a collision falls back to testing the families
-directly), so the result is exact. Each frequency is assigned to one family
-containing it; the constant term (empty support) to none.
+They are found greedily from the highest degree down: the keys of every subset of the families found so far
+are sorted together with the keys of the remaining supports (exact packed keys,
+:mod:`~torchxplain.fourier.values._keys`), so each remaining support learns whether a family holds it; one found
+in none is maximal and starts a new family. Each frequency is assigned to one family containing it; the
+constant term (empty support) to none.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, parse_memory
+from torchxplain.fourier.values._keys import KeyLayout, subsets, unique_keys
 
 MAX_FAMILY_SIZE = 16
 """Largest support the family search (and the small-support kernel) handles: ``2^16`` subsets per family."""
-_BITS = 63  # bits per int64 word of a packed support (the sign bit stays clear)
-_MIX = (0x2545F4914F6CDD1D, 0x1B873593A3C1D5B7, 0x3C6EF372FE94F82B, 0x5851F42D4C957F2D)
 
 
 @dataclass(frozen=True)
@@ -34,14 +34,23 @@ class SupportFamilies:
         members: ``(M, u_max)`` int64 features of each family in increasing order, padded with ``-1``.
         sizes: ``(M,)`` int64 ``|U|`` of each family (non-decreasing).
         family: ``(k,)`` int64 family of each frequency (``-1`` for the constant term).
+        features: ``(k, D)`` int64 features of each frequency in increasing order, padded with ``n`` (as
+            :func:`feature_lists` gives them), when known: the cost model reads the degrees from them.
     """
 
     members: Tensor
     sizes: Tensor
     family: Tensor
+    features: Tensor | None = None
 
     def __len__(self) -> int:
         return int(self.sizes.shape[0])
+
+    def restrict(self, keep: Tensor) -> SupportFamilies:
+        """The cover of the frequencies ``keep`` (``(k,)`` bool) selects, in their order: families no kept
+        frequency uses are dropped."""
+        features = None if self.features is None else self.features[keep]
+        return from_cover(self.members, self.sizes, self.family[keep], None, features)
 
     def size_classes(self) -> list[tuple[int, int, int]]:
         """``[(u, start, stop), ...]``: the families of size ``u`` are ``start..stop-1``."""
@@ -50,13 +59,16 @@ class SupportFamilies:
         return [(int(u), stop - int(c), stop) for u, c, stop in zip(sizes.tolist(), counts.tolist(), stops)]
 
 
-def from_cover(supports: Tensor, sizes: Tensor, family: Tensor, degrees: Tensor) -> SupportFamilies:
+def from_cover(
+    supports: Tensor, sizes: Tensor, family: Tensor, degrees: Tensor | None, features: Tensor | None = None
+) -> SupportFamilies:
     """:class:`SupportFamilies` from any valid cover — ``(m, s)`` supports padded with ``-1``, their sizes, and
-    a family containing each frequency — such as the one a tree extraction records (a leaf's path features,
-    :class:`torchxplain.fourier.trees._families.SupportFamilies`): unused and empty families are dropped, the
-    rest sorted by size, and frequencies of degree 0 (``degrees``) get no family. The cover is trusted, not
-    re-checked."""
-    family = torch.where(degrees.to(family.device) > 0, family, -1)
+    a family containing each frequency (``-1``: none, for the constant term) — such as the one a tree extraction
+    records: unused and empty families are dropped, the rest sorted by size, and frequencies of degree 0
+    (``degrees``, when given) get no family. The cover is trusted, not re-checked."""
+    if degrees is not None:
+        family = torch.where(degrees.to(family.device) > 0, family, -1)
+    family = torch.where(sizes[family.clamp(min=0)] > 0, family, -1) if sizes.numel() else family
     used, inverse = torch.unique(family[family >= 0], return_inverse=True)
     order = torch.argsort(sizes[used], stable=True)
     rank = torch.empty_like(order)
@@ -65,7 +77,7 @@ def from_cover(supports: Tensor, sizes: Tensor, family: Tensor, degrees: Tensor)
     out[family >= 0] = rank[inverse]
     members = supports[used[order]]
     width = int(sizes[used].max()) if used.numel() else 0
-    return SupportFamilies(members[:, :width].contiguous(), sizes[used[order]], out)
+    return SupportFamilies(members[:, :width].contiguous(), sizes[used[order]], out, features)
 
 
 def feature_lists(frequencies: Tensor) -> tuple[Tensor, Tensor]:
@@ -91,41 +103,14 @@ def feature_lists(frequencies: Tensor) -> tuple[Tensor, Tensor]:
     return feats, degrees
 
 
-def pack(feats: Tensor, n: int) -> Tensor:
-    """Feature lists ``(k, D)`` (padded with ``n``) -> ``(k, ceil(n/63))`` int64 words of their bits."""
-    words = max(1, -(-n // _BITS))
-    valid = feats < n
-    powers = torch.bitwise_left_shift(
-        torch.ones(_BITS, dtype=torch.int64, device=feats.device), torch.arange(_BITS, device=feats.device)
-    )
-    bit = torch.where(valid, powers[feats % _BITS], 0)  # a table lookup: variable shifts are slow
-    index = torch.where(valid, feats // _BITS, 0)
-    return torch.zeros(feats.shape[0], words, dtype=torch.int64, device=feats.device).scatter_add_(1, index, bit)
-
-
-def _key(packed: Tensor) -> Tensor:
-    """One int64 key per packed support: the word itself for ``n ≤ 63``, else a multiplicative hash."""
-    if packed.shape[-1] == 1:
-        return packed[..., 0]
-    return (packed * _mixers(packed.shape[-1], packed.device)).sum(
-        -1
-    )  # wraps modulo 2^64; matches are verified bit by bit
-
-
-@functools.lru_cache(maxsize=64)
-def _mixers(words: int, device: torch.device) -> Tensor:
-    """Odd 64-bit multipliers of the support hash, one per word (cached; read-only)."""
-    return torch.tensor([_MIX[w % len(_MIX)] + 2 * w for w in range(words)], device=device)
-
-
 def support_families(frequencies: Tensor, features: tuple[Tensor, Tensor] | None = None) -> SupportFamilies:
     """The maximal supports of ``frequencies`` (``(k, n)`` bool) and each frequency's family.
 
     ``features`` may pass their :func:`feature_lists`, computed already.
 
-    Cost: ``O(nnz)`` to pack, ``Σ_U 2^|U|`` keys for the subsets of the families, and one binary search per
-    frequency and round (a round per degree at which new families appear; most supports are found in the
-    first).
+    Supports are matched by their packed keys (:mod:`~torchxplain.fourier.values._keys`: exact, a few words
+    whatever ``n``). Cost: one sort per round of ``Σ_U 2^|U|`` subset keys of the new families and the pending
+    frequencies (a round per degree at which new families appear; most supports are found in the first).
 
     Raises:
         ValueError: a frequency has more than :data:`MAX_FAMILY_SIZE` features.
@@ -138,7 +123,8 @@ def support_families(frequencies: Tensor, features: tuple[Tensor, Tensor] | None
             f"support families hold at most {MAX_FAMILY_SIZE} features, but a frequency has {feats.shape[1]}; "
             "spectra of such degrees take the dense kernel (kernel='gemm')"
         )
-    packed = pack(feats, n)
+    layout = KeyLayout.create(n, feats.shape[1])
+    keys = layout.pack(feats)  # features ascending, padded with n: exact keys
     family = torch.full((k,), -1, dtype=torch.int64, device=device)
     defining: list[Tensor] = []  # frequencies whose supports are the families, in order of discovery
     pending = torch.nonzero(degrees > 0).flatten()
@@ -151,15 +137,12 @@ def support_families(frequencies: Tensor, features: tuple[Tensor, Tensor] | None
         family[rows] = torch.arange(rows.numel(), device=device) + first_id
         defining.append(rows)
         if pending.numel():
-            family_words = packed[torch.cat(defining)]
-            found, collided = _lookup(packed[pending], _subset_keys(feats[rows, :d], n, first_id), family_words)
-            if bool(collided.any()):  # a hash collision may hide a family: test those supports directly
-                found[collided] = _test_every_family(packed[pending[collided]], family_words)
+            found = _containing(layout, feats[rows, :d], keys[pending], first_id)
             family[pending] = found
             pending = pending[found < 0]
     if not defining:
         empty = torch.zeros(0, 0, dtype=torch.int64, device=device)
-        return SupportFamilies(empty, empty.new_zeros(0), family)
+        return SupportFamilies(empty, empty.new_zeros(0), family, feats)
     first = torch.cat(defining)
     sizes = degrees[first]
     order = torch.argsort(sizes, stable=True)  # families of equal size contiguous, smallest first
@@ -168,41 +151,16 @@ def support_families(frequencies: Tensor, features: tuple[Tensor, Tensor] | None
     members = feats[first[order]]
     members = torch.where(members < n, members, torch.full_like(members, -1))
     family = torch.where(family >= 0, rank[family.clamp(min=0)], family)
-    return SupportFamilies(members, sizes[order], family)
+    return SupportFamilies(members, sizes[order], family, feats)
 
 
-def _subset_keys(feats: Tensor, n: int, first_id: int) -> tuple[Tensor, Tensor]:
-    """Sorted keys of every subset of each new family's support (``(r, u)`` features) and the family ids."""
-    r, u = feats.shape
-    words = pack(feats.reshape(-1, 1), n).view(r, u, -1)  # one word row per member feature
-    subsets = torch.zeros(r, 1, words.shape[-1], dtype=torch.int64, device=feats.device)
-    for j in range(u):  # doubling: the subsets without member j, then with it
-        subsets = torch.cat([subsets, subsets + words[:, j : j + 1]], dim=1)
-    keys = _key(subsets).flatten()
-    ids = (torch.arange(r, device=feats.device) + first_id).repeat_interleave(2**u)
-    order = torch.argsort(keys)
-    return keys[order], ids[order]
-
-
-def _lookup(packed: Tensor, table: tuple[Tensor, Tensor], family_words: Tensor) -> tuple[Tensor, Tensor]:
-    """A family of ``table`` (sorted subset keys, their family) containing each packed support, verified bit by bit,
-    else ``-1``; and whether the key matched a family not containing it (a hash collision, which may hide one)."""
-    keys, ids = table
-    key = _key(packed)
-    order = torch.argsort(key)  # sorted queries: successive binary searches stay in cache
-    pos = torch.empty_like(order)
-    pos[order] = torch.searchsorted(keys, key[order]).clamp(max=keys.numel() - 1)
-    cand = ids[pos]
-    match = keys[pos] == key
-    inside = match & (torch.bitwise_and(packed, ~family_words[cand]) == 0).all(1)
-    return torch.where(inside, cand, -1), match & ~inside
-
-
-def _test_every_family(packed: Tensor, family_words: Tensor) -> Tensor:
-    """Fallback after a hash collision (rare): the first family containing each support, else ``-1``."""
-    out = torch.full((packed.shape[0],), -1, dtype=torch.int64, device=packed.device)
-    step = max(1, parse_memory() // (8 * family_words.numel() + 1))
-    for r0, r1 in chunk_bounds(packed.shape[0], step):
-        inside = (torch.bitwise_and(packed[r0:r1, None, :], ~family_words[None]) == 0).all(-1)
-        out[r0:r1] = torch.where(inside.any(1), inside.to(torch.int8).argmax(1), -1)
-    return out
+def _containing(layout: KeyLayout, supports: Tensor, queries: Tensor, first_id: int) -> Tensor:
+    """For each query key ``(q, n_words)``, a family among ``supports`` (``(r, d)`` ascending features, ids from
+    ``first_id``) that holds it, else ``-1``: every subset's key joins the queries' in one sort."""
+    r, d = supports.shape
+    words, _ = subsets(layout, supports)
+    owner = (torch.arange(r, device=supports.device) + first_id).repeat_interleave(2**d)
+    inverse, count = unique_keys(torch.cat([words.reshape(-1, layout.n_words), queries]))
+    holder = torch.full((count,), -1, dtype=torch.int64, device=supports.device)
+    holder.scatter_reduce_(0, inverse[: owner.numel()], owner, "amax")
+    return holder[inverse[owner.numel() :]]

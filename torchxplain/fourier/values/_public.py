@@ -1,14 +1,21 @@
 """The public value functions: validate once, then run the same :class:`~torchxplain.fourier.values._plan.ValuePlan` the
-explainer uses (so both paths pick their kernel with the same cost model)."""
+explainer uses (so both paths pick their kernel with the same cost model).
+
+They compute in ``tx.settings.dtype_policy``'s dtype (``dtype_policy.compute_dtype`` of the spectrum's: float32 or
+float64 as given under ``"auto"``, float32 for a half-precision spectrum; a forced dtype otherwise), never in half
+precision.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import torch
 from torch import Tensor
 
 from torchxplain._core import check_same_device, settings
 from torchxplain._core.inputs import dense_players, player_ids, rows
+from torchxplain._core.settings import dtype_policy
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.values._background import BackgroundTerm
 from torchxplain.fourier.values._cost import Kernel, check_kernel
@@ -27,10 +34,11 @@ def precompute_background(spectrum: FourierSpectrum, background: Any) -> Backgro
         background: ``(B, n)`` binary rows (tensor, numpy array, list or DataFrame), ``B ≥ 1``.
 
     Returns:
-        A :class:`BackgroundTerm` in the spectrum's dtype, on the background's device.
+        A :class:`BackgroundTerm` in the compute dtype (module docstring), on the background's device.
     """
     _check_spectrum(spectrum)
-    return BackgroundTerm(spectrum, _background(spectrum, background))
+    work = _working(spectrum)
+    return BackgroundTerm(work, _background(work, background))
 
 
 def shapley_values(
@@ -59,7 +67,7 @@ def shapley_values(
 
     Returns:
         ``(Q, m)`` Shapley values (``m = n`` without groups), in the output's units, on the queries' device
-        and in the spectrum's dtype.
+        and in the compute dtype (module docstring).
     """
     with settings.using(max_memory=max_memory):
         plan, xq = _plan(spectrum, x, background, groups, kernel, relaxed)
@@ -112,6 +120,23 @@ def _check_spectrum(spectrum: object) -> None:
         raise TypeError(f"spectrum must be a FourierSpectrum, got {type(spectrum).__name__}")
 
 
+def _working(spectrum: FourierSpectrum) -> FourierSpectrum:
+    """The spectrum in the compute dtype (itself when it is in it already)."""
+    dtype = dtype_policy.compute_dtype(spectrum.dtype)
+    return spectrum if spectrum.dtype == dtype else spectrum.to(dtype)
+
+
+def _same_function(term: FourierSpectrum, spectrum: FourierSpectrum) -> bool:
+    """Whether a term's spectrum is ``spectrum`` (the same object, or the same frequencies and amplitudes)."""
+    if term is spectrum:
+        return True
+    if term.frequencies.shape != spectrum.frequencies.shape:
+        return False
+    amplitudes = spectrum.amplitudes.detach().to(device=term.device, dtype=term.dtype)
+    same = torch.equal(term.frequencies, spectrum.frequencies.to(term.frequencies.device))
+    return same and torch.equal(term.amplitudes.detach(), amplitudes)
+
+
 def _background(spectrum: FourierSpectrum, background: Any) -> Tensor:
     return rows(
         background, "background", n_features=spectrum.n_features, device=spectrum.device, values="binary"
@@ -140,15 +165,23 @@ def _prepared(spectrum: FourierSpectrum, background: Any, groups: Any, kernel: K
     _check_spectrum(spectrum)
     check_kernel(kernel)
     n = spectrum.n_features
+    work = _working(spectrum)
     if isinstance(background, BackgroundTerm):
         if background.background.shape[1] != n:
             raise ValueError(
                 f"the precomputed background term has {background.background.shape[1]} features but the spectrum "
                 f"has {n}; make it with precompute_background(spectrum, background)"
             )
-        term = background if background.spectrum is spectrum else BackgroundTerm(spectrum, background.background)
+        if not _same_function(background.spectrum, spectrum):
+            raise ValueError(
+                f"the precomputed background term was made for another spectrum (k={len(background.spectrum)}, this "
+                f"one has k={len(spectrum)} or other amplitudes); make one for this spectrum with "
+                "precompute_background(spectrum, background), or pass the background rows"
+            )
+        same_dtype = background.spectrum.dtype == work.dtype  # else the dtype policy changed since: recast
+        term = background if same_dtype else BackgroundTerm(work, background.background)
     else:
-        term = BackgroundTerm(spectrum, _background(spectrum, background))
+        term = BackgroundTerm(work, _background(work, background))
     m = n
     ids = player_ids(groups, n, "groups", term.background.device)
     if ids is not None:
@@ -168,4 +201,4 @@ def _plan(
     device = plan.term.background.device
     xq = rows(x, "x", n_features=spectrum.n_features, device=device, values="finite" if relaxed else "binary").tensor
     check_same_device(x=xq, background=plan.term.background)
-    return plan, xq.to(spectrum.dtype)
+    return plan, xq.to(plan.spectrum.dtype)

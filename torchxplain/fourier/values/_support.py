@@ -24,15 +24,17 @@ import functools
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, parse_memory
+from torchxplain._core import chunk_bounds, parse_memory, progress
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.values._families import SupportFamilies, support_families
-from torchxplain.fourier.values._weights import SCALE, TableKind, order, walsh_weights
+from torchxplain.fourier.values._weights import TableKind, TableSpec, order, padded_walsh_weights, spec_of
 
-_CPU_BLOCK = 2**19  # gathered entries per block of queries: cache-resident on a CPU
+_CPU_BLOCK = 2**21  # gathered entries per block of queries on a CPU (measured best of 2^17..2^23)
 _CUDA_BLOCK = 2**26
 _GEMM_SPEEDUP = 10  # multiply-adds of a product per gathered element, in time (patterns by GEMM or by gathers)
 _CPU_PAIRS = 2**15  # (frequency, subset) pairs per chunk of the table build on a CPU (measured best of 2^12..2^19)
+_SMALL_PAIRS = 2**17  # up to this many padded pairs, the whole build is one chunk
+SHOW_PROGRESS_PAIRS = 2**23  # a table build of this many (frequency, subset) pairs shows a bar (about a second)
 
 
 def walsh(x: Tensor, dim: int) -> Tensor:
@@ -120,7 +122,7 @@ class SupportLayout:
         self.moment_offset = torch.cumsum(pattern_sizes, 0) - pattern_sizes
         self.moments = _moments(background, members, self.classes, self.moment_offset)
 
-    def gathers_per_query(self, kind: TableKind) -> int:
+    def gathers_per_query(self, kind: TableKind | TableSpec) -> int:
         """Table entries one query gathers: ``Σ_U |U|`` (``|U|²`` for interactions)."""
         return sum((stop - start) * u ** order(kind) for u, start, stop in self.classes)
 
@@ -169,71 +171,97 @@ def _holding(x: Tensor, d: int, *blocks: int) -> Tensor:
     return view
 
 
-def build_tables(layout: SupportLayout, amplitudes: Tensor, kind: TableKind) -> list[Tensor]:
-    """The tables ``T_U[slot, p]`` (``[slot, slot', p]`` for interactions) of every family, one tensor per size.
+def build_tables(layout: SupportLayout, amplitudes: Tensor, kind: TableKind | TableSpec) -> list[Tensor]:
+    """The tables of every family, one tensor per size class: ``T_U[p]`` (order 0), ``T_U[slot, p]`` (order 1)
+    or ``T_U[slot, slot', p]`` (order 2, zero diagonal).
 
     The Walsh coefficient of slot ``g`` at pattern ``e = f ⊕ f_S`` collects ``F̂_g(S)``, which is ``F̂(d, |S|, 0)``
     when ``g`` is one of ``e``'s blocks and ``F̂(d, |S|, 1)`` when ``g ∈ S``. Which slots are ``e``'s blocks
     depends on ``e`` alone, so the first case is one scalar per (family, pattern) times a fixed mask, and only
-    the pairs ``g ∈ S`` (and, for interactions, ``g, h ∈ S``) are scattered one by one.
+    the pairs ``g ∈ S`` (and, for pairs, ``g, h ∈ S``) are scattered one by one.
+
+    Frequencies are processed by the number ``d`` of players they touch, so the ``2^d`` subsets of each are one
+    strided tensor; a small spectrum is one pass with every frequency padded to the largest ``d`` (the subsets
+    that take a padded block weigh nothing), which saves a pass per degree where calls, not work, are the cost.
 
     Args:
         layout: the prepared families and moments.
         amplitudes: ``(k,)`` amplitudes of the spectrum the layout was made for.
-        kind: ``"shapley"``, ``"banzhaf"`` or ``"interactions"``.
+        kind: ``"shapley"``, ``"banzhaf"``, ``"interactions"`` or a :class:`TableSpec`.
 
     Returns:
-        For each size class ``(u, start, stop)`` of ``layout.classes``: ``(stop - start, u[, u], 2^u)``.
+        For each size class ``(u, start, stop)`` of ``layout.classes``: ``(stop - start, [u, [u,]] 2^u)``.
     """
-    r, dtype = order(kind), layout.dtype
+    spec = spec_of(kind)
+    r, dtype = spec.order, layout.dtype
     device, sizes = layout.local.device, layout.sizes
     width = torch.bitwise_left_shift(sizes, sizes)  # u·2^u per family: the first-order layout
     offset = torch.cumsum(width, 0) - width
     pair_width = torch.bitwise_left_shift(sizes * sizes, sizes)
     pair_offset = torch.cumsum(pair_width, 0) - pair_width
     scalar = torch.zeros(layout.moments.shape[0], dtype=dtype, device=device)  # laid out like the moments
-    single = torch.zeros(int(width.sum()), dtype=dtype, device=device)
+    single = torch.zeros(int(width.sum()) if r >= 1 else 0, dtype=dtype, device=device)
     double = torch.zeros(int(pair_width.sum()) if r == 2 else 0, dtype=dtype, device=device)
-    amp = amplitudes.to(device=device, dtype=dtype)[layout.rows] * (SCALE[kind] / layout.n_background)
-    for d in torch.unique(layout.n_blocks).tolist():
-        if d < r:
-            continue
-        hat = walsh_weights(kind, d, dtype, device)  # (d + 1, r + 1): by |S| and how many fixed in S
+    amp = amplitudes.to(device=device, dtype=dtype)[layout.rows] * (spec.scale / layout.n_background)
+    cache = _CPU_PAIRS if device.type == "cpu" else _CUDA_BLOCK
+    groups = _degree_groups(layout.n_blocks, r, cache)
+    work = [
+        (d, sel[c0:c1])
+        for d, sel, step in groups
+        for c0, c1 in chunk_bounds(sel.numel(), max(1, min(parse_memory() // (2**d * 8 * 8), step)))
+    ]
+    pairs = sum(rows.numel() * 2**d for d, rows in work)
+    for d, rows in progress(work, show=None if pairs >= SHOW_PROGRESS_PAIRS else False, desc=f"{spec.name} tables"):
+        hat = padded_walsh_weights(spec, d, dtype, device)  # (degree, |S|, how many fixed in S)
         size = torch.bitwise_and(
             torch.bitwise_right_shift(torch.arange(2**d, device=device)[:, None], torch.arange(d, device=device)), 1
         ).sum(1)
-        sel = torch.nonzero(layout.n_blocks == d).flatten()
-        # a few families per chunk on a CPU, so their coefficients stay in cache across the slot passes
-        cache = _CPU_PAIRS if device.type == "cpu" else _CUDA_BLOCK
-        step = max(1, min(parse_memory() // (2**d * 8 * 8), cache // 2**d))
-        for c0, c1 in chunk_bounds(sel.numel(), step):
-            rows = sel[c0:c1]
-            blocks = layout.blocks[rows]
-            slots = torch.argsort((blocks == 0).to(torch.int8), dim=1, stable=True)[:, :d]  # the d non-empty
-            subset = blocks.new_zeros(rows.numel(), 2**d)
-            picked = blocks.gather(1, slots)
-            for j in range(d):  # all 2^d unions of blocks; bit j of the subset index is block j
-                subset[:, 2**j : 2 ** (j + 1)] = subset[:, : 2**j] + picked[:, j : j + 1]
-            fam = layout.fam[rows]
-            u = sizes[fam][:, None]
-            moment_at = layout.moment_offset[fam][:, None]
-            vals = (amp[rows] * 2.0**-d)[:, None] * layout.moments[moment_at + subset]
-            pattern = layout.local[rows][:, None] - subset  # f ⊕ f_S
-            scalar.index_add_(0, (moment_at + pattern).flatten(), (vals * hat[size, 0]).flatten())
-            at, weighted = offset[fam][:, None] + pattern, vals * hat[size, 1]
-            shifted = torch.bitwise_left_shift(slots, u)
-            for j in range(d):  # the subsets holding block j: a strided view, no gather
-                index = _holding(at, d, j) + shifted[:, j].view(-1, *([1] * (d - 1)))  # one pass, contiguous
-                single.index_add_(0, index.flatten(), _holding(weighted, d, j).flatten())
-            if r == 2:
-                at, weighted = pair_offset[fam][:, None] + pattern, vals * hat[size, 2]
-                for j in range(d):
-                    for h in range(j + 1, d):
-                        base, value = _holding(at, d, j, h), _holding(weighted, d, j, h).flatten()
-                        for g1, g2 in ((j, h), (h, j)):
-                            cell = torch.bitwise_left_shift(slots[:, g1] * u[:, 0] + slots[:, g2], u[:, 0])
-                            double.index_add_(0, (base + cell.view(-1, *([1] * (d - 2)))).flatten(), value)
+        degree = layout.n_blocks[rows]
+        blocks = layout.blocks[rows]
+        slots = torch.argsort((blocks == 0).to(torch.int8), dim=1, stable=True)[:, :d]  # the non-empty first
+        subset = blocks.new_zeros(rows.numel(), 2**d)
+        picked = blocks.gather(1, slots)
+        for j in range(d):  # all 2^d unions of blocks; bit j of the subset index is block j
+            subset[:, 2**j : 2 ** (j + 1)] = subset[:, : 2**j] + picked[:, j : j + 1]
+        fam = layout.fam[rows]
+        u = sizes[fam][:, None]
+        moment_at = layout.moment_offset[fam][:, None]
+        vals = (amp[rows] * torch.pow(2.0, -degree.to(dtype)))[:, None] * layout.moments[moment_at + subset]
+        weights = hat[degree[:, None], size[None, :]]  # (c, 2^d, r + 1)
+        if not bool((degree == d).all()):  # padded rows: the subsets that take a padded block weigh nothing
+            inside = torch.arange(2**d, device=device)[None, :] < torch.bitwise_left_shift(1, degree)[:, None]
+            weights = weights * inside[..., None]
+        pattern = layout.local[rows][:, None] - subset  # f ⊕ f_S
+        scalar.index_add_(0, (moment_at + pattern).flatten(), (vals * weights[..., 0]).flatten())
+        if r == 0:
+            continue
+        at, weighted = offset[fam][:, None] + pattern, vals * weights[..., 1]
+        shifted = torch.bitwise_left_shift(slots, u)
+        for j in range(d):  # the subsets holding block j: a strided view, no gather
+            index = _holding(at, d, j) + shifted[:, j].view(-1, *([1] * (d - 1)))  # one pass, contiguous
+            single.index_add_(0, index.flatten(), _holding(weighted, d, j).flatten())
+        if r == 2:
+            at, weighted = pair_offset[fam][:, None] + pattern, vals * weights[..., 2]
+            for j in range(d):
+                for h in range(j + 1, d):
+                    base, value = _holding(at, d, j, h), _holding(weighted, d, j, h).flatten()
+                    for g1, g2 in ((j, h), (h, j)):
+                        cell = torch.bitwise_left_shift(slots[:, g1] * u[:, 0] + slots[:, g2], u[:, 0])
+                        double.index_add_(0, (base + cell.view(-1, *([1] * (d - 2)))).flatten(), value)
     return [_assemble(layout, scalar, single, double, offset, pair_offset, c, r) for c in layout.classes]
+
+
+def _degree_groups(n_blocks: Tensor, r: int, cache: int) -> list[tuple[int, Tensor, int]]:
+    """``[(d, rows, rows per chunk), ...]``: the frequencies touching at least ``r`` players by their number ``d``,
+    a few families per chunk so their coefficients stay in cache across the slot passes — or, for a small
+    spectrum, all in one chunk padded to the largest ``d`` (calls, not work, are its cost)."""
+    degrees = [d for d in torch.unique(n_blocks).tolist() if d >= r]
+    if not degrees:
+        return []
+    every = torch.nonzero(n_blocks >= r).flatten()
+    if every.numel() * 2 ** degrees[-1] <= _SMALL_PAIRS:
+        return [(degrees[-1], every, every.numel())]
+    return [(d, torch.nonzero(n_blocks == d).flatten(), max(1, cache // 2**d)) for d in degrees]
 
 
 def _assemble(
@@ -249,8 +277,11 @@ def _assemble(
     """One size class's Walsh coefficients from the three scattered parts, transformed to tables."""
     u, start, stop = size_class
     count, patterns = stop - start, 2**u
-    o, mo = int(offset[start]), int(layout.moment_offset[start])
+    mo = int(layout.moment_offset[start])
     g = scalar[mo : mo + count * patterns].view(count, 1, patterns)
+    if r == 0:
+        return walsh(g, -1)
+    o = int(offset[start])
     v = single[o : o + count * u * patterns].view(count, u, patterns)
     index = torch.arange(patterns, device=g.device)
     beta = (torch.bitwise_and(index, layout.slot_mask[start:stop, :u, None]) != 0).to(g.dtype)  # e's blocks
@@ -264,8 +295,9 @@ def _assemble(
     return walsh(coeff, -1)
 
 
-def explain(layout: SupportLayout, tables: list[Tensor], xq: Tensor, kind: TableKind) -> Tensor:
-    """Values of binary queries ``xq`` (``(Q, n)``) from the tables: ``(Q, m)``, or ``(Q, m, m)`` for interactions.
+def explain(layout: SupportLayout, tables: list[Tensor], xq: Tensor, kind: TableKind | TableSpec) -> Tensor:
+    """Values of binary queries ``xq`` (``(Q, n)``) from the tables: ``(Q,)`` (order 0), ``(Q, m)`` (order 1) or
+    ``(Q, m, m)`` (order 2).
 
     Each query gathers one table entry per family slot (at its pattern on the family's features) and adds it
     into the slot's player; queries run along the last axis so every step is a contiguous row operation.
@@ -282,7 +314,12 @@ def explain(layout: SupportLayout, tables: list[Tensor], xq: Tensor, kind: Table
     classes = []
     for (u, start, stop), table in zip(layout.classes, tables):
         players = layout.slot_player[start:stop, :u]
-        target = players if r == 1 else players[:, :, None] * (m + 1) + players[:, None, :]
+        if r == 0:
+            target = torch.zeros_like(players[:, :1])
+        elif r == 1:
+            target = players
+        else:
+            target = players[:, :, None] * (m + 1) + players[:, None, :]
         feats = layout.members[start:stop, :u]
         if product:
             weights = xq.new_zeros(stop - start, xq.shape[1])
@@ -292,17 +329,25 @@ def explain(layout: SupportLayout, tables: list[Tensor], xq: Tensor, kind: Table
             classes.append((u, feats.flatten(), target.flatten(), table))
     gather = any(not weights.is_floating_point() for _, weights, _, _ in classes)
     for q0, q1 in chunk_bounds(q, step):
-        xt = xq[q0:q1].T.contiguous() if gather else None  # feature-major rows for gathering features
+        # feature-major rows of bytes for gathering features (the queries are validated 0/1)
+        xt = xq[q0:q1].T.to(torch.uint8).contiguous() if gather else None
         acc = xq.new_zeros((m + 1) ** r, q1 - q0)
         for u, weights, target, table in classes:
             if xt is None or weights.is_floating_point():
                 pattern = (weights @ xq[q0:q1].T).long()  # exact: sums of distinct powers of two below 2^16
             else:
-                pattern = (xt[weights].view(-1, u, q1 - q0) * _powers(u, xq.device).to(xq.dtype)[:, None]).sum(1)
+                bits = xt.index_select(0, weights).view(-1, u, q1 - q0)
+                narrow = torch.uint8 if u <= 8 else torch.int16 if u <= 15 else torch.int32
+                pattern = bits[:, 0].to(narrow)
+                for j in range(1, u):  # one pass per slot over narrow integers: cheaper than a product of wide rows
+                    pattern |= bits[:, j].to(narrow) << j
                 pattern = pattern.long()
-            vals = table.view(table.shape[0], -1, 2**u).gather(2, pattern[:, None, :].expand(-1, u**r, -1))
+            cells = table.view(table.shape[0], -1, 2**u)
+            vals = cells.gather(2, pattern[:, None, :].expand(-1, cells.shape[1], -1))
             acc.index_add_(0, target, vals.view(-1, q1 - q0))
         out[q0:q1] = acc.T
+    if r == 0:
+        return out[:, 0]
     if r == 1:
         return out[:, :m]
     return out.view(q, m + 1, m + 1)[:, :m, :m]

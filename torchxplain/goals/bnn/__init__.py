@@ -1,8 +1,3 @@
-"""GOALS on networks with a Bayesian last layer: the model (:class:`LastLayerBNN`), the backend and RATE."""
-
-from torchxplain.goals.bnn.backend import BNNBackend
-from torchxplain.goals.bnn.model import LastLayerBNN
-from torchxplain.goals.bnn.pyro_head import PyroHead
-from torchxplain.goals.bnn.rate import bnn_rate
-
-__all__ = ["BNNBackend", "LastLayerBNN", "PyroHead", "bnn_rate"]
+"""GOALS on networks with a Bayesian last layer: the model (``_model``: :class:`~torchxplain.goals.LastLayerBNN`),
+its Pyro head (``_pyro_head``), the GOALS backend (``_backend``), the posterior and its fit checks, and RATE
+(``_rate``). Public names are in :mod:`torchxplain.goals`."""

@@ -1,20 +1,18 @@
-"""Fitting where SHAP looks: an escalation ladder over hybrid samples, held to a target held-out R².
+"""Fitting where SHAP looks: a ladder of stages over hybrid samples, held to a target on held-out rows.
 
-``method="hybrid"`` samples hybrid points (:mod:`~torchxplain.fourier.fit.hybrid._sampler`), codes them in the
-identifiable player basis (:mod:`~torchxplain.fourier.fit.hybrid._basis`) and fits terms by sparse regression
-(:mod:`~torchxplain.fourier.fit.hybrid._regression`). Stage ``s`` of the ladder allows ``256 · 2^s`` terms at degree
-``min(2 + s, cap)`` on ``SAMPLES_PER_COLUMN`` samples per term (earlier samples are kept, so the queries are
-only the last stage's; the largest stage is bounded by the memory budget, its Gram matrix being ``columns²``).
-It stops at the first stage that meets the :class:`Target` on the held-out check
-(:mod:`~torchxplain.fourier.fit.hybrid._checks`), when the query or time budget would be exceeded by the next stage,
-or when two stages in a row gained nothing; the best stage is returned. For ``method="exact"`` the same check
-picks the smallest ``k`` that meets the target.
+Stage ``s`` holds ``FIRST_SAMPLES · 2^s`` hybrid samples (each stage queries only the new ones: earlier samples
+are kept) and allows terms up to degree ``min(2 + s, cap)`` — kept at the previous stage's degree when the higher
+one's design would not fit the memory budget; its pool is every term active on enough samples and
+its selection (:mod:`._regression`) starts from the previous stage's terms. After each stage the held-out check
+(:mod:`._checks`) scores the surrogate. The ladder stops at the first stage that meets the :class:`Target`, when
+the next stage would exceed the query budget, when two stages in a row gained nothing, or — only with a
+``time_budget`` — when the next stage is predicted to overrun it. Every decision but the last counts queries and
+terms, never seconds, so the same seed gives the same spectrum on any machine at any load.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,90 +20,36 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import parse_memory
+from torchxplain.fourier.fit._keys import TermKeys
+from torchxplain.fourier.fit._levels import PlayerLevels
 from torchxplain.fourier.fit._oracle import Oracle
 from torchxplain.fourier.fit._report import LOWER_BOUND_Z, TargetMetric
-from torchxplain.fourier.fit.hybrid._basis import PlayerBasis
-from torchxplain.fourier.fit.hybrid._checks import PathValidation
-from torchxplain.fourier.fit.hybrid._regression import TermFit, fit_terms
+from torchxplain.fourier.fit._walsh import UnitWalsh
+from torchxplain.fourier.fit.hybrid._checks import HeldOut
+from torchxplain.fourier.fit.hybrid._regression import TermFit, select_terms
 from torchxplain.fourier.fit.hybrid._sampler import HybridSampler
+from torchxplain.fourier.fit.hybrid._terms import PointDesign, TermPool, count_subsets
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.values._plan import ValuePlan
 
-SAMPLES_PER_COLUMN = 16
-"""Hybrid samples per allowed term (fewer overfit: the held-out R² drops)."""
-FIRST_COLUMNS = 256
-"""Terms allowed at the first stage; each stage doubles it."""
-MAX_COLUMNS = 8192
-"""Most terms of any stage (a stage costs about ``SAMPLES_PER_COLUMN × columns³`` flops)."""
+FIRST_SAMPLES = 16384
+"""Hybrid samples of the first stage; each stage doubles them."""
 DEFAULT_MAX_DEGREE = 4
 """Degree cap of the ladder when ``max_degree`` is not given (players per term)."""
 MIN_GAIN = 1e-4
 """A stage that raises the target's R² by less than this gained nothing."""
-STAGE_GROWTH = 8.0
-"""Cost factor of the next stage (twice the terms, twice the samples) used to respect the time budget."""
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Query and time limits of one fit (``None``: unlimited)."""
-
-    max_queries: int | None
-    deadline: float | None  # time.perf_counter() value
-
-    def queries_left(self, used: int) -> int | None:
-        return None if self.max_queries is None else self.max_queries - used
-
-    def time_left(self) -> float | None:
-        return None if self.deadline is None else self.deadline - time.perf_counter()
-
-
-class Scorer:
-    """Scores a spectrum on the held-out paths: ``(R² on hybrids, estimated R² of the SHAP values)``; the last
-    spectra's scores are remembered (the report re-checks the spectrum a stage already scored)."""
-
-    def __init__(self, validation: PathValidation) -> None:
-        self.validation = validation
-        self._seen: list[tuple[FourierSpectrum, dict[str, float]]] = []
-
-    def __call__(self, spectrum: FourierSpectrum) -> dict[str, float]:
-        """``{"r2": hybrid R², "r2_shap": estimated SHAP R², "r2_shap_se": its standard error}``."""
-        for seen, scores in self._seen:
-            if _same(seen, spectrum):
-                return scores
-        shap, se = self.validation.shap_r2(spectrum, _closed_form)
-        scores = {"r2": self.validation.r2(spectrum), "r2_shap": shap, "r2_shap_se": se}
-        self._seen = [*self._seen[-3:], (spectrum, scores)]
-        return scores
-
-
-def _same(a: FourierSpectrum, b: FourierSpectrum) -> bool:
-    return (
-        len(a) == len(b)
-        and torch.equal(a.frequencies, b.frequencies)
-        and torch.equal(a.amplitudes.to(torch.float64), b.amplitudes.to(torch.float64))
-    )
-
-
-def _closed_form(spectrum: FourierSpectrum, x: Tensor, background: Tensor, groups: Tensor) -> Tensor:
-    """``(R, m)`` Shapley values per player of validated rows (a plan straight away: no re-validation). When no
-    frequency has two bits in one player (every spectrum of a one-hot fit), a player's parity differs exactly
-    when its one bit does, so the grouped values are the group sums of the singleton ones (the cheaper kernel)."""
-    m = int(groups.max()) + 1 if groups.numel() else 0
-    x, background = x.to(spectrum.dtype), background.to(spectrum.dtype)
-    per_player = spectrum.frequencies.to(torch.float32) @ torch.nn.functional.one_hot(groups, m).to(torch.float32)
-    if m < groups.numel() and len(spectrum) and float(per_player.max()) > 1:
-        return ValuePlan(spectrum, background, groups, m).shapley(x)
-    singles = ValuePlan(spectrum, background, None, groups.numel()).shapley(x)
-    return singles if m == groups.numel() else singles.new_zeros(x.shape[0], m).index_add_(1, groups, singles)
 
 
 @dataclass(frozen=True)
 class Target:
     """The held-out R² a fit is held to: ``metric`` ``"shap"`` (the estimated R² of the SHAP values, the default)
-    or ``"hybrid"`` (the R² of the surrogate on hybrid points), and its ``value`` (``None``: no target)."""
+    or ``"hybrid"`` (the surrogate's R² on the check's hybrid points), and its ``value`` (``None``: no target)."""
 
     value: float | None
     metric: TargetMetric = "shap"
+
+    def score(self, stage: dict[str, Any]) -> float:
+        return float(stage["r2_shap" if self.metric == "shap" else "r2"])
 
     def met(self, stage: dict[str, Any]) -> bool:
         """Hybrid: the R² reaches the value; SHAP: so does its one-sided 90% lower bound (over rows)."""
@@ -116,183 +60,184 @@ class Target:
         return stage["r2_shap"] - LOWER_BOUND_Z * stage["r2_shap_se"] >= self.value
 
 
-def _stop_reason(stages: list[dict[str, Any]], target: Target) -> str | None:
-    if target.met(stages[-1]):
-        return "target met"
-    key = "r2_shap" if target.metric == "shap" else "r2"
-    if len(stages) >= 3 and max(s[key] for s in stages[-2:]) < stages[-3][key] + MIN_GAIN:
-        return "two stages without gain"
-    return None
+def closed_form(spectrum: FourierSpectrum, x: Tensor, background: Tensor, groups: Tensor, m: int) -> Tensor:
+    """``(R, m)`` Shapley values per player of validated bool rows (a plan straight away: no re-validation)."""
+    singles = m == groups.numel()
+    plan = ValuePlan(spectrum, background.to(spectrum.dtype), None if singles else groups, m)
+    return plan.shapley(x.to(spectrum.dtype))
 
 
-def fit_hybrid(
-    oracle: Oracle,
-    sampler: HybridSampler,
-    basis: PlayerBasis,
-    score: Scorer,
-    *,
-    k: int | None,
-    max_degree: int | None,
-    budget: Budget,
-    target: Target,
-    generator: torch.Generator,
-) -> tuple[FourierSpectrum, list[dict[str, Any]], str]:
-    """Run the ladder (module docstring).
+def score(check: HeldOut, surrogate: Tensor, spectrum: FourierSpectrum) -> dict[str, float]:
+    """``{"r2", "r2_shap", "r2_shap_se"}`` of a surrogate (its values on the check's points, and its spectrum)."""
+    phi_h = closed_form(spectrum, check.rows, check.background, check.players, check.m)
+    shap, se = check.shap_r2(surrogate, phi_h)
+    return {"r2": check.r2(surrogate), "r2_shap": shap, "r2_shap_se": se}
 
-    Returns:
-        ``(spectrum of the best stage, stages, why the ladder stopped)``; each stage is a dict with
-        ``columns``, ``degree``, ``samples``, ``terms``, ``r2`` (held-out hybrids), ``r2_shap`` (estimated
-        R² of the SHAP values), ``r2_shap_se`` and ``seconds`` (the fit's, without the check).
+
+@dataclass(frozen=True)
+class LadderResult:
+    """The best stage's fit and spectrum, every stage's summary, and why the ladder stopped."""
+
+    fit: TermFit
+    spectrum: FourierSpectrum
+    stages: list[dict[str, Any]]
+    stopped: str
+
+
+class Ladder:
+    """The ladder of one fit (module docstring).
+
+    Args:
+        oracle: the black box; levels: the players' levels; sampler: hybrids of the fit rows with the background.
+        check: the held-out check; target: what the fit is held to.
+        max_degree: the degree cap (``None``: :data:`DEFAULT_MAX_DEGREE`); max_queries: the fit's query budget.
+        generator: seeds the samples.
+        deadline: a ``time.perf_counter()`` value the ladder must not plan past (``None``: no time limit).
     """
-    n_slots = int(torch.unique(basis.unit_slot).numel()) if basis.n_units else 0
-    cap = max(1, min(max_degree if max_degree is not None else DEFAULT_MAX_DEGREE, max(n_slots, 1)))
-    last_columns = MAX_COLUMNS if k is None else min(MAX_COLUMNS, max(4 * k, FIRST_COLUMNS))
-    # the Gram matrix and its factor (float64, three copies at most) stay within the memory budget
-    last_columns = max(FIRST_COLUMNS, min(last_columns, int((parse_memory() / 24) ** 0.5)))
-    device = score.validation.z.device
-    z = torch.zeros(0, basis.n_features, dtype=torch.bool, device=device)
-    y = torch.zeros(0, dtype=torch.float64, device=device)
-    stages: list[dict[str, Any]] = []
-    best: tuple[float, FourierSpectrum] | None = None
-    columns, why = FIRST_COLUMNS, "largest stage done"
-    oracle.phase = "hybrid"
-    while True:
-        degree = cap if max_degree is not None else min(cap, 2 + len(stages))
-        want = SAMPLES_PER_COLUMN * columns - z.shape[0]
-        left = budget.queries_left(oracle.rows)
-        if left is not None and want > left:
-            if stages:
-                why = "query budget"
+
+    def __init__(
+        self,
+        oracle: Oracle,
+        levels: PlayerLevels,
+        sampler: HybridSampler,
+        check: HeldOut,
+        target: Target,
+        *,
+        max_degree: int | None,
+        max_queries: int,
+        generator: torch.Generator,
+        deadline: float | None,
+    ) -> None:
+        self.oracle, self.levels, self.sampler, self.check, self.target = oracle, levels, sampler, check, target
+        self.codec = TermKeys.for_levels(levels)
+        cap = DEFAULT_MAX_DEGREE if max_degree is None else max_degree
+        self.cap = max(1, min(cap, levels.m, self.codec.max_degree()))
+        self.fixed_degree = max_degree is not None
+        self.max_queries, self.generator, self.deadline = max_queries, generator, deadline
+        self.walsh = UnitWalsh(levels)
+        self.check_design = PointDesign(levels, self.codec, check.points)
+        self.groups = sampler.groups
+        self.active = torch.zeros(0, 1, dtype=torch.long, device=levels.device)  # the samples' active units
+        self.y = torch.zeros(0, dtype=torch.float64, device=levels.device)
+
+    def run(self) -> LadderResult:
+        stages: list[dict[str, Any]] = []
+        best: tuple[float, TermFit, FourierSpectrum] | None = None
+        previous: TermFit | None = None
+        size = min(FIRST_SAMPLES, self.max_queries)
+        if size < 2 * (self.levels.n_units + 1):
+            raise ValueError(
+                f"n_queries leaves {self.max_queries:,} queries for the hybrid fit, but it needs at least "
+                f"{2 * (self.levels.n_units + 1):,} (two per level of the players, {self.levels.n_units} levels "
+                "besides the references); raise n_queries"
+            )
+        stopped = "largest stage done"
+        while True:
+            degree = self.cap if self.fixed_degree else min(self.cap, 2 + len(stages))
+            start = time.perf_counter()
+            model_before = self.oracle.seconds
+            new = self.sampler.sample(size - int(self.y.numel()), self.generator)
+            active = _stack_units(self.active, self.levels.active_units(new), self.levels.n_units)
+            floor = stages[-1]["degree"] if stages else 1  # a stage never goes below the degree before it
+            entries = count_subsets(active, self.levels.n_units, degree)
+            if entries > pool_entry_limit():
+                degree = max(_affordable(active, self.levels.n_units, degree), floor)
+                entries = count_subsets(active, self.levels.n_units, degree)
+                if stages and entries > pool_entry_limit():  # not even the last degree fits: stop before querying
+                    stopped = (
+                        f"memory budget (the next stage's design would hold {entries:,} (sample, term) entries, "
+                        f"over the {pool_entry_limit():,} that tx.settings.max_memory allows; raise max_memory)"
+                    )
+                    break
+            self.active = active
+            self.y = torch.cat((self.y, self.oracle(new)))
+            pool = TermPool(self.codec, active, degree)
+            warm = None if previous is None else _warm_start(pool, previous)
+            fit = select_terms(pool, self.y, warm)
+            spectrum = _clean(fit.spectrum(self.walsh))
+            seconds = time.perf_counter() - start
+            model_seconds = self.oracle.seconds - model_before
+            scores = self.score(fit, spectrum)
+            stages.append(
+                {
+                    "method": "hybrid",
+                    "samples": int(self.y.numel()),
+                    "degree": degree,
+                    "pool": len(pool),
+                    "terms": int(fit.keys.numel()),
+                    "walsh_terms": len(spectrum),
+                    **scores,
+                    "seconds": round(seconds - model_seconds, 3),
+                    "model_seconds": round(model_seconds, 3),
+                }
+            )
+            value = self.target.score(stages[-1])
+            if best is None or value > best[0]:
+                best = (value, fit, spectrum)
+            previous = fit
+            if self.target.met(stages[-1]):
+                stopped = "target met"
                 break
-            minimum = 2 * (basis.n_units + 1)
-            if left < minimum:
-                raise ValueError(
-                    f"n_queries leaves {left:,} queries for the hybrid fit, but it needs at least {minimum:,} "
-                    f"(two per unit of the basis, {basis.n_units} units); raise n_queries"
+            if (
+                len(stages) >= 3
+                and max(self.target.score(s) for s in stages[-2:]) < self.target.score(stages[-3]) + MIN_GAIN
+            ):
+                stopped = "two stages without gain"
+                break
+            next_size = 2 * size
+            if next_size > self.max_queries:
+                stopped = (
+                    f"query budget (the next stage needs {next_size:,} fit queries, the budget is {self.max_queries:,})"
                 )
-            want = left  # the first stage uses what there is
-        start = time.perf_counter()
-        if want > 0:
-            new = sampler.sample(want, generator)
-            z, y = torch.cat((z, new)), torch.cat((y, oracle(new)))
-        fit: TermFit = fit_terms(basis.unit_rows(z), y, basis, degree, columns, k if k is not None else 2**62)
-        spectrum = _clean(fit.spectrum(basis))
-        seconds = time.perf_counter() - start  # the fit's own cost: it grows with the stages, the check's does not
-        scores = score(spectrum)
-        stages.append(
-            {
-                "method": "hybrid",
-                "columns": columns,
-                "degree": degree,
-                "samples": int(z.shape[0]),
-                "terms": len(spectrum),
-                **scores,
-                "seconds": round(seconds, 3),
-            }
-        )
-        value = scores["r2_shap" if target.metric == "shap" else "r2"]
-        if best is None or value > best[0]:
-            best = (value, spectrum)
-        stop = _stop_reason(stages, target)
-        if stop is not None:
-            why = stop
-            break
-        if columns >= last_columns:
-            break
-        time_left = budget.time_left()
-        if time_left is not None and STAGE_GROWTH * seconds > time_left:
-            why = "time budget"
-            break
-        columns *= 2
-    assert best is not None
-    return best[1], stages, why
+                break
+            if self.deadline is not None:
+                predicted = 2.0 * seconds
+                left = self.deadline - time.perf_counter()
+                if predicted > left:
+                    stopped = (
+                        f"time budget (next stage predicted to take {predicted:.0f} s, {max(left, 0.0):.0f} s left)"
+                    )
+                    break
+            size = next_size
+        assert best is not None
+        return LadderResult(best[1], best[2], stages, stopped)
+
+    def score(self, fit: TermFit, spectrum: FourierSpectrum) -> dict[str, float]:
+        """``{"r2", "r2_shap", "r2_shap_se"}`` of a fit on the held-out check."""
+        return score(self.check, fit.predict_on(self.check_design), spectrum)
+
+
+def _stack_units(old: Tensor, new: Tensor, pad: int) -> Tensor:
+    """Rows of active units of two batches, padded to a common width with ``pad``."""
+    width = max(old.shape[1], new.shape[1])
+
+    def widen(units: Tensor) -> Tensor:
+        extra = units.new_full((units.shape[0], width - units.shape[1]), pad)
+        return torch.cat((units, extra), 1)
+
+    return torch.cat((widen(old), widen(new)))
+
+
+def pool_entry_limit() -> int:
+    """Most (sample, term) entries a stage's pool may enumerate: half the memory budget at 24 bytes each."""
+    return parse_memory() // 48
+
+
+def _affordable(active: Tensor, n_units: int, degree: int) -> int:
+    """The stage's degree, lowered while its pool's entries exceed :func:`pool_entry_limit`."""
+    while degree > 1 and count_subsets(active, n_units, degree) > pool_entry_limit():
+        degree -= 1
+    return degree
+
+
+def _warm_start(pool: TermPool, previous: TermFit) -> Tensor:
+    """The new pool's indices of the degree-one terms and of the previous stage's terms."""
+    known = pool.positions(previous.keys)
+    ones = (pool.degrees == 1).nonzero()[:, 0]
+    return torch.unique(torch.cat((ones, known[known >= 0])))
 
 
 def _clean(spectrum: FourierSpectrum) -> FourierSpectrum:
     """Drop the rounding-level amplitudes of an expansion (exact cancellations leave ~1e-17)."""
     top = float(spectrum.amplitudes.abs().max()) if len(spectrum) else 0.0
     return spectrum.prune(threshold=1e-12 * top)
-
-
-def pick_k_exact(
-    frequencies: Tensor, amplitudes: Tensor, score: Scorer, k: int | None, target: Target
-) -> tuple[FourierSpectrum, list[dict[str, Any]]]:
-    """The exact spectrum cut to ``k`` terms, or (``k=None``) to the smallest power-of-two ``k >= 64`` whose
-    held-out hybrid R² reaches the target (every term if none does).
-
-    Args:
-        frequencies: ``(K, n)`` bool, ordered by decreasing ``|amplitude|``; amplitudes: ``(K,)`` float64.
-    """
-    total = frequencies.shape[0]
-    if k is not None:
-        spectrum = FourierSpectrum(frequencies[:k], amplitudes[:k])
-        return spectrum, [{"method": "exact", "k": min(k, total), **score(spectrum)}]
-    stages = []
-    size = min(64, total)
-    while True:
-        spectrum = FourierSpectrum(frequencies[:size], amplitudes[:size])
-        stages.append({"method": "exact", "k": size, **score(spectrum)})
-        if size >= total or target.met(stages[-1]):
-            return spectrum, stages
-        size = min(2 * size, total)
-
-
-def hashing_fallback(
-    run: Callable[[int, int | None], FourierSpectrum],
-    plan_queries: Callable[[int, int | None], int | None],
-    oracle: Oracle,
-    sizes: tuple[int, ...],
-    score: Scorer,
-    best: FourierSpectrum,
-    stages: list[dict[str, Any]],
-    target: Target,
-    budget: Budget,
-) -> tuple[FourierSpectrum, str]:
-    """After a missed ladder: the sparse WHT by hashing (exact for exactly sparse models such as trees).
-
-    Args:
-        run: ``run(k, query budget)`` fits by hashing on the cube.
-        plan_queries: ``plan_queries(k, query budget)``: the queries that fit needs (``None``: it does not fit).
-        sizes: the ``k`` to try in order; each must fit the query budget and the time budget at the measured
-            seconds per query.
-
-    Returns:
-        ``(the best spectrum by held-out hybrid R², its method)``; the attempts are appended to ``stages``.
-    """
-    key = "r2_shap" if target.metric == "shap" else "r2"
-    best_r2, method = max(s[key] for s in stages), "hybrid"
-    for size in sizes:
-        left = budget.queries_left(oracle.rows)
-        needed = plan_queries(size, left)
-        time_left = budget.time_left()
-        if needed is None or (time_left is not None and needed * oracle.seconds_per_row() > time_left):
-            break
-        start = time.perf_counter()
-        spectrum = _clean(run(size, left))
-        scores = score(spectrum)
-        seconds = round(time.perf_counter() - start, 3)
-        stages.append({"method": "hashing", "k": size, "queries": needed, **scores, "seconds": seconds})
-        if stages[-1][key] > best_r2:
-            best, best_r2, method = spectrum, stages[-1][key], "hashing"
-        if target.met(stages[-1]):
-            break
-    return best, method
-
-
-def advice(why: str, k: int | None, n_queries: int | None, time_budget: float | None) -> str:
-    """What to change when the ladder stopped for ``why`` below the target."""
-    if why == "query budget":
-        return f"The query budget ran out: raise n_queries (now {n_queries:,})."
-    if why == "time budget":
-        return f"The time budget ran out: raise time_budget (now {time_budget} s), or fit on a GPU (device=)."
-    if k is not None:
-        return f"Raise k (now {k}), or pass k=None to let the fit size itself."
-    if why == "largest stage done":
-        return (
-            "The largest stage the memory budget allows ran: raise max_memory (or tx.settings.max_memory) for "
-            "more terms, or pass data= with rows closer to the ones you explain."
-        )
-    return (
-        "More terms and samples stopped helping: the model is not sparse on these hybrids. Pass data= with fewer "
-        "rows closer to the ones you explain, raise max_degree, or explain few players exactly."
-    )

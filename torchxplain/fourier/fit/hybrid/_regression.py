@@ -1,231 +1,263 @@
-"""Sparse regression on hybrid points in the identifiable player basis (support discovery + least squares).
+"""Sparse regression on hybrid samples: stagewise orthogonal matching pursuit over the whole pool of terms.
 
-A fit at degree ``d`` grows its support level by level (heredity): all units at degree one, then the products of
-the most important degree-``r`` terms with every unit of another player that is active (non-zero on at least
-:data:`MIN_ACTIVE` samples), all of them when they fit the column budget, else the best by standardised
-correlation with the residual; least squares after each level, and :data:`MAX_PASSES` passes over the degrees
-(a term masked by unfitted higher-degree structure shows up once that is fitted). The kept terms are then cut to
-the Walsh budget ``k`` in order of importance (|coefficient| × column norm) and refitted.
+Each round fits the selected terms by least squares, scores *every* pool term (:mod:`._terms`) by the
+standardised correlation of its column with the residual, ``z_t = |φ_tᵀ r| / (σ_r ‖φ_t‖)`` (one scatter-add over
+the pool's incidences), and adds those above a Bonferroni threshold over the pool, at most doubling the selection.
+The design is never dense: the normal equations of the selection are accumulated by scatter-adds over the pairs
+of terms each sample activates (``O(samples × active²)``) and solved by a Cholesky factor extended round by round,
+up to a term budget (:func:`term_limit`).
+Everything runs on the samples' device.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, rows_per_chunk
-from torchxplain.fourier.fit.hybrid._basis import PlayerBasis, expand_subsets, monomials_to_walsh, term_bits
-from torchxplain.fourier.spectrum._bitrows import unique_rows
+from torchxplain._core import parse_memory
+from torchxplain.fourier.fit._keys import TermKeys
+from torchxplain.fourier.fit._levels import PlayerLevels
+from torchxplain.fourier.fit._walsh import UnitWalsh, expand_terms, terms_to_walsh
+from torchxplain.fourier.fit.hybrid._terms import Incidence, PointDesign, TermPool, apply, incidence_of
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 
-MIN_ACTIVE = 3
-"""A term must be non-zero on at least this many fit samples to be a candidate."""
-Z_MIN = 3.5
-"""A candidate term joins the pool when its standardised correlation with the residual reaches this."""
-MAX_PASSES = 3
-"""Passes over the degrees when growing the support."""
-RIDGE = 1e-9
-"""Ridge weight relative to the mean diagonal of a singular Gram matrix (numerical stability only)."""
+MAX_TERMS = 4096
+"""Most terms of one fit (the term budget; the Cholesky factor is ``terms²`` float64)."""
+FALSE_DISCOVERIES = 0.05
+"""The pool-wide chance of admitting one term unrelated to the residual (the Bonferroni threshold's level)."""
+RIDGE = 1e-12
+"""Ridge weight per sample on the diagonal of the normal equations (numerical stability of collinear columns only)."""
 
 
 @dataclass(frozen=True)
 class TermFit:
-    """Terms (unit index tuples ``(T, d)`` padded with ``M``) and their coefficients ``(T,)`` float64."""
+    """A fitted sum of terms: sorted ``keys`` ``(T,)`` (:class:`~._terms.TermKeys`), ``degrees``,
+    ``coefficients`` (float64) and the ``constant``."""
 
-    terms: Tensor
+    keys: Tensor
+    degrees: Tensor
     coefficients: Tensor
+    constant: float
+    codec: TermKeys
 
-    def spectrum(self, basis: PlayerBasis) -> FourierSpectrum:
-        """The exact Walsh expansion of the fitted function."""
-        return monomials_to_walsh(term_bits(basis, self.terms), self.coefficients)
+    @property
+    def width(self) -> int:
+        return max(int(self.degrees.max()) if self.degrees.numel() else 1, 1)
+
+    def units(self) -> Tensor:
+        """``(T, width)`` unit ids of the terms, padded with ``M``."""
+        return self.codec.decode(self.keys, self.width)
+
+    def predict(self, levels: PlayerLevels, points: Tensor) -> Tensor:
+        """``(N,)`` float64 values on bool hybrid ``points``."""
+        return self.predict_on(PointDesign(levels, self.codec, points))
+
+    def predict_on(self, design: PointDesign) -> Tensor:
+        """``(N,)`` float64 values on the points of a :class:`PointDesign`."""
+        return apply(design.incidence(self.keys, self.width), self.coefficients, self.constant)
+
+    def spectrum(self, walsh: UnitWalsh) -> FourierSpectrum:
+        """The exact Walsh expansion (float64)."""
+        return terms_to_walsh(walsh, self.units(), self.coefficients, self.constant)
 
 
-def design(unit_rows: Tensor, terms: Tensor) -> Tensor:
-    """``(T, N)`` bool term rows: the AND of the unit rows ``(M + 1, N)`` each term multiplies."""
-    out = unit_rows[terms[:, 0]]
-    for col in range(1, terms.shape[1]):
-        out = out & unit_rows[terms[:, col]]
-    return out
+def term_limit() -> int:
+    """Most terms a selection holds: :data:`MAX_TERMS`, or fewer when three ``terms²`` float64 matrices (the
+    factor and its extension) would exceed the memory budget in force."""
+    return min(MAX_TERMS, int((parse_memory() / 24) ** 0.5))
 
 
-class GramPool:
-    """Normal equations of a growing pool of terms, ``G = ΦᵀΦ`` and ``r = Φᵀy``, built block-wise.
+def z_threshold(n_candidates: int) -> float:
+    """Two-sided Bonferroni threshold of the standardised scores over ``n_candidates`` terms."""
+    tail = torch.tensor(FALSE_DISCOVERIES / (2.0 * max(n_candidates, 1)), dtype=torch.float64)
+    return float(-torch.special.ndtri(tail))
 
-    Every least-squares fit on a subset of the pool is a solve with a sub-block of ``G``; adding terms only
-    computes their new rows. ``G`` holds co-activity counts, accumulated exactly in float32 (entries stay below
-    ``2**24`` samples); ``r`` is accumulated in float64. Designs are built in sample chunks under the budget.
+
+def _by_row(incidence: Incidence) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Incidences sorted by row: ``(rows, cols, start of each row, count of each row)``."""
+    order = torch.argsort(incidence.rows, stable=True)
+    rows, cols = incidence.rows[order], incidence.cols[order]
+    count = torch.bincount(rows, minlength=incidence.n_rows)
+    return rows, cols, torch.cumsum(count, 0) - count, count
+
+
+def cross_gram(a: Incidence, b: Incidence) -> Tensor:
+    """``(a.n_cols, b.n_cols)`` float64 ``Φ_aᵀ Φ_b`` of two designs on the same samples, by enumerating, per
+    sample, the pairs of their active terms."""
+    rows_a, cols_a, _, _ = _by_row(a)
+    _, cols_b, start_b, count_b = _by_row(b)
+    reps = count_b[rows_a]
+    first = torch.repeat_interleave(torch.arange(rows_a.numel(), device=rows_a.device), reps)
+    offset = torch.arange(first.numel(), device=rows_a.device) - torch.repeat_interleave(
+        torch.cumsum(reps, 0) - reps, reps
+    )
+    partner = start_b[rows_a[first]] + offset
+    flat = cols_a[first] * b.n_cols + cols_b[partner]
+    return torch.bincount(flat, minlength=a.n_cols * b.n_cols).to(torch.float64).reshape(a.n_cols, b.n_cols)
+
+
+class Selection:
+    """The least-squares fit of a selection of pool terms (plus the constant), grown round by round.
+
+    Unknowns are ordered constant first, then terms in the order they joined, so each round extends the Cholesky
+    factor of the normal equations by the new terms' block only (the Gram rows of the new terms come from
+    :func:`cross_gram`); the ridge is a fixed ``RIDGE · N`` on the diagonal, so the extended factor is that of the
+    whole system.
     """
 
-    def __init__(self, unit_rows: Tensor, y: Tensor, width: int) -> None:
-        self.unit_rows, self.y = unit_rows, y
-        self.n_samples = int(y.shape[0])
-        self.terms = torch.zeros(0, width, dtype=torch.long, device=y.device)
-        self.gram = torch.zeros(0, 0, dtype=torch.float64, device=y.device)
-        self.rhs = torch.zeros(0, dtype=torch.float64, device=y.device)
-        self.count_dtype = torch.float32 if self.n_samples < 2**24 else torch.float64
+    def __init__(self, pool: TermPool, y: Tensor) -> None:
+        self.pool, self.y = pool, y
+        device = y.device
+        self.index = torch.zeros(0, dtype=torch.long, device=device)
+        self.ridge = RIDGE * max(int(y.numel()), 1)
+        self.factor = torch.tensor([[(float(y.numel()) + self.ridge) ** 0.5]], dtype=torch.float64, device=device)
+        self.rhs = y.sum().reshape(1).to(torch.float64)
+        self.solution = torch.cholesky_solve(self.rhs[:, None], self.factor)[:, 0]
+        self.member = torch.zeros(len(pool), dtype=torch.bool, device=device)
+        empty = torch.zeros(0, dtype=torch.long, device=device)
+        self.selected = Incidence(empty, empty, int(y.numel()), 0)
 
-    def _chunks(self, rows: int) -> list[tuple[int, int]]:
-        return chunk_bounds(self.n_samples, rows_per_chunk(13 * max(rows, 1), self.n_samples))
+    @property
+    def coefficients(self) -> Tensor:
+        return self.solution[1:]
 
-    def add(self, terms: Tensor) -> None:
-        """Append ``terms`` ``(T, d)`` (the pool's width) and their rows of ``G``."""
-        t_old, t_new = self.terms.shape[0], terms.shape[0]
-        both = torch.cat((self.terms, terms))
-        cross = torch.zeros(t_new, t_old + t_new, dtype=torch.float64, device=self.y.device)
-        rhs = torch.zeros(t_new, dtype=torch.float64, device=self.y.device)
-        for a, b in self._chunks(t_old + t_new):
-            rows = design(self.unit_rows[:, a:b], both).to(self.count_dtype)
-            cross += (rows[t_old:] @ rows.T).to(torch.float64)
-            rhs += rows[t_old:].to(torch.float64) @ self.y[a:b]
-        gram = torch.zeros(t_old + t_new, t_old + t_new, dtype=torch.float64, device=self.y.device)
-        gram[:t_old, :t_old] = self.gram
-        gram[t_old:] = cross
-        gram[:t_old, t_old:] = cross[:, :t_old].T
-        self.gram, self.rhs, self.terms = gram, torch.cat((self.rhs, rhs)), both
+    @property
+    def constant(self) -> float:
+        return float(self.solution[0])
 
-    def solve(self, index: Tensor) -> Tensor:
-        """Least-squares coefficients of the pool terms ``index`` (a tiny ridge only if ``G`` is singular)."""
-        gram = self.gram[index][:, index]
-        rhs = self.rhs[index][:, None]
-        chol, info = torch.linalg.cholesky_ex(gram)
+    def add(self, new: Tensor) -> None:
+        """Add pool terms ``new`` and refit."""
+        fresh = torch.zeros(len(self.pool), dtype=torch.bool, device=new.device)
+        fresh[new] = True
+        inc = self.pool.incidence
+        hit = fresh[inc.cols]
+        self.member |= fresh
+        old = self.index.numel()
+        self.index = torch.cat((self.index, new))
+        remap = torch.zeros(len(self.pool), dtype=torch.long, device=new.device)
+        remap[new] = torch.arange(new.numel(), device=new.device)
+        design_new = Incidence(inc.rows[hit], remap[inc.cols[hit]], inc.n_rows, int(new.numel()))
+        self.selected = Incidence(
+            torch.cat((self.selected.rows, design_new.rows)),
+            torch.cat((self.selected.cols, design_new.cols + old)),
+            inc.n_rows,
+            int(self.index.numel()),
+        )
+        rhs = torch.zeros(new.numel(), dtype=torch.float64, device=self.y.device)
+        self.rhs = torch.cat((self.rhs, rhs.index_add_(0, design_new.cols, self.y[design_new.rows])))
+        if not self._extend_factor(design_new):  # the new block is numerically dependent on the old: a bigger ridge
+            self._refactor()
+        self.solution = torch.cholesky_solve(self.rhs[:, None], self.factor)[:, 0]
+
+    def _extend_factor(self, design_new: Incidence) -> bool:
+        """Extend the Cholesky factor by the new terms' block; ``False`` if that block is not positive definite."""
+        cross = cross_gram(design_new, self.selected)  # (new, old + new) over the terms
+        counts = self.pool.counts[self.index[-design_new.n_cols :]]
+        old = self.factor.shape[0]
+        below = torch.cat((counts[:, None], cross[:, : old - 1]), 1)  # Gram rows of the new terms vs the old unknowns
+        corner = cross[:, old - 1 :] + self.ridge * torch.eye(
+            design_new.n_cols, dtype=torch.float64, device=cross.device
+        )
+        left = torch.linalg.solve_triangular(self.factor, below.T, upper=False).T  # L21 = G21 L11^{-T}
+        block, info = torch.linalg.cholesky_ex(corner - left @ left.T)
         if int(info) != 0:
-            scale = float(gram.diagonal().mean()) if index.numel() else 1.0
-            gram = gram + RIDGE * scale * torch.eye(index.numel(), dtype=gram.dtype, device=gram.device)
-            chol, info = torch.linalg.cholesky_ex(gram)
-        if int(info) == 0:
-            return torch.cholesky_solve(rhs, chol)[:, 0]
-        return torch.linalg.lstsq(gram, rhs).solution[:, 0]
+            return False
+        size = old + design_new.n_cols
+        factor = torch.zeros(size, size, dtype=torch.float64, device=cross.device)
+        factor[:old, :old] = self.factor
+        factor[old:, :old] = left
+        factor[old:, old:] = block
+        self.factor = factor
+        return True
 
-    def importance(self, index: Tensor, coefficients: Tensor) -> Tensor:
-        """``|c_t| × ‖column_t‖ / sqrt(N)``: each term's contribution scale on the samples."""
-        return coefficients.abs() * (self.gram.diagonal()[index] / self.n_samples).sqrt()
+    def _refactor(self) -> None:
+        """Factor the whole system afresh with a ridge raised until it is positive definite."""
+        everything = cross_gram(self.selected, self.selected)
+        size = self.index.numel() + 1
+        gram = torch.zeros(size, size, dtype=torch.float64, device=self.y.device)
+        gram[0, 0] = self.y.numel()
+        gram[0, 1:] = gram[1:, 0] = self.pool.counts[self.index]
+        gram[1:, 1:] = everything
+        ridge = self.ridge
+        while True:
+            factor, info = torch.linalg.cholesky_ex(
+                gram + ridge * torch.eye(size, dtype=gram.dtype, device=gram.device)
+            )
+            if int(info) == 0:
+                self.factor, self.ridge = factor, ridge
+                return
+            ridge *= 100.0
 
-    def residual(self, index: Tensor, coefficients: Tensor) -> tuple[Tensor, float]:
-        """``(r = y - Φ c, σ_r)`` for the pool terms ``index`` (``σ_r`` with ``N - T`` degrees of freedom)."""
-        resid = self.y.clone()
-        for a, b in self._chunks(index.numel()):
-            resid[a:b] -= coefficients @ design(self.unit_rows[:, a:b], self.terms[index]).to(torch.float64)
-        sse = float(resid @ resid)
-        return resid, (sse / max(self.n_samples - index.numel(), 1)) ** 0.5
+    def residual(self) -> Tensor:
+        """``y - Φ c`` on the samples."""
+        return self.y - apply(self.selected, self.coefficients, self.constant)
+
+    def fit(self) -> TermFit:
+        """The current fit, its terms sorted by key."""
+        order = torch.argsort(self.pool.keys[self.index])
+        index = self.index[order]
+        pool = self.pool
+        return TermFit(pool.keys[index], pool.degrees[index], self.coefficients[order], self.constant, pool.codec)
 
 
-def _pad(terms: Tensor, width: int, fill: int) -> Tensor:
-    """Pad unit index tuples ``(T, d)`` to ``width`` columns with ``fill`` (the constant unit)."""
-    if terms.shape[1] >= width:
-        return terms
-    pad = torch.full((terms.shape[0], width - terms.shape[1]), fill, dtype=terms.dtype, device=terms.device)
-    return torch.cat((terms, pad), dim=1)
-
-
-def grow(
-    unit_rows: Tensor, basis: PlayerBasis, parents: Tensor, resid: Tensor, sigma: float, room: int, pool: Tensor
-) -> Tensor:
-    """New terms: a parent ``(P, r)`` times a unit of another slot, active on :data:`MIN_ACTIVE` samples.
-
-    When more candidates are active than there is ``room``, the best ``room`` of those whose standardised
-    correlation ``|φᵀr| / (‖φ‖ σ_r)`` with the residual ``r`` reaches :data:`Z_MIN` are kept: under the null (a
-    column unrelated to ``r``) the score is about standard normal, so few spurious terms pass while a real one
-    grows with the samples. The counts ``‖φ‖²`` and products ``φᵀr`` of every parent-unit pair come from two
-    matrix products.
+def select_terms(pool: TermPool, y: Tensor, start: Tensor | None = None, max_terms: int | None = None) -> TermFit:
+    """Stagewise orthogonal matching pursuit (module docstring).
 
     Args:
-        pool: ``(T, w)`` terms already held (padded with ``M``); they are not proposed again.
+        pool: the candidate terms and their incidences on the samples.
+        y: ``(N,)`` float64 model outputs at the samples.
+        start: pool indices selected from the outset (default: every degree-one term), e.g. the previous stage's.
+        max_terms: most terms to select (default: ``N / 4`` within :func:`term_limit`).
 
     Returns:
-        ``(C, r + 1)`` int64 unit index tuples, sorted within rows, distinct, best first.
+        The fit of the final selection.
     """
-    m_units = basis.n_units
-    n_samples = unit_rows.shape[1]
-    count = torch.zeros(parents.shape[0], m_units, dtype=torch.float64, device=unit_rows.device)
-    dot = torch.zeros_like(count)
-    for a, b in chunk_bounds(n_samples, rows_per_chunk(8 * (parents.shape[0] + m_units), n_samples)):
-        par = design(unit_rows[:, a:b], parents).to(torch.float64)
-        units = unit_rows[:m_units, a:b].to(torch.float64).T
-        count += par @ units
-        dot += (par * resid[a:b]) @ units
-    score = dot.abs() / (count.sqrt() * sigma).clamp_min(1e-300)
-    slots_ext = torch.cat((basis.unit_slot, basis.unit_slot.new_full((1,), -1)))
-    clash = (slots_ext[parents][:, :, None] == basis.unit_slot[None, None, :]).any(1)
-    p_idx, u_idx = ((count >= MIN_ACTIVE) & ~clash).nonzero(as_tuple=True)
-    order = torch.argsort(score[p_idx, u_idx], descending=True)
-    p_idx, u_idx, best = p_idx[order], u_idx[order], score[p_idx[order], u_idx[order]]
-    cand = torch.sort(torch.cat((parents[p_idx], u_idx[:, None]), dim=1), dim=1).values
-    width = pool.shape[1]
-    padded = torch.cat((cand, cand.new_full((cand.shape[0], width - cand.shape[1]), m_units)), dim=1)
-    merged, first = _distinct_in_order(torch.cat((pool, padded)), m_units + 1)
-    new = first >= pool.shape[0]
-    cand, best = merged[new], best[first[new] - pool.shape[0]]
-    if cand.shape[0] > room:
-        cand = cand[best >= Z_MIN][:room]
-    return cand
-
-
-def _distinct_in_order(cand: Tensor, base: int) -> tuple[Tensor, Tensor]:
-    """Rows of ``cand`` ``(C, d)`` (entries ``< base``) without repeats: ``(rows, their first positions)``, in
-    order of first occurrence."""
-    if cand.shape[0] == 0:
-        return cand, torch.zeros(0, dtype=torch.long, device=cand.device)
-    if cand.shape[1] * base.bit_length() > 62:
-        _, inverse = torch.unique(cand, dim=0, return_inverse=True)
-    else:
-        _, inverse = torch.unique(
-            (cand * base ** torch.arange(cand.shape[1], device=cand.device)).sum(1), return_inverse=True
-        )
-    first = torch.full((int(inverse.max()) + 1,), cand.shape[0], dtype=torch.long, device=cand.device)
-    first.scatter_reduce_(0, inverse, torch.arange(cand.shape[0], device=cand.device), reduce="amin")
-    first = torch.sort(first).values
-    return cand[first], first
-
-
-def fit_terms(unit_rows: Tensor, y: Tensor, basis: PlayerBasis, max_degree: int, max_columns: int, k: int) -> TermFit:
-    """Grow and fit the support level by level up to ``max_degree``, then cut it to ``k`` Walsh terms.
-
-    Args:
-        unit_rows: ``(M + 1, N)`` bool unit values of the samples (:meth:`PlayerBasis.unit_rows`).
-        y: ``(N,)`` float64 model outputs.
-        basis: the player basis.
-        max_degree: most units per term.
-        max_columns: most terms in the pool (the least-squares size).
-        k: most Walsh frequencies in the returned fit's expansion.
-    """
-    m_units = basis.n_units
-    width = max(max_degree, 1)
-    pool = GramPool(unit_rows, y, width)
-    pool.add(_pad(torch.arange(m_units + 1, device=y.device)[:, None], width, m_units))  # units + constant
-    index = torch.arange(pool.terms.shape[0], device=y.device)
-    coef = pool.solve(index)
-    for _ in range(MAX_PASSES):  # later passes find terms the unfitted higher degrees masked
-        grown = False
-        for degree in range(2, max_degree + 1):
-            level = (pool.terms < m_units).sum(1) == degree - 1
-            room = max_columns - pool.terms.shape[0]
-            if not bool(level.any()) or room <= 0:
-                break
-            imp = pool.importance(index[level], coef[level])
-            top = torch.argsort(imp, descending=True)[: max(32, 4 * max_columns // max(m_units, 1))]
-            resid, sigma = pool.residual(index, coef)
-            parents = pool.terms[level][top][:, : degree - 1]
-            cand = grow(unit_rows, basis, parents, resid, sigma, room, pool.terms)
-            if cand.shape[0] == 0:
-                continue
-            pool.add(cand)
-            index = torch.arange(pool.terms.shape[0], device=y.device)
-            coef = pool.solve(index)
-            grown = True
-        if not grown:
+    n_samples = int(y.numel())
+    cap = min(max_terms if max_terms is not None else max(n_samples // 4, 1), term_limit())
+    selection = Selection(pool, y)
+    first = (pool.degrees == 1).nonzero()[:, 0] if start is None else start
+    selection.add(first[:cap])
+    threshold = z_threshold(len(pool))
+    while selection.index.numel() < cap:
+        residual = selection.residual()
+        sigma = math.sqrt(float(residual @ residual) / max(n_samples - selection.index.numel() - 1, 1))
+        if sigma == 0.0:
             break
-    order = torch.argsort(pool.importance(index, coef), descending=True)
-    used = _first_use(term_bits(basis, pool.terms[order]))
-    keep = order[: max(int((used <= k).sum()), 1)]
-    return TermFit(pool.terms[keep], pool.solve(keep))
+        inc = pool.incidence
+        dot = torch.zeros(len(pool), dtype=torch.float64, device=y.device).index_add_(0, inc.cols, residual[inc.rows])
+        score = torch.where(selection.member, 0.0, dot.abs() / (pool.counts.sqrt() * sigma))
+        candidates = (score >= threshold).nonzero()[:, 0]
+        if candidates.numel() == 0:
+            break
+        room = min(max(64, selection.index.numel()), cap - selection.index.numel())
+        if candidates.numel() > room:
+            candidates = candidates[torch.argsort(score[candidates], descending=True)[:room]]
+        selection.add(candidates)
+    return selection.fit()
 
 
-def _first_use(bits: Tensor) -> Tensor:
-    """``(T,)``: the number of distinct Walsh frequencies used by the first ``t + 1`` terms (in order)."""
-    freqs, owner, _ = expand_subsets(bits)
-    uniq, inverse, _ = unique_rows(freqs)
-    first = torch.full((uniq.shape[0],), bits.shape[0], dtype=torch.long, device=bits.device)
+def prune_terms(fit: TermFit, levels: PlayerLevels, points: Tensor, k: int) -> TermFit:
+    """The most important terms of ``fit`` whose Walsh expansion has at most ``k`` frequencies.
+
+    Importance is ``|c_t| · sqrt(share of points where t is active)`` on ``points`` (hybrids, e.g. the held-out
+    check's); the kept terms keep their coefficients (a cut, not a refit).
+    """
+    inc = incidence_of(levels, fit.codec, points, fit.keys, fit.width)
+    share = torch.bincount(inc.cols, minlength=fit.keys.numel()).to(torch.float64) / max(inc.n_rows, 1)
+    order = torch.argsort(fit.coefficients.abs() * share.sqrt(), descending=True, stable=True)
+    used = _first_use(UnitWalsh(levels), fit.units()[order])
+    keep = torch.sort(order[: max(int((used <= k).sum()), 0)]).values
+    return TermFit(fit.keys[keep], fit.degrees[keep], fit.coefficients[keep], fit.constant, fit.codec)
+
+
+def _first_use(walsh: UnitWalsh, units: Tensor) -> Tensor:
+    """``(T,)``: how many distinct Walsh frequencies the first ``t + 1`` terms (in order) use."""
+    ones = torch.ones(units.shape[0], dtype=torch.float64, device=units.device)
+    keys, _, owner = expand_terms(walsh, units, ones)
+    _, inverse = torch.unique(keys, return_inverse=True)
+    first = torch.full((int(inverse.max()) + 1 if inverse.numel() else 0,), units.shape[0], device=units.device)
     first.scatter_reduce_(0, inverse, owner, reduce="amin")
-    return torch.cumsum(torch.bincount(first, minlength=bits.shape[0])[: bits.shape[0]], 0)
+    return torch.cumsum(torch.bincount(first, minlength=units.shape[0])[: units.shape[0]], 0)

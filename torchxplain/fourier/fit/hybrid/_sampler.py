@@ -6,13 +6,10 @@ background ``b``; every evaluation is at a *hybrid* ``z = where(S, x, b)``. Only
 else the background), ``b`` from the background, and a coalition of the ``d`` differing players whose size
 follows a mixture of the Shapley kernel's size weights ``∝ 1/(t(d-t))`` (KernelSHAP's design: many small and
 large coalitions) and the uniform size law of the permutation form (each size weighs the same in the Shapley
-value; it also reaches the endpoints ``f(b)`` and ``f(x)``). :meth:`HybridSampler.paths` gives permutation
-paths from ``b`` to ``x`` instead, the points the permutation estimator of the Shapley value visits.
+value; it also reaches the endpoints ``f(b)`` and ``f(x)``).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -35,22 +32,8 @@ def size_table(n_players: int, device: torch.device) -> Tensor:
     return law.cumsum(1)
 
 
-@dataclass(frozen=True)
-class Paths:
-    """Permutation paths from a background row to a row: ``points`` ``(P, L + 1, n)`` bool (step ``t`` has the
-    first ``t`` differing players of the path's order from ``x``), ``valid`` ``(P, L + 1)`` (steps up to the
-    path's number of differing players), ``added`` ``(P, L)`` int64 player added at each step, and ``row``
-    ``(P,)`` int64 the row index of each path among the drawn validation rows ``x`` ``(R, n)``."""
-
-    points: Tensor
-    valid: Tensor
-    added: Tensor
-    row: Tensor
-    x: Tensor
-
-
 class HybridSampler:
-    """Draws hybrid points ``where(S, x, b)`` for a fit, or permutation paths for a held-out check.
+    """Draws hybrid points ``where(S, x, b)`` for a fit.
 
     Args:
         rows: ``(R, n)`` bool rows like the ones to be explained (``x``).
@@ -82,25 +65,9 @@ class HybridSampler:
         d = differ.sum(1)
         u = torch.rand(count, 1, generator=generator, device=x.device, dtype=torch.float64)
         t = torch.searchsorted(self.sizes[d], u, right=True)[:, 0].clamp(max=self.n_players)
-        ranks = self._order(differ, generator).argsort(dim=1)
+        order = self._order(differ, generator)
+        ranks = torch.empty_like(order).scatter_(
+            1, order, torch.arange(order.shape[1], device=x.device).expand_as(order)
+        )
         take = (ranks < t[:, None])[:, self.groups]
         return torch.where(take, x, b)
-
-    def paths(self, n_rows: int, per_row: int, generator: torch.Generator) -> Paths:
-        """``per_row`` permutation paths for each of ``n_rows`` random rows (random background rows)."""
-        device = self.rows.device
-        x = self.rows[torch.randint(0, self.rows.shape[0], (n_rows,), generator=generator, device=device)]
-        row = torch.arange(n_rows, device=device).repeat_interleave(per_row)
-        xr = x[row]
-        b = self.background[
-            torch.randint(0, self.background.shape[0], (row.numel(),), generator=generator, device=device)
-        ]
-        differ = ((xr != b).to(torch.float32) @ self._owner) > 0
-        order = self._order(differ, generator)
-        length = int(differ.sum(1).max()) if row.numel() else 0
-        ranks = order.argsort(dim=1)
-        steps = torch.arange(length + 1, device=device)
-        take = (ranks[:, None, :] < steps[None, :, None])[:, :, self.groups]  # (P, L + 1, n)
-        points = torch.where(take, xr[:, None, :], b[:, None, :])
-        valid = steps[None, :] <= differ.sum(1)[:, None]
-        return Paths(points, valid, order[:, :length], row, x)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -70,6 +71,10 @@ class TreeEnsemble:
             regressors.
         feature_names: the model's fit-time column names, when it recorded them.
         oblivious: blocks of oblivious trees (CatBoost), explained by one transform per tree.
+        missing: a value the library reads as missing besides NaN (XGBoost's ``missing=``; NaN: none), compared
+            after casting to ``input_dtype``.
+        names: how the library stored ``feature_names``: ``"exact"``, or ``"lightgbm"`` (each space of a column
+            name became ``_``; :func:`fitted_names` applies that rule to a frame's columns before comparing).
     """
 
     left: np.ndarray
@@ -89,6 +94,8 @@ class TreeEnsemble:
     target: int | None = None
     feature_names: tuple[str, ...] | None = None
     oblivious: tuple[ObliviousBlock, ...] = field(default=())
+    missing: float = float("nan")
+    names: Literal["exact", "lightgbm"] = "exact"
 
     @property
     def is_leaf(self) -> np.ndarray:
@@ -131,6 +138,8 @@ class TreeEnsemble:
         v = np.asarray(values, dtype=self.input_dtype).astype(np.float64)
         right = v >= table[:, 1] if self.strict else v > table[:, 1]
         missing = np.isnan(v) | ((table[:, 3] > 0) & (np.abs(v) <= 1e-35))
+        if self.missing == self.missing:  # a sentinel value, compared in the library's input precision
+            missing |= v == float(np.asarray(self.missing, dtype=self.input_dtype))
         return np.where(missing, table[:, 2] > 0, right)
 
     @property
@@ -143,6 +152,14 @@ class TreeEnsemble:
             deepest += bool(len(inner))
             frontier = np.concatenate([self.left[inner], self.right[inner]])
         return max([deepest, *(block.depth for block in self.oblivious)])
+
+
+def fitted_names(columns: tuple[str, ...] | None, rule: str) -> tuple[str, ...] | None:
+    """A DataFrame's ``columns`` as a library that renames them at fit time recorded them (``rule`` as
+    :attr:`TreeEnsemble.names`): LightGBM writes ``_`` for every space."""
+    if columns is None or rule == "exact":
+        return columns
+    return tuple(str(c).replace(" ", "_") for c in columns)
 
 
 def concat_trees(trees: list[dict[str, np.ndarray]], weights: list[float], **meta: object) -> TreeEnsemble:

@@ -21,50 +21,62 @@ def matches(model: Any) -> bool:
     return isinstance(model, (lightgbm.Booster, lightgbm.LGBMModel))
 
 
-def _flatten(root: dict[str, Any], name: str) -> dict[str, np.ndarray]:
-    """Pre-order node arrays of one dumped tree (parsing at the edge; the spectrum itself is vectorised)."""
-    nodes: list[dict[str, Any]] = []
-    left: list[int] = []
-    right: list[int] = []
-    stack: list[tuple[dict[str, Any], int, bool]] = [(root, -1, False)]
-    while stack:
-        node, parent, is_right = stack.pop()
-        index = len(nodes)
-        nodes.append(node)
-        left.append(-1)
-        right.append(-1)
-        if parent >= 0:
-            (right if is_right else left)[parent] = index
-        if "leaf_value" in node:
-            if "leaf_coeff" in node or "leaf_features" in node:
-                raise ValueError(f"{name} uses linear trees (linear_tree=True), which are not supported")
-            continue
-        if node["decision_type"] != "<=":
-            raise ValueError(
-                f"{name} has a categorical split (decision_type {node['decision_type']!r}), which is not "
-                "supported; one-hot encode categorical features instead"
-            )
-        stack.append((node["right_child"], index, True))
-        stack.append((node["left_child"], index, False))
-    internal = ["leaf_value" not in n for n in nodes]
-    threshold = np.array([n.get("threshold", 0.0) for n in nodes], dtype=np.float64)
-    default_left = np.array([bool(n.get("default_left", True)) for n in nodes])
-    missing = [n.get("missing_type", "None") for n in nodes]
-    # missing_type None: NaN is read as 0 and compared; NaN: NaN takes the default side; Zero: 0 and NaN do.
-    nan_right = np.where(np.array(missing) == "None", threshold < 0.0, ~default_left) & np.array(internal)
+def _model_text(model: Any) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """The header and the trees of ``model_to_string()`` (LightGBM's own text format, as ``key=value`` lines; up to
+    the best iteration when early stopping recorded one, as ``predict`` uses)."""
+    header: dict[str, str] = {}
+    trees: list[dict[str, str]] = []
+    current = header
+    for line in model.model_to_string().split("\n"):
+        if line.startswith("Tree="):
+            current = {}
+            trees.append(current)
+        elif line.startswith("end of trees"):
+            break
+        elif line:
+            key, _, value = line.partition("=")  # a bare line is a flag (average_output, the rf mode)
+            current[key] = value
+    return header, trees
+
+
+def _tree_arrays(tree: dict[str, str], name: str) -> dict[str, np.ndarray]:
+    """Node arrays of one tree of the text format: internal nodes ``0..I-1``, then leaf ``j`` at ``I + j`` (a
+    child ``c < 0`` is leaf ``~c``)."""
+    if tree.get("is_linear", "0") != "0":
+        raise ValueError(f"{name} uses linear trees (linear_tree=True), which are not supported")
+    leaf_value = np.array(tree["leaf_value"].split(), dtype=np.float64)
+    if len(leaf_value) == 1 or "split_feature" not in tree:  # a tree of one leaf
+        none, empty = np.array([-1]), np.zeros(1, dtype=bool)
+        arrays = {"left": none, "right": none, "feature": none, "threshold": np.zeros(1), "value": leaf_value[:1]}
+        return {**arrays, "nan_right": empty, "zero_is_missing": empty}
+    decision = np.array(tree["decision_type"].split(), dtype=np.int64)
+    if (decision & 1).any():
+        raise ValueError(
+            f"{name} has a categorical split, which is not supported; one-hot encode categorical features instead"
+        )
+    internal = len(decision)
+    threshold = np.array(tree["threshold"].split(), dtype=np.float64)
+    children = [np.array(tree[key].split(), dtype=np.int64) for key in ("left_child", "right_child")]
+    left, right = (np.where(c >= 0, c, internal + ~c) for c in children)
+    missing = (decision >> 2) & 3  # 0: None (NaN is read as 0 and compared), 1: Zero (0 and NaN), 2: NaN
+    default_left = (decision & 2) > 0
+    nan_right = np.where(missing == 0, threshold < 0.0, ~default_left)
+    pad = np.zeros(len(leaf_value), dtype=bool)
     return {
-        "left": np.array(left),
-        "right": np.array(right),
-        "feature": np.array([n.get("split_feature", -1) for n in nodes]),
-        "threshold": threshold,
-        "nan_right": nan_right,
-        "zero_is_missing": np.array(missing) == "Zero",
-        "value": np.array([n.get("leaf_value", 0.0) for n in nodes], dtype=np.float64),
+        "left": np.concatenate([left, np.full(len(leaf_value), -1)]),
+        "right": np.concatenate([right, np.full(len(leaf_value), -1)]),
+        "feature": np.concatenate(
+            [np.array(tree["split_feature"].split(), dtype=np.int64), np.full(len(leaf_value), -1)]
+        ),
+        "threshold": np.concatenate([threshold, np.zeros(len(leaf_value))]),
+        "nan_right": np.concatenate([nan_right, pad]),
+        "zero_is_missing": np.concatenate([missing == 1, pad]),
+        "value": np.concatenate([np.zeros(internal), leaf_value]),
     }
 
 
-def _names(dump: dict[str, Any]) -> tuple[str, ...] | None:
-    names = [str(c) for c in dump.get("feature_names", [])]
+def _names(header: dict[str, str]) -> tuple[str, ...] | None:
+    names = header.get("feature_names", "").split()
     if not names or names == [f"Column_{i}" for i in range(len(names))]:  # LightGBM's names for arrays
         return None
     return tuple(names)
@@ -72,8 +84,9 @@ def _names(dump: dict[str, Any]) -> tuple[str, ...] | None:
 
 def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
     """Read a LightGBM model into one :class:`TreeEnsemble` per explained output, each the raw score
-    ``predict(raw_score=True)`` of one class (see :mod:`~torchxplain.fourier.trees.adapters._targets`). Like
-    ``predict``, the dump stops at the best iteration when early stopping recorded one. For
+    ``predict(raw_score=True)`` of one class (see :mod:`~torchxplain.fourier.trees.adapters._targets`), from the
+    model's text form (``model_to_string``: like ``predict``, it stops at the best iteration when early stopping
+    recorded one). For
     ``boosting_type='rf'`` the score is the average over the trees, the margin behind ``predict`` (LightGBM's
     ``predict(raw_score=True)`` returns the un-averaged sum there).
     """
@@ -84,33 +97,32 @@ def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
         if not getattr(model, "fitted_", False):
             raise ValueError(f"{name} is not fitted; call .fit() before extracting its spectrum")
         model = model.booster_
-    dump = model.dump_model()
-    per_iteration = int(dump["num_tree_per_iteration"])
-    objective = str(dump.get("objective", "")).split(" ")[0]
+    header, tree_texts = _model_text(model)
+    per_iteration = int(header["num_tree_per_iteration"])
+    objective = header.get("objective", "").split(" ")[0]
     classifier = objective in ("binary", "multiclass", "multiclassova")
     kind: OutputKind = "margin" if classifier else "outputs"
     n = max(per_iteration, 2) if classifier else per_iteration
     scale = ("log-odds" if n == 2 else "softmax logit") if classifier else "output units"
-    infos = dump["tree_info"]
-    weight = 1.0 / max(len(infos) // per_iteration, 1) if dump.get("average_output", False) else 1.0
+    weight = 1.0 / max(len(tree_texts) // per_iteration, 1) if "average_output" in header else 1.0
     out = []
     for choice in choose_outputs(target, n, kind, name):
         sign = -1.0 if choice.negate else 1.0
-        chosen = [info for i, info in enumerate(infos) if i % per_iteration == choice.column]
-        trees = [_flatten(info["tree_structure"], name) for info in chosen]
+        trees = [_tree_arrays(t, name) for i, t in enumerate(tree_texts) if i % per_iteration == choice.column]
         output = describe_output(choice, kind, "predict(raw_score=True)", scale, n)
         out.append(
             concat_trees(
                 trees,
                 [sign * weight] * len(trees),
                 offset=0.0,
-                n_features=int(dump["max_feature_idx"]) + 1,
+                n_features=int(header["max_feature_idx"]) + 1,
                 strict=False,
                 input_dtype=np.dtype(np.float64),
                 description=f"{name} ({output})",
                 output=output,
                 target=choice.target,
-                feature_names=_names(dump),
+                feature_names=_names(header),
+                names="lightgbm",
             )
         )
     return out

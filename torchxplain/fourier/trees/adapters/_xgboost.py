@@ -10,7 +10,7 @@ import numpy as np
 from torchxplain.fourier.trees.adapters._base import TreeEnsemble, concat_trees
 from torchxplain.fourier.trees.adapters._targets import OutputKind, choose_outputs, describe_output
 
-SUPPORTED = "xgboost Booster (gbtree), XGBRegressor, XGBClassifier, XGBRFRegressor, XGBRFClassifier"
+SUPPORTED = "xgboost Booster (gbtree, dart), XGBRegressor, XGBClassifier, XGBRFRegressor, XGBRFClassifier, XGBRanker"
 
 # How each objective turns the stored base_score into a margin (checked against predict(output_margin=True)).
 _LOGIT = {"binary:logistic", "reg:logistic"}
@@ -25,6 +25,9 @@ _IDENTITY = {
     "binary:hinge",
     "multi:softmax",
     "multi:softprob",
+    "rank:pairwise",  # ranking objectives: predict is the margin itself
+    "rank:ndcg",
+    "rank:map",
 }
 
 
@@ -87,7 +90,9 @@ def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
     ``predict(output_margin=True)`` of one output (class; see :mod:`~torchxplain.fourier.trees.adapters._targets`).
 
     A scikit-learn wrapper fitted with early stopping keeps the trees up to ``best_iteration``, as its
-    ``predict`` does.
+    ``predict`` does, and reads entries equal to its ``missing=`` value as missing, as its ``predict`` does (a raw
+    ``Booster`` knows no sentinel: its ``DMatrix`` did). A ``dart`` booster predicts with every tree scaled by its
+    weight (``weight_drop``), as ``predict`` does.
     """
     import xgboost
 
@@ -98,8 +103,12 @@ def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
         raise ValueError(f"{type(model).__name__} is not fitted; call .fit() first") from err
     learner = json.loads(booster.save_raw("json"))["learner"]
     gbm = learner["gradient_booster"]
+    weight_drop = None
+    if gbm["name"] == "dart":
+        weight_drop = np.asarray(gbm["weight_drop"], dtype=np.float64)
+        gbm = gbm["gbtree"]
     if gbm["name"] != "gbtree":
-        raise ValueError(f"XGBoost booster {gbm['name']!r} is not supported; only booster='gbtree' is")
+        raise ValueError(f"XGBoost booster {gbm['name']!r} is not supported; booster='gbtree' and 'dart' are")
     name = type(model).__name__
     params = learner["learner_model_param"]
     objective = learner["objective"]["name"]
@@ -122,12 +131,14 @@ def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
         sign = -1.0 if choice.negate else 1.0
         column = choice.column
         offset = _margin(objective, np.float32(base[column if len(base) > 1 else 0]).item())
-        trees = [_tree_arrays(tree_model["trees"][int(i)], name) for i in np.flatnonzero(tree_info == column)]
+        chosen = np.flatnonzero(tree_info == column)
+        trees = [_tree_arrays(tree_model["trees"][int(i)], name) for i in chosen]
+        weights = np.ones(len(chosen)) if weight_drop is None else weight_drop[chosen]
         output = describe_output(choice, kind, "predict(output_margin=True)", _scale(objective), n)
         out.append(
             concat_trees(
                 trees,
-                [sign] * len(trees),
+                [sign * float(w) for w in weights],
                 offset=sign * offset,
                 n_features=int(params["num_feature"]),
                 strict=True,
@@ -136,6 +147,17 @@ def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
                 output=output,
                 target=choice.target,
                 feature_names=None if names is None else tuple(str(c) for c in names),
+                missing=_missing(model) if wrapper else float("nan"),
             )
         )
     return out
+
+
+def _missing(model: Any) -> float:
+    """A scikit-learn wrapper's ``missing=`` value (NaN: only NaN is missing)."""
+    value = getattr(model, "missing", float("nan"))
+    if value is None:
+        return float("nan")
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise ValueError(f"{type(model).__name__} has missing={value!r}; expected a number or NaN")
+    return float(value)

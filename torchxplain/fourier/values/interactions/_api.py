@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor
 
-from torchxplain._core import settings
+from torchxplain._core import parse_memory, settings
+from torchxplain._core.settings import MIN_MEMORY
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.values._cost import Kernel
 from torchxplain.fourier.values._public import _plan
-from torchxplain.fourier.values.interactions._kernel import _interaction_values
 from torchxplain.fourier.values.interactions._weights import INDICES, Index
 
 _VALUES = ("SV", "BV")
@@ -34,6 +36,24 @@ def check_index(index: object, max_order: object, m: int) -> int:
     return max_order
 
 
+def check_result_memory(m: int, max_order: int, dtype: torch.dtype) -> None:
+    """Refuse a result whose dense tensors of orders ``0..max_order`` exceed the memory budget for a single row.
+
+    The result holds one entry per ordered tuple of players (``Σ_t m^t`` per row), so one row of it cannot be
+    chunked: above the budget (at least 1 MiB; the tests' tiny budgets only chunk intermediates) the call is
+    refused before anything is allocated, with the size and the fixes. Many rows are the caller's output, as the
+    ``(Q, m)`` of the first-order values are.
+    """
+    per_row = sum(m**t for t in range(max_order + 1)) * (torch.finfo(dtype).bits // 8)
+    budget = max(parse_memory(), MIN_MEMORY)
+    if per_row > budget:
+        raise ValueError(
+            f"interaction_values up to order {max_order} on {m} players returns dense tensors of "
+            f"{per_row / 2**30:.3g} GiB per row, above max_memory={budget / 2**30:.3g} GiB; lower max_order, group "
+            "the players (groups= / feature_mask=), or raise max_memory"
+        )
+
+
 def interaction_values(
     spectrum: FourierSpectrum,
     x: object,
@@ -43,15 +63,19 @@ def interaction_values(
     groups: object = None,
     max_memory: int | str | None = None,
     show_progress: bool | None = None,
+    kernel: Kernel = "auto",
 ) -> dict[int, Tensor]:
     """Exact interventional interaction indices of a sparse spectrum, every order up to ``max_order``.
 
     The game of query ``x*`` is ``v(S) = mean_b h(x*_S, b_{~S})`` over the background rows ``b``; each index is
     shapiq's definition of it (``shapiq.ExactComputer`` gives the same numbers), computed in closed form per
-    (background row, frequency) — see :mod:`torchxplain.fourier.values.interactions._weights` for the derivation.
+    (background row, frequency) — see :mod:`torchxplain.fourier.values.interactions._weights` for the derivation —
+    or, up to order 2, from the small-support tables of each order (:mod:`~torchxplain.fourier.values._weights`),
+    whichever the cost model predicts cheaper.
 
     Args:
-        spectrum: ``k`` frequencies on ``n`` binary features (its dtype is the working dtype).
+        spectrum: ``k`` frequencies on ``n`` binary features (computed in ``tx.settings.dtype_policy``'s dtype:
+            the spectrum's float32/float64, float32 for half precision).
         x: ``(Q, n)`` binary queries (tensor, numpy, list or DataFrame).
         background: ``(B, n)`` binary background, or its :func:`~torchxplain.fourier.precompute_background` term.
         index: ``"k-SII"``, ``"STII"``, ``"FSII"``, ``"FBII"``, ``"BII"``, ``"SII"``, ``"SV"``, ``"BV"``,
@@ -63,6 +87,8 @@ def interaction_values(
             restricted to its features.
         max_memory: byte budget of the chunked intermediates (e.g. ``"2GB"``); ``None``: ``tx.settings``.
         show_progress: a tqdm bar over frequency blocks; ``None``: ``tx.settings``.
+        kernel: ``"auto"`` (cost model), ``"gemm"`` (the per-(row, frequency) kernel) or ``"small_support"``
+            (tables; ``max_order`` at most 2); all are exact.
 
     Returns:
         ``{0: (Q,), 1: (Q, m), 2: (Q, m, m), 3: (Q, m, m, m), ...}`` up to ``max_order``, in the output's units;
@@ -71,6 +97,7 @@ def interaction_values(
         ``max_order=1``), the index's own empty-set value for SII, BII, BV and FBII.
     """
     with settings.using(max_memory=max_memory, show_progress=show_progress):
-        plan, xq = _plan(spectrum, x, background, groups, "auto", relaxed=False)  # the value functions' checks
+        plan, xq = _plan(spectrum, x, background, groups, kernel, relaxed=False)  # the value functions' checks
         order = check_index(index, max_order, plan.m)
-        return _interaction_values(xq, plan.term, plan.groups, plan.m, index, order)
+        check_result_memory(plan.m, order, xq.dtype)
+        return plan.interaction_values(xq, index, order)

@@ -1,0 +1,198 @@
+"""``explain_after_fit``: one call after ``model.fit`` that picks a sensible explainer for the model type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gpytorch
+import torch
+from torch import Tensor, nn
+
+from torchxplain._core import check_finite, check_int, check_matrix
+from torchxplain._core.inputs import check_feature_names, dense_players, is_dataframe, to_tensor
+from torchxplain._core.seeding import make_generator
+from torchxplain.fourier.explainer._fourier_shap import FourierShap
+from torchxplain.fourier.fit._api import DEFAULT_QUERIES, TABULATE_LIMIT
+from torchxplain.fourier.fit._enumerate import enumeration_queries
+from torchxplain.fourier.fit._levels import PlayerLevels
+from torchxplain.fourier.fit._one_hot import find_one_hot_blocks
+from torchxplain.fourier.trees.adapters._dispatch import supports
+from torchxplain.goals._explainers import Goals
+from torchxplain.goals.bnn._model import LastLayerBNN
+from torchxplain.idx._classifier import BayesianClassifier
+from torchxplain.idx._explain import explain as idx_explain
+
+METHODS = ("auto", "trees", "fourier", "goals", "idx")
+
+
+@dataclass(frozen=True)
+class AfterFitResult:
+    """What :func:`explain_after_fit` chose and computed.
+
+    Attributes:
+        method: ``"trees"``, ``"fourier"``, ``"goals"`` or ``"idx"``.
+        reason: why that method was chosen.
+        explainer: the fitted explainer (``None`` for IDX, which has no explainer object).
+        attributions: ``(Q, n)`` local attributions of ``X_test`` (FourierSHAP values or GOALS local scores);
+            for IDX, the list of :class:`~torchxplain.idx.Explanation` objects.
+    """
+
+    method: str
+    reason: str
+    explainer: Any
+    attributions: Any
+
+
+def explain_after_fit(
+    model: Any,
+    X_train: Any,
+    X_test: Any,
+    method: str = "auto",
+    target: int | None = None,
+    n_background: int = 100,
+    seed: int = 0,
+    **options: Any,
+) -> AfterFitResult:
+    """Explain ``X_test`` with the method that fits ``model``'s type.
+
+    * tree ensembles (scikit-learn, XGBoost, LightGBM) → exact tree spectrum (``FourierShap.from_trees``);
+    * a ``gpytorch.models.ExactGP`` or a :class:`~torchxplain.goals.LastLayerBNN` → :class:`~torchxplain.Goals`;
+    * a :class:`~torchxplain.idx.BayesianClassifier` → :func:`torchxplain.idx.explain`;
+    * a torch module or callable on binary (one-hot) data → :class:`~torchxplain.FourierShap` by queries: one
+      player per one-hot block found in ``X_train`` (``groups="auto"``, unless ``groups=`` is given; the reason says
+      what was found), fitted on hybrids of ``X_train`` with the background — tabulated exactly when the players'
+      level grid is small — or, when enumerating ``X_test``'s coalitions costs fewer queries than a fit,
+      ``method="enumerate"`` (exact).
+
+    Args:
+        model: the fitted model.
+        X_train: ``(N, n)`` training inputs; a seeded sample of ``n_background`` rows is the background (not used
+            by GOALS, which reads the model's own training inputs, nor by IDX).
+        X_test: ``(Q, n)`` rows to explain (for IDX: any input form :func:`torchxplain.idx._explain` takes). When
+            both are DataFrames their columns must agree (same names, same order); GOALS takes them as its
+            ``feature_names``.
+        method: ``"auto"`` or one of ``"trees"``, ``"fourier"``, ``"goals"``, ``"idx"``.
+        target: output column for multi-output models.
+        n_background: background size for the SHAP methods.
+        seed: seed of the background sample and of the spectrum fit.
+        **options: passed to the chosen explainer (e.g. ``k`` for FourierSHAP, ``xi`` for GOALS, ``kit`` for IDX).
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {list(METHODS)}, got {str(method)[:40]!r}")
+    check_int(n_background, "n_background", 1, hint="the number of background rows")
+    if method == "idx" or (method == "auto" and isinstance(model, BayesianClassifier)):
+        reason = "requested" if method == "idx" else "a Bayesian network classifier: influence-driven explanations"
+        return AfterFitResult("idx", reason, None, idx_explain(model, X_test, **options))
+    converted_test, converted_train = to_tensor(X_test, "X_test", ndim=2), to_tensor(X_train, "X_train", ndim=2)
+    test, train = converted_test.tensor, converted_train.tensor
+    check_finite(check_matrix(test, "X_test"), "X_test")
+    check_finite(check_matrix(train, "X_train", test.shape[1]), "X_train")
+    check_feature_names(converted_train.feature_names, converted_test.feature_names, "X_test")
+    chosen, reason, forward = _choose(model, train) if method == "auto" else (method, "requested", model)
+    if chosen == "goals":
+        names = converted_train.feature_names or converted_test.feature_names
+        explainer: Any = Goals(model, **({"feature_names": names} if names else {}) | options)
+        return AfterFitResult(chosen, reason, explainer, explainer.attribute(test.to(explainer.train_inputs.dtype)))
+    rows = torch.randperm(train.shape[0], generator=make_generator(seed))[:n_background]
+    background = X_train.iloc[rows.numpy()] if is_dataframe(X_train) else train[rows]  # keeps column names
+    if chosen == "trees":
+        explainer = FourierShap.from_trees(model, background, target=target, **options)
+    else:
+        route, why = _fourier_route(train, test, background, options)
+        options.setdefault("method", route)
+        explainer = FourierShap(
+            forward, _floating(background), data=_floating(X_train), target=target, seed=seed, **options
+        )
+        report = explainer.fit_report
+        reason = "; ".join(r for r in (reason, report.players if report is not None else None, why) if r)
+    return AfterFitResult(chosen, reason, explainer, explainer.attribute(_floating(X_test)).detach())
+
+
+def _fourier_route(train: Tensor, test: Tensor, background: Any, options: dict[str, Any]) -> tuple[str, str]:
+    """The black-box route with the rows to explain known (``method`` unless given, and why): a fit (tabulated
+    when the players' level grid is small), or exact enumeration of ``X_test``'s coalitions when that costs fewer
+    queries than a fit's default budget. ``groups`` default to ``"auto"`` (one-hot blocks found in the data)."""
+    options.setdefault("groups", "auto")
+    if "method" in options:
+        return str(options["method"]), ""
+    bits = to_tensor(background, "background").tensor.bool()
+    rows, test_bits = train.bool(), test.bool()
+    if isinstance(options["groups"], str):
+        players = find_one_hot_blocks(torch.cat((rows, bits)), None).ids
+    else:
+        players = to_tensor(options["groups"], "groups").tensor.long()
+    index, _, m = dense_players(players)
+    levels = PlayerLevels(torch.cat((rows, bits)), index, m)
+    if levels.grid_size <= TABULATE_LIMIT:
+        return "auto", ""
+    needed = enumeration_queries(test_bits, bits, index, m)
+    if needed <= DEFAULT_QUERIES:
+        return "enumerate", (
+            f"the rows to explain are known and enumerating their coalitions takes {needed:,} queries, within a "
+            f"fit's {DEFAULT_QUERIES:,}: exact values by enumeration"
+        )
+    return "auto", ""
+
+
+def _floating(x: Any) -> Any:
+    """Integer/bool 0/1 tables as float tensors (a model is queried with floats); frames and floats as they are."""
+    if is_dataframe(x):
+        return x
+    t = to_tensor(x, "X").tensor
+    return t if t.is_floating_point() else t.to(torch.get_default_dtype())
+
+
+def _choose(model: Any, x_train: Tensor) -> tuple[str, str, Any]:
+    """``(method, reason, forward function)`` for ``model``; a clear refusal when nothing fits."""
+    name = type(model).__name__
+    if isinstance(model, LastLayerBNN) or _is_exact_gp(model):
+        return "goals", f"a Bayesian regression model ({name}): GOALS with posterior uncertainty", model
+    if supports(model):
+        return "trees", f"a tree ensemble ({name}): its exact Fourier spectrum", model
+    forward = model if isinstance(model, nn.Module) or callable(model) else _sklearn_forward(model)
+    if forward is None:
+        raise TypeError(
+            f"cannot explain a model of type {type(model).__module__}.{name}: {SUPPORTED}. Next step: pass a "
+            "callable on (B, n) float tensors, e.g. lambda x: torch.as_tensor(model.predict(x.numpy()))"
+        )
+    if not bool(((x_train == 0) | (x_train == 1)).all()):
+        raise ValueError(
+            f"a {name} on continuous inputs: FourierSHAP explains models of binary (e.g. one-hot) inputs, and "
+            "X_train is not 0/1. Next step: one-hot encode categorical inputs (then feature_mask gives one value "
+            "per variable); for continuous inputs use a tree model or a GPyTorch GP / LastLayerBNN (GOALS), or "
+            "torchxplain.integrations._captum.background_averaged with Captum's KernelShap"
+        )
+    how = "its predict_proba/predict" if forward is not model else "it"
+    return "fourier", f"a {name} on binary inputs: a sparse Fourier surrogate fitted by querying {how}", forward
+
+
+SUPPORTED = (
+    "supported are tree ensembles (scikit-learn trees/forests/boosting, XGBoost, LightGBM, CatBoost), GPyTorch "
+    "ExactGP and LastLayerBNN models (GOALS), torchxplain.idx.BayesianClassifier (IDX), and torch modules, "
+    "callables or fitted scikit-learn estimators with predict/predict_proba on binary inputs (FourierSHAP)"
+)
+
+
+def _sklearn_forward(model: Any) -> Any:
+    """A torch callable around a fitted scikit-learn-style estimator (binary classifiers: P(class 1)), or None."""
+    if hasattr(model, "predict_proba") and len(getattr(model, "classes_", ())) == 2:
+
+        def proba(x: Tensor) -> Tensor:
+            return torch.as_tensor(model.predict_proba(x.detach().cpu().numpy())[:, 1], dtype=x.dtype)
+
+        return proba
+    if hasattr(model, "predict") and not hasattr(model, "predict_proba"):
+
+        def predict(x: Tensor) -> Tensor:
+            return torch.as_tensor(model.predict(x.detach().cpu().numpy()), dtype=x.dtype)
+
+        return predict
+    return None
+
+
+def _is_exact_gp(model: Any) -> bool:
+    return isinstance(model, gpytorch.models.ExactGP)
+
+
+__all__ = ["AfterFitResult", "explain_after_fit"]
