@@ -14,7 +14,8 @@ import torch
 
 import torchxplain as tx
 from tests.fourier.tree_cases import brute_force_values, coalition_values
-from torchxplain.fourier.encoding._encoders import ThresholdEncoder, encoder_from_config
+from torchxplain._core.saved_fields import SavedFields
+from torchxplain.fourier.encoding._encoders import ThresholdEncoder, encoder_from_fields
 
 ThresholdEncoding = tx.fourier.ThresholdEncoding
 
@@ -165,7 +166,8 @@ def test_the_encoder_round_trips_the_thresholds_bit_for_bit():
     encoder = ThresholdEncoder(encoding)
     prefix = "encoder."
     state = {prefix + k: v for k, v in encoder.state_dict().items()}
-    back = encoder_from_config(encoder.config(), state, prefix).encoding
+    fields = SavedFields({"encoder": encoder.config()}, state, dims={"n_binary": encoder.n_binary, "n_inputs": 3})
+    back = encoder_from_fields(fields).encoding
     assert torch.equal(back.threshold, encoding.threshold) and torch.equal(back.feature, encoding.feature)
     x = torch.as_tensor(rng.normal(size=(30, 3)) * 1e-7 + 1.0)
     assert torch.equal(back.transform(x), encoding.transform(x))

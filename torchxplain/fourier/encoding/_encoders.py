@@ -100,6 +100,8 @@ class ThresholdEncoder(InputEncoder):
 
     Args:
         encoding: the thresholds (e.g. a tree model's splits, :meth:`TreeEncoding.from_model`).
+        finite: refuse NaN and infinite inputs (a black box fitted on hybrids of finite rows, whose codes would
+            route a missing value to a slot it never saw); ``False`` routes NaN as the encoding says (trees).
     """
 
     kind = "thresholds"
@@ -107,7 +109,7 @@ class ThresholdEncoder(InputEncoder):
     nan_right: Tensor
     zero_is_missing: Tensor
 
-    def __init__(self, encoding: ThresholdEncoding) -> None:
+    def __init__(self, encoding: ThresholdEncoding, finite: bool = False) -> None:
         super().__init__()
         if not isinstance(encoding, ThresholdEncoding):
             raise TypeError(
@@ -121,6 +123,7 @@ class ThresholdEncoder(InputEncoder):
         self.input_dtype = encoding.input_dtype
         self.missing_value = encoding.missing_value
         self._n_inputs = encoding.n_features
+        self.finite = finite
 
     @property
     def n_inputs(self) -> int:
@@ -144,6 +147,13 @@ class ThresholdEncoder(InputEncoder):
         # NaN is a missing value (routed like the library does); infinities are ordinary far values.
         if x.is_complex():
             raise TypeError(f"{name} must be real-valued, got dtype {x.dtype}")
+        if self.finite:
+            try:
+                check_finite(x, name)
+            except ValueError as err:
+                raise ValueError(
+                    f"{err}; this explainer was fitted on finite rows: impute missing values as you did for training"
+                ) from None
 
     def encode(self, x: Tensor, dtype: torch.dtype) -> Tensor:
         codes = threshold_codes(
@@ -166,6 +176,7 @@ class ThresholdEncoder(InputEncoder):
             "strict": self.strict,
             "input_dtype": str(self.input_dtype).removeprefix("torch."),
             "missing_value": None if self.missing_value != self.missing_value else self.missing_value,
+            "finite": self.finite,
         }
 
 
@@ -207,4 +218,4 @@ def encoder_from_fields(fields: SavedFields) -> InputEncoder:
         if config.value("missing_value", optional=True) is None
         else config.number("missing_value"),
     )
-    return ThresholdEncoder(encoding)
+    return ThresholdEncoder(encoding, finite=bool(config.flag("finite", optional=True)))
