@@ -8,7 +8,8 @@ them) and :meth:`config` gives the JSON-able rest, so an explainer saves and loa
 * :class:`BinaryEncoder` — inputs already in {0,1}^n (one-hot data, binary landscapes); the identity.
 * :class:`ThresholdEncoder` — continuous inputs; every threshold becomes a binary feature owned by the feature it
   splits (a :class:`~torchxplain.fourier.ThresholdEncoding`, e.g. a tree's splits,
-  :class:`~torchxplain.fourier.TreeEncoding`).
+  :class:`~torchxplain.fourier.TreeEncoding`, or a black box's data, ``ThresholdEncoding.from_data``).
+* :class:`RawEncoder` — the identity on raw rows, for exact enumeration through a model on continuous inputs.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class InputEncoder(nn.Module):
     """
 
     kind: str = ""
+    binary_codes: bool = True
+    """Whether :meth:`encode` gives binary codes (every encoder of a spectrum); ``False`` for :class:`RawEncoder`."""
     owner: Tensor
 
     @property
@@ -90,6 +93,36 @@ class BinaryEncoder(InputEncoder):
 
     def config(self) -> dict[str, Any]:
         return {"kind": self.kind, "n": self.n_binary}
+
+
+class RawEncoder(InputEncoder):
+    """The identity on finite real rows, for exact enumeration through the model on continuous inputs
+    (``FourierShap(model, background, method="enumerate")``): a hybrid takes each column whole from the row or the
+    background row, so the model is queried at raw hybrids. It has no binary code, hence no spectrum to save.
+
+    Args:
+        n: number of raw input columns.
+    """
+
+    kind = "raw"
+    binary_codes = False
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.register_buffer("owner", torch.arange(n), persistent=False)
+
+    @property
+    def n_inputs(self) -> int:
+        return self.n_binary
+
+    def check(self, x: Tensor, name: str, relaxed: bool = False) -> None:
+        try:
+            check_finite(x, name)
+        except ValueError as err:
+            raise ValueError(f"{err}; the model is queried at hybrids of finite rows: impute missing values") from None
+
+    def encode(self, x: Tensor, dtype: torch.dtype) -> Tensor:
+        return x.to(dtype)
 
 
 class ThresholdEncoder(InputEncoder):
