@@ -102,9 +102,10 @@ class FourierShap(FourierExplainerCore):
         max_degree: optional cap on the frequency degree.
         n_queries: query budget for the fit (``None``: the method's default).
         method: ``"auto"``, ``"tabulate"``, ``"hybrid"``, ``"exact"``, ``"hashing"`` or ``"regression"`` (see
-            ``fit_sparse_fourier``; continuous inputs take ``"auto"``, the continuous fit), or ``"enumerate"``: no fit; Shapley, Banzhaf and pairwise interaction values are
-            exact, by enumerating each (row, background row) pair's coalitions through the model when asked for
-            (``2^d`` queries per pair for its ``d`` differing players: for few players and few rows; the library's
+            ``fit_sparse_fourier``; continuous inputs take ``"auto"``, the continuous fit), or ``"enumerate"``: no
+            fit; Shapley, Banzhaf and pairwise interaction values are exact, by enumerating each (row, background
+            row) pair's coalitions through the model when asked for (``2^d`` queries per pair for its ``d``
+            differing players, at raw hybrids for continuous inputs: for few players and few rows; the library's
             reference).
         target: output column for multi-output models.
         groups: default players, an ``(n,)`` integer id per input feature (e.g. one-hot blocks), or ``"auto"`` to
