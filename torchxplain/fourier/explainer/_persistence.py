@@ -144,4 +144,5 @@ def _dataclass(fields: SavedFields, key: str, cls: type, value: Any) -> Any:
     }
     ok = isinstance(value, dict) and required <= set(value) <= known
     fields.require(ok, key, f"must be a {cls.__name__} record with the fields {sorted(known)}")
-    return cls(**value)
+    tuples = {f.name for f in dataclasses.fields(cls) if isinstance(f.default, tuple)}  # JSON made them lists
+    return cls(**{k: tuple(v) if k in tuples and isinstance(v, list) else v for k, v in value.items()})
