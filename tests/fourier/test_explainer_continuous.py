@@ -1,8 +1,8 @@
 """``FourierShap(model, background, data=)`` on continuous and mixed rows (issue 23).
 
-References, independent of the library's value code: coalition tables built here in numpy (every coalition of the
-players, the model evaluated at the raw hybrids ``where(S, x, b)``, averaged over the background) and Shapley
-values from them by the permutation-weight formula (``tree_cases.brute_force_values``).
+References, independent of the library's value code: ``brute_force.model_shapley`` (numpy: every coalition of the
+players, the model evaluated at the raw hybrids ``where(S, x, b)``, averaged over the background, and the Shapley
+formula over all ``2^m`` coalitions).
 """
 
 from __future__ import annotations
@@ -16,30 +16,8 @@ import pytest
 import torch
 
 import torchxplain as tx
-from tests.fourier.tree_cases import brute_force_values
+from tests.fourier.brute_force import model_shapley, shap_r2
 from torchxplain._core.saved_fields import SavedFieldError
-
-
-def coalition_table(model, x: np.ndarray, background: np.ndarray, players: np.ndarray) -> np.ndarray:
-    """``(Q, 2^m)``: ``v[q, S] = mean_b model(where(S, x_q, b))``, bit ``g`` of ``S`` for player ``g``."""
-    m = int(players.max()) + 1
-    out = np.zeros((x.shape[0], 2**m))
-    for mask in range(2**m):
-        take = np.array([(mask >> g) & 1 for g in range(m)], dtype=bool)[players]
-        hybrids = np.where(take[None, None, :], x[:, None, :], background[None, :, :])
-        values = model(hybrids.reshape(-1, x.shape[1])).reshape(x.shape[0], background.shape[0])
-        out[:, mask] = values.mean(1)
-    return out
-
-
-def exact_shapley(model, x, background, players=None) -> np.ndarray:
-    players = np.arange(x.shape[1]) if players is None else np.asarray(players)
-    return brute_force_values(coalition_table(model, x, background, players))
-
-
-def shap_r2(reference: np.ndarray, values: np.ndarray) -> float:
-    """The R² of values against the reference (about the reference's overall mean, as the report defines it)."""
-    return 1.0 - ((values - reference) ** 2).sum() / ((reference - reference.mean()) ** 2).sum()
 
 
 def discrete_mixed(rows: int, seed: int) -> pd.DataFrame:
@@ -85,7 +63,7 @@ def test_a_model_piecewise_constant_on_the_bins_gets_the_exact_values(mixed):
     frame, explainer = mixed
     x = discrete_mixed(12, 1)  # new rows, on the same values
     phi = explainer.player_values(x).values.numpy()
-    want = exact_shapley(piecewise_model, x.to_numpy(), frame.iloc[:25].to_numpy(), PLAYERS)
+    want = model_shapley(piecewise_model, x.to_numpy(), frame.iloc[:25].to_numpy(), PLAYERS)
     np.testing.assert_allclose(phi, want, atol=1e-9, rtol=0)
     report = explainer.fit_report
     assert report.method == "continuous" and "not 0/1" in report.reason and "column 'age'" in report.reason
@@ -136,7 +114,9 @@ def test_enumeration_on_continuous_rows_is_exact_through_the_model():
         return lib.tanh(z[:, 0] * z[:, 1] - z[:, 2]) + z[:, 3] * z[:, 4] ** 2
 
     explainer = tx.FourierShap(model, bg, method="enumerate")
-    np.testing.assert_allclose(explainer.attribute(x).numpy(), exact_shapley(model, x, bg), atol=1e-10, rtol=0)
+    np.testing.assert_allclose(
+        explainer.attribute(x).numpy(), model_shapley(model, x, bg, np.arange(5)), atol=1e-10, rtol=0
+    )
     assert explainer.fit_report.method == "enumerate" and "raw hybrids" in explainer.fit_report.reason
     delta = explainer.attribute(x, return_convergence_delta=True)[1]
     assert float(delta.abs().max()) < 1e-10
@@ -172,7 +152,7 @@ def test_the_reports_estimate_is_calibrated_against_the_exact_shap_r2():
         with torch.no_grad():
             return model(torch.as_tensor(z)).numpy()
 
-    exact = shap_r2(exact_shapley(numpy_model, test, bg), explainer.attribute(test).numpy())
+    exact = shap_r2(model_shapley(numpy_model, test, bg, np.arange(6)), explainer.attribute(test).numpy())
     assert exact < 0.9995  # a fit with an error to estimate
     assert "held out of the thresholds and the fit" in report.params["check"]
     assert abs(report.r2_shap - exact) < 4 * report.r2_shap_se + 2e-3, (report.r2_shap, report.r2_shap_se, exact)
