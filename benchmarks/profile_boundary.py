@@ -64,11 +64,18 @@ def counting(extra: dict[str, list[tuple[str, str]]] | None = None) -> Iterator[
                         if getattr(module, name, None) is original:
                             patches.append((module, name, original))
                             setattr(module, name, wrapper)
+    wrappers = {id(getattr(owner, name)): original for owner, name, original in patches}
     try:
         yield counts
     finally:
         for owner, name, original in reversed(patches):
             setattr(owner, name, original)
+        # a module first imported inside the block (torchxplain imports lazily) took a wrapper by name: unpatch it
+        for module in list(importlib.sys.modules.values()):  # type: ignore[attr-defined]
+            if module is not None and module.__name__.startswith("torchxplain"):
+                for name in {attr.split(".")[-1] for places in watched.values() for _, attr in places}:
+                    if id(getattr(module, name, None)) in wrappers:
+                        setattr(module, name, wrappers[id(getattr(module, name))])
 
 
 def trees_path() -> dict[str, collections.Counter[str]]:
@@ -193,8 +200,9 @@ def goals_path() -> dict[str, collections.Counter[str]]:
     gen = torch.Generator().manual_seed(4)
     x = torch.randn(80, 5, generator=gen, dtype=torch.float64)
     gp = GP(x, torch.sin(x[:, 0]) + x[:, 1] * x[:, 2]).double().eval()
-    goals = tx.Goals(gp)
-    frame = pd.DataFrame(x[:20].numpy(), columns=[f"x{j}" for j in range(5)])
+    names = [f"x{j}" for j in range(5)]
+    goals = tx.Goals(gp, feature_names=names)
+    frame = pd.DataFrame(x[:20].numpy(), columns=names)
     with counting() as attribute:
         goals.attribute(frame)
     return {"Goals(gp).attribute(DataFrame)": attribute}

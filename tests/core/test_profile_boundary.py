@@ -23,7 +23,9 @@ def _twice(counts) -> dict[str, int]:
 
 
 @pytest.mark.parametrize(
-    "path", ["trees_path", "binary_path", "black_box_path", "value_function_paths", "idx_batch_path"], ids=lambda p: p
+    "path",
+    ["trees_path", "binary_path", "black_box_path", "value_function_paths", "idx_batch_path", "goals_path"],
+    ids=lambda p: p,
 )
 def test_each_user_input_is_converted_and_checked_once(path):
     for row, counts in getattr(profile, path)().items():

@@ -21,7 +21,12 @@ def check_rows(x: Any, train_inputs: Tensor, name: str = "inputs") -> Tensor:
         TypeError: not array-like, complex, or not numeric.
         ValueError: wrong number of dimensions or features, NaN/inf values, another device.
     """
-    t = to_tensor(x, name, device=train_inputs.device, ndim=2).tensor
+    # a real tensor (the explainer converted a frame already) is checked below, not converted again
+    t = (
+        x
+        if isinstance(x, Tensor) and not x.is_complex()
+        else to_tensor(x, name, device=train_inputs.device, ndim=2).tensor
+    )
     if not t.is_floating_point():
         t = t.to(train_inputs.dtype)
     check_matrix(t, name, n_features=train_inputs.shape[1])
