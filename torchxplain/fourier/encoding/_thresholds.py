@@ -159,7 +159,15 @@ class ThresholdEncoding:
             check_feature_names(names, extra.feature_names, "background")
             names = names or extra.feature_names
             pooled = torch.cat((pooled.double(), extra.tensor.cpu().double()))
-        feature, threshold = _midpoints(pooled.to(input_dtype).double(), cap)
+        return cls._from_checked(pooled, input_dtype, cap, names)
+
+    @classmethod
+    def _from_checked(
+        cls, pooled: Tensor, input_dtype: torch.dtype, cap: int | None, names: Sequence[str] | None = None
+    ) -> ThresholdEncoding:
+        """:meth:`from_data` on rows already converted and checked (finite, ``(R, p)``; the rules there), compared
+        in ``input_dtype``: for callers that validated the user's rows once (a black-box fit)."""
+        feature, threshold = _midpoints(pooled.cpu().to(input_dtype).double(), cap)
         false = torch.zeros(feature.shape[0], dtype=torch.bool)
         return cls(feature, threshold, false, false, False, input_dtype, pooled.shape[1], feature_names=names)
 

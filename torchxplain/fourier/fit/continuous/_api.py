@@ -5,7 +5,7 @@
 1. Held-out rows: when ``data`` has at least :data:`~torchxplain.fourier.fit._api.HOLD_OUT_MIN_DATA` rows, a
    random tenth of them (64 to 1,024) is kept out of the thresholds *and* of the fit, so the check sees values
    the encoding never saw (its discretization error is part of the estimate).
-2. Encoding: :meth:`~torchxplain.fourier.ThresholdEncoding.from_data` on the fit's rows and the background (the
+2. Encoding: :meth:`~torchxplain.fourier.ThresholdEncoding.from_data`'s rules on the fit's rows and the background (the
    midpoints of their values, at most ``max_thresholds`` per column by equal counts); a one-hot block keeps one
    threshold per column.
 3. Fit: :func:`~torchxplain.fourier.fit.continuous._ladder.run_ladder` queries the model on raw hybrids of the
@@ -92,7 +92,9 @@ def fit_continuous(
             check_rows, fit_rows = rows[order[:count]], rows[order[count:]]
         else:
             check_rows = fit_rows = rows
-        encoding = ThresholdEncoding.from_data(fit_rows, background, max_thresholds=max_thresholds)
+        input_dtype = torch.float32 if rows.dtype == torch.float32 else torch.float64
+        pooled = torch.cat((fit_rows.to(torch.float64), background.to(torch.float64)))
+        encoding = ThresholdEncoding._from_checked(pooled, input_dtype, max_thresholds)
         levels = RawPlayers(encoding, players, torch.cat((fit_rows, background)))
         oracle = Oracle(f, background.shape[1], device, dtype, options.batch_size, target)
         oracle.phase = "validation"
@@ -100,11 +102,11 @@ def fit_continuous(
         check_counts = (oracle.rows, oracle.seconds, oracle.cpu_seconds)
         oracle.rows, oracle.seconds, oracle.cpu_seconds, oracle.phase = 0, 0.0, 0.0, "fit"
         bit_players = players[encoding.feature.to(players.device)]
-        background_codes = encoding.transform(background).to(torch.float64)
+        background_codes = encoding._transform(background).to(torch.float64)  # rows checked once, above
 
         def closed_form(spectrum: FourierSpectrum, x: Tensor) -> Tensor:
             plan = ValuePlan(spectrum, background_codes, bit_players, m)
-            return plan.shapley(encoding.transform(x).to(torch.float64))
+            return plan.shapley(encoding._transform(x).to(torch.float64))
 
         result = run_ladder(
             oracle,
