@@ -32,7 +32,7 @@ from torchxplain.fourier.fit._oracle import Oracle, model_placement
 from torchxplain.fourier.fit._report import FitReport, warn_if_below_target
 from torchxplain.fourier.fit.continuous._ladder import STAGES, run_ladder
 from torchxplain.fourier.fit.continuous._levels import RawPlayers
-from torchxplain.fourier.fit.hybrid._checks import MAX_ROWS, MIN_ROWS, HeldOut
+from torchxplain.fourier.fit.hybrid._checks import MAX_ROWS, MIN_ROWS, HeldOut, cheapest_exact
 from torchxplain.fourier.fit.hybrid._ladder import Target
 from torchxplain.fourier.fit.hybrid._sampler import HybridSampler
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
@@ -98,7 +98,8 @@ def fit_continuous(
         levels = RawPlayers(encoding, players, torch.cat((fit_rows, background)))
         oracle = Oracle(f, background.shape[1], device, dtype, options.batch_size, target)
         oracle.phase = "validation"
-        check = HeldOut(check_rows, background, players, m, options.n_validation, generator, oracle)
+        # pairs of continuous rows differ in nearly every player: paths where they cost less than enumeration
+        check = HeldOut(check_rows, background, players, m, options.n_validation, generator, oracle, cheapest_exact())
         check_counts = (oracle.rows, oracle.seconds, oracle.cpu_seconds)
         oracle.rows, oracle.seconds, oracle.cpu_seconds, oracle.phase = 0, 0.0, 0.0, "fit"
         bit_players = players[encoding.feature.to(players.device)]
