@@ -95,7 +95,7 @@ class BinaryEncoder(InputEncoder):
         return {"kind": self.kind, "n": self.n_binary}
 
 
-class RawEncoder(InputEncoder):
+class RawEncoder(BinaryEncoder):
     """The identity on finite real rows, for exact enumeration through the model on continuous inputs
     (``FourierShap(model, background, method="enumerate")``): a hybrid takes each column whole from the row or the
     background row, so the model is queried at raw hybrids. It has no binary code, hence no spectrum to save.
@@ -107,22 +107,11 @@ class RawEncoder(InputEncoder):
     kind = "raw"
     binary_codes = False
 
-    def __init__(self, n: int) -> None:
-        super().__init__()
-        self.register_buffer("owner", torch.arange(n), persistent=False)
-
-    @property
-    def n_inputs(self) -> int:
-        return self.n_binary
-
     def check(self, x: Tensor, name: str, relaxed: bool = False) -> None:
         try:
             check_finite(x, name)
         except ValueError as err:
             raise ValueError(f"{err}; the model is queried at hybrids of finite rows: impute missing values") from None
-
-    def encode(self, x: Tensor, dtype: torch.dtype) -> Tensor:
-        return x.to(dtype)
 
 
 class ThresholdEncoder(InputEncoder):

@@ -23,7 +23,7 @@ from torchxplain.fourier.encoding._encoders import InputEncoder, RawEncoder, Thr
 from torchxplain.fourier.fit._one_hot import FoundPlayers, find_one_hot_blocks
 from torchxplain.fourier.fit._options import FitOptions
 from torchxplain.fourier.fit._oracle import Oracle, model_placement
-from torchxplain.fourier.fit._report import FitReport
+from torchxplain.fourier.fit._report import FitReport, enumeration_report
 from torchxplain.fourier.fit.continuous._api import fit_continuous
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 
@@ -153,26 +153,12 @@ def continuous_source(
         device, dtype = model_placement(model, options.device, options.dtype, background)
         oracle = Oracle(model, p, device, dtype, options.batch_size, target)
         spectrum = FourierSpectrum.trusted(torch.zeros(0, p, dtype=torch.bool), torch.zeros(0, dtype=torch.float64))
-        report = FitReport(
-            method="enumerate",
-            reason=(
-                f"requested: {why}, so exact values by enumerating, for each (row, background row) pair, every "
-                "coalition of the players they differ in, the model queried at the raw hybrids (2^d queries per "
-                "pair, made when values are asked for)"
-            ),
-            n_features=p,
-            k=None,
-            n_terms=0,
-            max_degree=None,
-            n_queries=0,
-            n_validation_queries=0,
-            wall_time_s=0.0,
-            validation_time_s=0.0,
-            r2_uniform=None,
-            r2_eval=None,
-            n_players=m,
-            players=None if found is None else found.description,
+        reason = (
+            f"requested: {why}, so exact values by enumerating, for each (row, background row) pair, every "
+            "coalition of the players they differ in, the model queried at the raw hybrids (2^d queries per pair, "
+            "made when values are asked for)"
         )
+        report = enumeration_report(p, m, None if found is None else found.description, reason)
         return ContinuousSource(spectrum, RawEncoder(p), background, ids, report, oracle)
     encoding, spectrum, report = fit_continuous(
         model,

@@ -40,7 +40,7 @@ from torchxplain.fourier.explainer._persistence import explainer_config, explain
 from torchxplain.fourier.fit._api import Method, checked_sizes, fit_validated, resolve_auto_groups
 from torchxplain.fourier.fit._options import FitOptions, fit_options_from
 from torchxplain.fourier.fit._oracle import Oracle, model_placement
-from torchxplain.fourier.fit._report import FitReport
+from torchxplain.fourier.fit._report import FitReport, enumeration_report
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.trees._source import tree_source
 from torchxplain.fourier.values._plan import Kernel
@@ -49,25 +49,11 @@ from torchxplain.fourier.values._plan import Kernel
 def _enumeration_source(n: int, m: int, found: Any, dtype: torch.dtype) -> tuple[FourierSpectrum, FitReport]:
     """The (empty) spectrum and the report of an explainer that enumerates coalitions through the model."""
     spectrum = FourierSpectrum.trusted(torch.zeros(0, n, dtype=torch.bool), torch.zeros(0, dtype=dtype))
-    report = FitReport(
-        method="enumerate",
-        reason=(
-            "requested: exact values by enumerating, for each (row, background row) pair, every coalition of the "
-            "players they differ in (2^d model queries per pair, made when values are asked for)"
-        ),
-        n_features=n,
-        k=None,
-        n_terms=0,
-        max_degree=None,
-        n_queries=0,
-        n_validation_queries=0,
-        wall_time_s=0.0,
-        validation_time_s=0.0,
-        r2_uniform=None,
-        r2_eval=None,
-        n_players=m,
-        players=None if found is None else found.description,
+    reason = (
+        "requested: exact values by enumerating, for each (row, background row) pair, every coalition of the "
+        "players they differ in (2^d model queries per pair, made when values are asked for)"
     )
+    report = enumeration_report(n, m, None if found is None else found.description, reason)
     return spectrum, report
 
 
