@@ -103,6 +103,11 @@ def test_save_and_load_round_trip_and_a_tampered_file_is_refused(mixed, tmp_path
     torch.save(saved, tmp_path / "tampered.pt")
     with pytest.raises(SavedFieldError, match="finite"):
         tx.FourierShap.load(tmp_path / "tampered.pt")
+    saved = torch.load(path, weights_only=True)
+    saved["state"]["background"][0, 0] = float("nan")
+    torch.save(saved, tmp_path / "nan.pt")
+    with pytest.raises(SavedFieldError, match="'background' holds NaN or infinite values"):
+        tx.FourierShap.load(tmp_path / "nan.pt")
 
 
 def test_enumeration_on_continuous_rows_is_exact_through_the_model():

@@ -77,6 +77,8 @@ def explainer_from_config(
     fields.require(background.shape[0] >= 1, "background", "has no rows")
     bits = fields.tensor("background_bits", ("B", "n_binary"), "bool")
     encoder = encoder_from_fields(fields)
+    if getattr(encoder, "finite", False):  # a continuous black box takes finite rows only: so does its file
+        fields.require(bool(torch.isfinite(background).all()), "background", "holds NaN or infinite values")
     _check_encoding(fields, encoder, background, bits)
     has_groups = fields.flag("has_groups")
     names = fields.names("feature_names", length="n_inputs", optional=True)
