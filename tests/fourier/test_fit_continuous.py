@@ -5,6 +5,7 @@ the spectrum on codes, brute-force Shapley values over raw players (``tree_cases
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -255,3 +256,19 @@ def test_the_ladder_escalates_and_returns_its_best_stage_when_it_cannot_meet_the
     small = _ladder(model, data, encoding, players, max_degree=1, max_queries=20_000)
     assert small.stopped == "query budget (stage 2 needs 32,768 samples, n_queries=20,000)"
     assert len(small.stages) == 1 and small.stages[0]["samples"] == 16_384
+
+
+def test_no_stage_holds_more_columns_than_half_its_samples():
+    rng = np.random.default_rng(11)
+    data, bg = rng.normal(size=(400, 12)), rng.normal(size=(20, 12))  # 12 x 128 thresholds: 1,548 main columns
+
+    def model(z):  # every pair interacts: screening wants every pair at 8 and then 16 bins
+        return (z.sum(1) ** 2) / 10
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tx.fourier.FitQualityWarning)
+        report = tx.FourierShap(model, bg, data=data, n_queries=40_000, show_progress=False).fit_report
+    assert len(report.stages) == 2
+    for stage in report.stages:
+        assert stage["columns"] <= stage["samples"] // 2, stage
+    assert report.stages[0]["interactions"] > 0
