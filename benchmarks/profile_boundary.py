@@ -16,6 +16,7 @@ import argparse
 import collections
 import contextlib
 import importlib
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -155,6 +156,23 @@ def black_box_path() -> dict[str, collections.Counter[str]]:
     return {"FourierShap(model, bg, data=, groups=)": build, "  .attribute(data[:10])": explain}
 
 
+def continuous_path() -> dict[str, collections.Counter[str]]:
+    """The black-box constructor on continuous numpy rows (the continuous fit, stopped by a small query budget),
+    then ``attribute``."""
+    rng = np.random.default_rng(3)
+    background, data = (rng.normal(size=(r, 4)) for r in (10, 300))
+
+    def model(z: torch.Tensor) -> torch.Tensor:
+        return z[:, 0] * z[:, 1] + torch.sin(z[:, 2]) - z[:, 3]
+
+    with counting() as build, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a fit held to a small budget may miss its target
+        explainer = tx.FourierShap(model, background, data=data, n_queries=4096, n_validation=2048)
+    with counting() as explain:
+        explainer.attribute(data[:10])
+    return {"FourierShap(model, continuous bg, data=)": build, "  .attribute(continuous data[:10])": explain}
+
+
 def value_function_paths() -> dict[str, collections.Counter[str]]:
     """``tx.fourier.shapley_values`` and ``tx.fourier.interaction_values`` on numpy inputs with groups."""
     rng = np.random.default_rng(3)
@@ -247,7 +265,14 @@ def same_rejection() -> list[tuple[str, str]]:
 
 def all_paths(skip_idx: bool = False) -> dict[str, collections.Counter[str]]:
     """Every profiled path's counters, in print order."""
-    rows = {**trees_path(), **binary_path(), **black_box_path(), **value_function_paths(), **goals_path()}
+    rows = {
+        **trees_path(),
+        **binary_path(),
+        **black_box_path(),
+        **continuous_path(),
+        **value_function_paths(),
+        **goals_path(),
+    }
     if not skip_idx:
         rows.update(idx_path())
         rows.update(idx_batch_path())

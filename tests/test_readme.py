@@ -74,3 +74,25 @@ def test_after_fit_snippet_runs_as_written(name):
     assert result.method == "trees"
     want = output(frame.iloc[:5])
     assert result.attributions.shape == ((5, frame.shape[1]) + want.shape[1:])
+
+
+def test_continuous_black_box_snippet_runs_as_written():
+    """The continuous block (an MLP on a DataFrame): values per column named by the frame, its report, and the
+    enumeration it names as the exact reference agreeing with the fit on a model the fit's blocks hold exactly."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    values = np.clip(rng.normal(size=(400, 4)), -2, 2) * np.array([2, 2, 1, 1])  # few values, each frequent
+    X_train = pd.DataFrame(values.round() / np.array([2, 2, 1, 1]), columns=["age", "bmi", "bp", "s1"])
+    X_test = X_train.iloc[:8]
+
+    def mlp(x: torch.Tensor) -> torch.Tensor:  # main effects and a pair of 5-level columns: the fit's blocks
+        return torch.sin(x[:, 0]) + x[:, 1] ** 2 - x[:, 2] * x[:, 3]
+
+    text = README.read_text()
+    block = re.search(r"```python\n(.*?)```", text[text.index("**Continuous black boxes") :], flags=re.S).group(1)
+    scope = {"tx": tx, "mlp": mlp, "X_train": X_train, "X_test": X_test}
+    exec(block, scope)
+    explainer, phi = scope["explainer"], scope["phi"]
+    assert explainer.fit_report.method == "continuous" and explainer.feature_names == tuple(X_train.columns)
+    assert phi.shape == (8, 4)
+    np.testing.assert_allclose(phi.numpy(), scope["exact"].attribute(X_test).numpy(), atol=1e-6, rtol=0)

@@ -126,12 +126,28 @@ def check_trees_shap_plots(stdout: str) -> None:
     assert number(stdout, "waterfall.png:") > 1000 and number(stdout, "beeswarm.png:") > 1000
 
 
+def check_mlp_continuous(stdout: str) -> None:
+    # the continuous route was taken and said so; the exact values (enumeration through the network) satisfy
+    # efficiency against the network itself, and the surrogate's values land close to them, as its report estimated
+    assert "on continuous inputs" in stdout and "method='continuous'" in stdout
+    assert number(stdout, "max efficiency error of the exact values:") < 1e-4  # a float32 network
+    match = re.search(r"SHAP R\^2 against exact enumeration on \d+ test rows: ([0-9.]+)", stdout)
+    assert match, stdout[-3000:]
+    exact, estimate = float(match.group(1)), number(stdout, "estimated SHAP R^2 (report):")
+    assert exact > 0.9 and abs(exact - estimate) < 0.05, (exact, estimate)
+    assert number(stdout, "beeswarm.png:") > 1000
+    from sklearn.datasets import load_diabetes
+
+    assert set(literal(stdout, "top features:")) <= set(load_diabetes().feature_names)
+
+
 CHECKS: dict[str, Callable[[str], None]] = {
     "captum_interop": check_captum_interop,
     "fourier_landscapes": check_fourier_landscapes,
     "goals_gp": check_goals_gp,
     "idx_classifiers": check_idx_classifiers,
     "lightning_training": check_lightning_training,
+    "mlp_continuous": check_mlp_continuous,
     "trees_continuous": check_trees_continuous,
     "trees_shap_plots": check_trees_shap_plots,
 }
@@ -147,6 +163,7 @@ def test_there_are_tutorials_for_every_family_and_each_is_checked():
         "idx_classifiers",
         "lightning_training",
         "captum_interop",
+        "mlp_continuous",
     } <= names
     assert set(CHECKS) == {p.stem for p in TUTORIALS}, "a new tutorial needs a check of its output here"
 

@@ -13,6 +13,7 @@ from sklearn.datasets import load_diabetes
 from sklearn.ensemble import RandomForestRegressor
 from torch import nn
 
+from tests.fourier import brute_force
 from torchxplain import explain_after_fit
 from torchxplain.idx import datasets
 
@@ -91,10 +92,8 @@ def test_bayesian_classifier_gets_idx():
     assert result.attributions[0].relations  # the paper's Table 2 row 1 has md relations
 
 
-def test_non_binary_data_for_a_torch_model_is_refused():
+def test_an_unknown_method_is_refused():
     model = nn.Linear(3, 1)
-    with pytest.raises(ValueError, match="binary"):
-        explain_after_fit(model, np.random.default_rng(0).normal(size=(10, 3)), np.zeros((2, 3)))
     with pytest.raises(ValueError, match="method"):
         explain_after_fit(model, None, None, method="magic")
 
@@ -142,11 +141,36 @@ def test_refusals_list_the_supported_families_and_the_next_step():
     torch.manual_seed(0)
     mlp = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1), nn.Flatten(0)).double()
     x = torch.randn(20, 3, dtype=torch.float64)
-    with pytest.raises(ValueError, match="continuous inputs.*one-hot.*KernelShap") as info:
-        explain_after_fit(mlp, x, x[:2])
-    assert "relaxed" not in str(info.value)
     with pytest.raises(ValueError, match="method must be one of"):
         explain_after_fit(mlp, x, x[:2], method="magic")
+
+
+def test_an_mlp_on_continuous_inputs_is_enumerated_when_that_is_cheaper_than_a_fit():
+    torch.manual_seed(0)
+    mlp = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1), nn.Flatten(0)).double()
+    x = torch.randn(20, 3, dtype=torch.float64)
+    result = explain_after_fit(mlp, x, x[:2])
+    assert result.method == "fourier" and "on continuous inputs" in result.reason
+    assert "exact values by enumeration" in result.reason and result.explainer.fit_report.method == "enumerate"
+    truth = brute_force.model_shapley(
+        lambda z: mlp(torch.as_tensor(z)).detach().numpy(), x[:2].numpy(), x.numpy(), [0, 1, 2]
+    )
+    np.testing.assert_allclose(result.attributions.numpy(), truth, atol=1e-10, rtol=0)
+
+
+def test_an_mlp_on_continuous_inputs_gets_the_continuous_fit():
+    torch.manual_seed(1)
+    mlp = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 1), nn.Flatten(0)).double()
+    x = torch.randn(500, 6, dtype=torch.float64)
+    result = explain_after_fit(mlp, x, x[:100], n_background=40, show_progress=False)  # 256k queries to enumerate
+    report = result.explainer.fit_report
+    assert report.method == "continuous" and "threshold codes" in result.reason
+    background = x[result_rows(40, 500)].numpy()
+    truth = brute_force.model_shapley(
+        lambda z: mlp(torch.as_tensor(z)).detach().numpy(), x[:100].numpy(), background, range(6)
+    )
+    exact = brute_force.shap_r2(truth, result.attributions.numpy())
+    assert report.met_target and exact > 0.98, (exact, report.r2_shap)
 
 
 def _one_hot_sites(sites: int, levels: int, rows: int, seed: int) -> np.ndarray:
@@ -166,7 +190,6 @@ def test_one_hot_blocks_are_found_said_and_explained_per_site():
     assert "found 3 one-hot blocks" in result.reason and result.explainer.fit_report.method == "tabulate"
     ids = result.explainer.groups.numpy()
     assert ids.tolist() == [0] * 5 + [1] * 5 + [2] * 5
-    from tests.fourier import brute_force
 
     background = result.explainer.background.numpy()
     truth = brute_force.model_shapley(lambda z: net(torch.as_tensor(z)).detach().numpy(), x[:4], background, ids)
@@ -179,7 +202,6 @@ def test_known_rows_are_enumerated_when_that_is_cheaper_than_a_fit():
     result = explain_after_fit(net, x, x[:5], n_background=10)
     assert result.explainer.fit_report.method == "enumerate"
     assert "exact values by enumeration" in result.reason and "found 6 one-hot blocks" in result.reason
-    from tests.fourier import brute_force
 
     background = result.explainer.background.numpy()
     ids = result.explainer.groups.numpy()

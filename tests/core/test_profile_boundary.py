@@ -24,7 +24,15 @@ def _twice(counts) -> dict[str, int]:
 
 @pytest.mark.parametrize(
     "path",
-    ["trees_path", "binary_path", "black_box_path", "value_function_paths", "idx_batch_path", "goals_path"],
+    [
+        "trees_path",
+        "binary_path",
+        "black_box_path",
+        "continuous_path",
+        "value_function_paths",
+        "idx_batch_path",
+        "goals_path",
+    ],
     ids=lambda p: p,
 )
 def test_each_user_input_is_converted_and_checked_once(path):

@@ -77,8 +77,8 @@ def model_shapley(predict, xq: np.ndarray, background: np.ndarray, groups: np.nd
     table = np.zeros((xq.shape[0], 2**m))
     for mask in range(2**m):
         take = np.array([(mask >> g) & 1 for g in range(m)], dtype=bool)[groups]
-        for q in range(xq.shape[0]):
-            table[q, mask] = predict(np.where(take[None, :], xq[q][None, :], background)).mean()
+        hybrids = np.where(take[None, None, :], xq[:, None, :], background[None, :, :]).reshape(-1, xq.shape[1])
+        table[:, mask] = predict(hybrids).reshape(xq.shape[0], background.shape[0]).mean(1)
     phi = np.zeros((xq.shape[0], m))
     for i in range(m):
         for mask in range(2**m):
@@ -87,3 +87,8 @@ def model_shapley(predict, xq: np.ndarray, background: np.ndarray, groups: np.nd
                 weight = factorial(size) * factorial(m - size - 1) / factorial(m)
                 phi[:, i] += weight * (table[:, mask | (1 << i)] - table[:, mask])
     return phi
+
+
+def shap_r2(reference: np.ndarray, values: np.ndarray) -> float:
+    """The R² of values against the reference (about the reference's overall mean, as the report defines it)."""
+    return 1.0 - ((values - reference) ** 2).sum() / ((reference - reference.mean()) ** 2).sum()

@@ -612,6 +612,58 @@ def _():
     tx.FourierShap(model, background, method="exact", data=pd.DataFrame(bits(6).numpy(), columns=list("dcba")))
 
 
+# --- continuous black boxes (issue 23) -----------------------------------------------------------------------------
+def reals(rows: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(rows, 3, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def real_model(x: torch.Tensor) -> torch.Tensor:
+    return x[:, 0] * x[:, 1] + x[:, 2]
+
+
+@case("torchxplain.FourierShap", "a continuous background with NaN", ValueError, r"background contains NaN.*impute")
+def _():
+    background = reals(6)
+    background[2, 1] = float("nan")
+    tx.FourierShap(real_model, background, data=reals(20, 1))
+
+
+@case("torchxplain.FourierShap", "continuous data of the wrong width", ValueError, r"data has 4 features")
+def _():
+    tx.FourierShap(real_model, reals(6), data=torch.randn(20, 4, dtype=torch.float64))
+
+
+@case("torchxplain.FourierShap", "continuous data, other columns", ValueError, r"data has columns that differ")
+def _():
+    import pandas as pd
+
+    background = pd.DataFrame(reals(6).numpy(), columns=list("abc"))
+    tx.FourierShap(real_model, background, data=pd.DataFrame(reals(20, 1).numpy(), columns=list("cba")))
+
+
+@case("torchxplain.FourierShap", "a binary-only method on continuous rows", ValueError, r"method='exact' fits binary")
+def _():
+    tx.FourierShap(real_model, reals(6), method="exact")
+
+
+@case("torchxplain.FourierShap", "relaxed=True on continuous rows", ValueError, r"relaxed=True .*not 0/1.*drop it")
+def _():
+    tx.FourierShap(real_model, reals(6), relaxed=True)
+
+
+@case("torchxplain.FourierShap", "NaN inputs to a continuous fit", ValueError, r"inputs contains NaN.*impute")
+def _():
+    explainer = tx.FourierShap(real_model, reals(6), method="enumerate")
+    rows = reals(2, 2)
+    rows[0, 0] = float("nan")
+    explainer.attribute(rows)
+
+
+@case(F + "FitOptions", "max_thresholds=0", ValueError, r"max_thresholds must be")
+def _():
+    tx.fourier.FitOptions(max_thresholds=0)
+
+
 # --- crafted or damaged saved files: refused at load, with the field named ---------------------------------------
 def load_crafted(explainer: Any, config: Any = None, state: Any = None) -> Any:
     """Save ``explainer``, edit its metadata (``config(cfg)``) or state (``state(tensors)``) in place, and load it."""

@@ -12,11 +12,13 @@ from torch import Tensor, nn
 from torchxplain._core import check_finite, check_int, check_matrix
 from torchxplain._core.inputs import check_feature_names, dense_players, is_dataframe, to_tensor
 from torchxplain._core.seeding import make_generator
+from torchxplain.fourier.explainer._continuous import auto_players
 from torchxplain.fourier.explainer._fourier_shap import FourierShap
 from torchxplain.fourier.fit._api import DEFAULT_QUERIES, TABULATE_LIMIT
 from torchxplain.fourier.fit._enumerate import enumeration_queries
 from torchxplain.fourier.fit._levels import PlayerLevels
 from torchxplain.fourier.fit._one_hot import find_one_hot_blocks
+from torchxplain.fourier.fit.continuous._ladder import STAGES
 from torchxplain.fourier.trees.adapters._dispatch import supports
 from torchxplain.goals._explainers import Goals
 from torchxplain.goals.bnn._model import LastLayerBNN
@@ -63,7 +65,10 @@ def explain_after_fit(
       player per one-hot block found in ``X_train`` (``groups="auto"``, unless ``groups=`` is given; the reason says
       what was found), fitted on hybrids of ``X_train`` with the background — tabulated exactly when the players'
       level grid is small — or, when enumerating ``X_test``'s coalitions costs fewer queries than a fit,
-      ``method="enumerate"`` (exact).
+      ``method="enumerate"`` (exact);
+    * the same on continuous or mixed data → :class:`~torchxplain.FourierShap`'s continuous fit (threshold codes
+      of the columns at the midpoints of ``X_train``'s values, one player per column or one-hot block; the fit
+      report estimates the SHAP values' R² on held-out rows of ``X_train``), or enumeration when cheaper.
 
     Args:
         model: the fitted model.
@@ -116,21 +121,26 @@ def _fourier_route(train: Tensor, test: Tensor, background: Any, options: dict[s
     options.setdefault("groups", "auto")
     if "method" in options:
         return str(options["method"]), ""
-    bits = to_tensor(background, "background").tensor.bool()
-    rows, test_bits = train.bool(), test.bool()
+    reference = to_tensor(background, "background").tensor
+    continuous = not bool(((train == 0) | (train == 1)).all())
+    if continuous:  # raw rows: a hybrid takes each column whole from the row or the background row
+        rows, bits, test_bits = train, reference.to(train.dtype), test.to(train.dtype)
+    else:
+        rows, bits, test_bits = train.bool(), reference.bool(), test.bool()
     if isinstance(options["groups"], str):
-        players = find_one_hot_blocks(torch.cat((rows, bits)), None).ids
+        table = torch.cat((rows, bits))
+        players = (auto_players(table, None) if continuous else find_one_hot_blocks(table, None)).ids
     else:
         players = to_tensor(options["groups"], "groups").tensor.long()
     index, _, m = dense_players(players)
-    levels = PlayerLevels(torch.cat((rows, bits)), index, m)
-    if levels.grid_size <= TABULATE_LIMIT:
+    if not continuous and PlayerLevels(torch.cat((rows, bits)), index, m).grid_size <= TABULATE_LIMIT:
         return "auto", ""
     needed = enumeration_queries(test_bits, bits, index, m)
-    if needed <= DEFAULT_QUERIES:
+    budget = STAGES[-1].samples if continuous else DEFAULT_QUERIES
+    if needed <= budget:
         return "enumerate", (
             f"the rows to explain are known and enumerating their coalitions takes {needed:,} queries, within a "
-            f"fit's {DEFAULT_QUERIES:,}: exact values by enumeration"
+            f"fit's {budget:,}: exact values by enumeration"
         )
     return "auto", ""
 
@@ -156,21 +166,26 @@ def _choose(model: Any, x_train: Tensor) -> tuple[str, str, Any]:
             f"cannot explain a model of type {type(model).__module__}.{name}: {SUPPORTED}. Next step: pass a "
             "callable on (B, n) float tensors, e.g. lambda x: torch.as_tensor(model.predict(x.numpy()))"
         )
-    if not bool(((x_train == 0) | (x_train == 1)).all()):
-        raise ValueError(
-            f"a {name} on continuous inputs: FourierSHAP explains models of binary (e.g. one-hot) inputs, and "
-            "X_train is not 0/1. Next step: one-hot encode categorical inputs (then feature_mask gives one value "
-            "per variable); for continuous inputs use a tree model or a GPyTorch GP / LastLayerBNN (GOALS), or "
-            "torchxplain.integrations._captum.background_averaged with Captum's KernelShap"
-        )
     how = "its predict_proba/predict" if forward is not model else "it"
+    if not bool(((x_train == 0) | (x_train == 1)).all()):
+        return (
+            "fourier",
+            (
+                f"a {name} on continuous inputs: a sparse Fourier surrogate on threshold codes of the columns "
+                f"(midpoints of X_train's values) fitted by querying {how} at hybrids of X_train with the background, "
+                "one player per column or one-hot block; fit_report says how close its SHAP values are (estimated "
+                "on held-out rows)"
+            ),
+            forward,
+        )
     return "fourier", f"a {name} on binary inputs: a sparse Fourier surrogate fitted by querying {how}", forward
 
 
 SUPPORTED = (
     "supported are tree ensembles (scikit-learn trees/forests/boosting, XGBoost, LightGBM, CatBoost), GPyTorch "
     "ExactGP and LastLayerBNN models (GOALS), torchxplain.idx.BayesianClassifier (IDX), and torch modules, "
-    "callables or fitted scikit-learn estimators with predict/predict_proba on binary inputs (FourierSHAP)"
+    "callables or fitted scikit-learn estimators with predict/predict_proba on binary or continuous inputs "
+    "(FourierSHAP)"
 )
 
 

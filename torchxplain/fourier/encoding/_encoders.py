@@ -8,7 +8,8 @@ them) and :meth:`config` gives the JSON-able rest, so an explainer saves and loa
 * :class:`BinaryEncoder` — inputs already in {0,1}^n (one-hot data, binary landscapes); the identity.
 * :class:`ThresholdEncoder` — continuous inputs; every threshold becomes a binary feature owned by the feature it
   splits (a :class:`~torchxplain.fourier.ThresholdEncoding`, e.g. a tree's splits,
-  :class:`~torchxplain.fourier.TreeEncoding`).
+  :class:`~torchxplain.fourier.TreeEncoding`, or a black box's data, ``ThresholdEncoding.from_data``).
+* :class:`RawEncoder` — the identity on raw rows, for exact enumeration through a model on continuous inputs.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class InputEncoder(nn.Module):
     """
 
     kind: str = ""
+    binary_codes: bool = True
+    """Whether :meth:`encode` gives binary codes (every encoder of a spectrum); ``False`` for :class:`RawEncoder`."""
     owner: Tensor
 
     @property
@@ -92,6 +95,25 @@ class BinaryEncoder(InputEncoder):
         return {"kind": self.kind, "n": self.n_binary}
 
 
+class RawEncoder(BinaryEncoder):
+    """The identity on finite real rows, for exact enumeration through the model on continuous inputs
+    (``FourierShap(model, background, method="enumerate")``): a hybrid takes each column whole from the row or the
+    background row, so the model is queried at raw hybrids. It has no binary code, hence no spectrum to save.
+
+    Args:
+        n: number of raw input columns.
+    """
+
+    kind = "raw"
+    binary_codes = False
+
+    def check(self, x: Tensor, name: str, relaxed: bool = False) -> None:
+        try:
+            check_finite(x, name)
+        except ValueError as err:
+            raise ValueError(f"{err}; the model is queried at hybrids of finite rows: impute missing values") from None
+
+
 class ThresholdEncoder(InputEncoder):
     """Continuous inputs: binary feature ``b`` is 1 when a row goes right of threshold ``b``.
 
@@ -100,6 +122,8 @@ class ThresholdEncoder(InputEncoder):
 
     Args:
         encoding: the thresholds (e.g. a tree model's splits, :meth:`TreeEncoding.from_model`).
+        finite: refuse NaN and infinite inputs (a black box fitted on hybrids of finite rows, whose codes would
+            route a missing value to a slot it never saw); ``False`` routes NaN as the encoding says (trees).
     """
 
     kind = "thresholds"
@@ -107,7 +131,7 @@ class ThresholdEncoder(InputEncoder):
     nan_right: Tensor
     zero_is_missing: Tensor
 
-    def __init__(self, encoding: ThresholdEncoding) -> None:
+    def __init__(self, encoding: ThresholdEncoding, finite: bool = False) -> None:
         super().__init__()
         if not isinstance(encoding, ThresholdEncoding):
             raise TypeError(
@@ -121,6 +145,7 @@ class ThresholdEncoder(InputEncoder):
         self.input_dtype = encoding.input_dtype
         self.missing_value = encoding.missing_value
         self._n_inputs = encoding.n_features
+        self.finite = finite
 
     @property
     def n_inputs(self) -> int:
@@ -144,6 +169,13 @@ class ThresholdEncoder(InputEncoder):
         # NaN is a missing value (routed like the library does); infinities are ordinary far values.
         if x.is_complex():
             raise TypeError(f"{name} must be real-valued, got dtype {x.dtype}")
+        if self.finite:
+            try:
+                check_finite(x, name)
+            except ValueError as err:
+                raise ValueError(
+                    f"{err}; this explainer was fitted on finite rows: impute missing values as you did for training"
+                ) from None
 
     def encode(self, x: Tensor, dtype: torch.dtype) -> Tensor:
         codes = threshold_codes(
@@ -166,6 +198,7 @@ class ThresholdEncoder(InputEncoder):
             "strict": self.strict,
             "input_dtype": str(self.input_dtype).removeprefix("torch."),
             "missing_value": None if self.missing_value != self.missing_value else self.missing_value,
+            "finite": self.finite,
         }
 
 
@@ -207,4 +240,4 @@ def encoder_from_fields(fields: SavedFields) -> InputEncoder:
         if config.value("missing_value", optional=True) is None
         else config.number("missing_value"),
     )
-    return ThresholdEncoder(encoding)
+    return ThresholdEncoder(encoding, finite=bool(config.flag("finite", optional=True)))

@@ -5,7 +5,8 @@ threshold`` (``x >= threshold`` when ``strict``), after casting ``x`` to the ``i
 learnt in; missing values (NaN, and zero where ``zero_is_missing``) go right when ``nan_right``. The thresholds of
 one feature are a thermometer code of it, so a hybrid of two rows (each feature taken whole from one of them) is
 the hybrid of their codes, feature by feature: the features are the players (:attr:`groups`). A tree ensemble's
-splits are one such encoding (:class:`~torchxplain.fourier.TreeEncoding`).
+splits are one such encoding (:class:`~torchxplain.fourier.TreeEncoding`); :meth:`ThresholdEncoding.from_data`
+places the thresholds between the values rows actually take, for a black box on continuous inputs.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import check_flag, check_int, check_matrix, chunk_bounds, rows_per_chunk, settings
-from torchxplain._core.inputs import check_feature_names, to_tensor
+from torchxplain._core.inputs import check_feature_names, rows, to_tensor
 
 
 def threshold_codes(
@@ -116,6 +117,60 @@ class ThresholdEncoding:
         if self.feature_names is not None and len(self.feature_names) != self.n_features:
             raise ValueError(f"feature_names has {len(self.feature_names)} names for {self.n_features} features")
 
+    @classmethod
+    def from_data(cls, data: Any, background: Any = None, *, max_thresholds: int | None = None) -> ThresholdEncoding:
+        """Thresholds that follow the values of ``data`` ∪ ``background``, feature by feature.
+
+        Rules (per feature):
+
+        * The thresholds are the midpoints between consecutive distinct values of the pooled rows (a midpoint that
+          rounds onto the upper value is replaced by the lower one), so every pooled value gets a code of its own:
+          the encoding is exact on the rows it was built from and on every hybrid of them.
+        * A value not seen falls into the slot of the nearest pooled value (a tie at a midpoint goes to the
+          lower one); values beyond the range take the end slots.
+        * With more than ``max_thresholds`` midpoints, those kept are, for each of ``max_thresholds`` equally
+          spaced quantiles of the pooled rows, the first midpoint at or past it (equal-count bins that never
+          split a repeated value); a value then falls into the bin that holds it.
+        * A feature with one distinct value has no threshold (it never varies).
+
+        Comparisons run in float32 when ``data`` is float32 (so float64 copies of its values land in their own
+        slots), else in float64.
+
+        Args:
+            data: ``(N, p)`` rows like the ones to be explained (tensor, numpy array, list or DataFrame; its
+                columns become :attr:`feature_names`).
+            background: optional ``(D, p)`` background rows (the same columns when both are DataFrames).
+            max_thresholds: optional cap on the thresholds per feature (``None``: every midpoint).
+
+        Returns:
+            A :class:`ThresholdEncoding` on the CPU, its binary features sorted by feature and threshold.
+
+        Raises:
+            TypeError: non-numeric input.
+            ValueError: NaN or infinite values (impute them first: a threshold code needs ordered values), a
+                width mismatch, empty rows, different column names, or ``max_thresholds < 1``.
+        """
+        cap = check_int(max_thresholds, "max_thresholds", minimum=1, optional=True)
+        converted = rows(data, "data", values="finite")
+        pooled, names = converted.tensor.cpu(), converted.feature_names
+        input_dtype = torch.float32 if pooled.dtype == torch.float32 else torch.float64
+        if background is not None:
+            extra = rows(background, "background", n_features=pooled.shape[1], values="finite")
+            check_feature_names(names, extra.feature_names, "background")
+            names = names or extra.feature_names
+            pooled = torch.cat((pooled.double(), extra.tensor.cpu().double()))
+        return cls._from_checked(pooled, input_dtype, cap, names)
+
+    @classmethod
+    def _from_checked(
+        cls, pooled: Tensor, input_dtype: torch.dtype, cap: int | None, names: Sequence[str] | None = None
+    ) -> ThresholdEncoding:
+        """:meth:`from_data` on rows already converted and checked (finite, ``(R, p)``; the rules there), compared
+        in ``input_dtype``: for callers that validated the user's rows once (a black-box fit)."""
+        feature, threshold = _midpoints(pooled.cpu().to(input_dtype).double(), cap)
+        false = torch.zeros(feature.shape[0], dtype=torch.bool)
+        return cls(feature, threshold, false, false, False, input_dtype, pooled.shape[1], feature_names=names)
+
     @property
     def n_binary(self) -> int:
         """Number of binary threshold features (the spectrum's ``n``)."""
@@ -167,3 +222,23 @@ class ThresholdEncoding:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(n_features={self.n_features}, n_binary={self.n_binary}, strict={self.strict})"
+
+
+def _midpoints(values: Tensor, cap: int | None) -> tuple[Tensor, Tensor]:
+    """``(feature, threshold)`` of :meth:`ThresholdEncoding.from_data`'s rules for float64 ``values`` ``(N, p)``."""
+    n_rows, p = values.shape
+    ordered = values.sort(dim=0).values
+    low, high = ordered[:-1], ordered[1:]  # (N - 1, p): each gap between consecutive sorted rows
+    boundary = high > low
+    middle = low + (high - low) / 2
+    middle = torch.where(middle < high, middle, low)  # adjacent floats: the lower value still separates them
+    if cap is not None:
+        # the first boundary at or past each quantile q/(cap + 1): boundaries where the count of quantiles passed
+        # grows (the share of rows left of a gap only grows, so a running maximum holds the previous boundary's)
+        share = torch.arange(1, n_rows, dtype=torch.float64)[:, None].expand(-1, p) / n_rows
+        passed = torch.floor(share * (cap + 1) + 1e-9).clamp(max=cap) * boundary
+        before = torch.cat((torch.zeros(1, p, dtype=passed.dtype), passed[:-1].cummax(dim=0).values))
+        thin = boundary & (passed > before)
+        boundary = torch.where(boundary.sum(0) > cap, thin, boundary)
+    feature, gap = boundary.T.nonzero(as_tuple=True)  # sorted by feature, then by value
+    return feature, middle[gap, feature]

@@ -144,7 +144,8 @@ class FourierExplainerCore(ExplainerBase):
         )
         self.encoder = encoder.to(raw.device)
         self.register_buffer("background", raw.to(dtype))
-        self.register_buffer("background_bits", bits.to(device=raw.device, dtype=torch.bool))
+        codes = torch.bool if encoder.binary_codes else dtype  # a RawEncoder's "codes" are the raw rows
+        self.register_buffer("background_bits", bits.to(device=raw.device, dtype=codes))
         ids = groups if groups_checked else player_ids(groups, encoder.n_inputs, groups_name, raw.device)
         self.register_buffer("groups", ids)
         self.outputs = outputs
@@ -199,7 +200,7 @@ class FourierExplainerCore(ExplainerBase):
         x, _ = self._inputs((self._convert(inputs),))
         bits = self.encoder.encode(x, self.dtype)
         if self.enumerator is not None:  # the model itself
-            return self.enumerator(bits.bool()).to(self.dtype)
+            return self._enumerated(bits)
         out = self.surrogate.evaluate_checked(bits)
         return out if self.differentiable else out.detach()
 
@@ -588,16 +589,23 @@ class FourierExplainerCore(ExplainerBase):
         return tuple(self.outputs.combine([p[i] for p in per_input], result.pick, target) for i in range(len(inputs)))
 
     # --- what the values sum to --------------------------------------------------------------------------
-    def _output_at(self, bits: Tensor, model: bool = False) -> Tensor:
+    def _enumerated(self, bits: Tensor) -> Tensor:
+        """The model at encoded rows (``method="enumerate"``: binary codes, or a RawEncoder's raw rows)."""
+        assert self.enumerator is not None
+        return self.enumerator(bits.bool() if self.encoder.binary_codes else bits).to(self.dtype)
+
+    def _output_at(self, bits: Tensor, model: bool = False, raw: Tensor | None = None) -> Tensor:
         """The explained function at encoded rows, ``(R,)`` or ``(R, C)``: the spectrum; with ``model`` a black
-        box's own model (queried as the fit queried it); with ``method="enumerate"`` always the model."""
+        box's own model (queried as the fit queried it: at the ``raw`` rows when the encoder is not binary); with
+        ``method="enumerate"`` always the model."""
         if self.enumerator is not None:
-            return self.enumerator(bits.bool()).to(self.dtype)
+            return self._enumerated(bits)
         if model and self.fit_report is not None and not self.owns_forward_func:
             model_func = cast(Callable[..., Tensor], self.forward_func)
             device, dtype = model_placement(model_func, self.background.device, None, self.background)
             target = self.outputs.targets[0]
-            out = model_output(model_func, bits, self.additional_forward_args, target, device, dtype, None)
+            at = bits if isinstance(self.encoder, BinaryEncoder) or raw is None else raw
+            out = model_output(model_func, at, self.additional_forward_args, target, device, dtype, None)
             return out.to(self.dtype)
         return self.surrogate.evaluate_checked(bits).detach()
 
@@ -605,7 +613,8 @@ class FourierExplainerCore(ExplainerBase):
         """The reference's output, as the values' base: ``()``/``(C,)`` for a background set, per row ``(Q,)`` /
         ``(Q, C)`` for per-row baselines or targets."""
         ref = result.reference
-        out = self._output_at(self.background_bits.to(self.dtype) if ref.bits is None else ref.bits, model)
+        raw = self.background if ref.bits is None else ref.raw
+        out = self._output_at(self.background_bits.to(self.dtype) if ref.bits is None else ref.bits, model, raw)
         out = out if ref.paired else out.mean(0)
         per = [out if out.ndim == int(ref.paired) else out[..., c] for c in result.columns]
         if result.pick is not None or ref.paired:
@@ -616,7 +625,7 @@ class FourierExplainerCore(ExplainerBase):
     def _convergence_delta(self, result: Computed, target: Any) -> Tensor:
         """``Σ_players φ − (f(x) − E f(b))`` per row (``f``: see :meth:`attribute`)."""
         total = self.outputs.combine([v.sum(1) for v in result.values], result.pick, target)
-        out = self._output_at(result.bits, model=True)
+        out = self._output_at(result.bits, model=True, raw=result.x)
         at_x = self.outputs.combine([out if out.ndim == 1 else out[:, c] for c in result.columns], result.pick, target)
         return (total - (at_x - self._base(result, target, model=True))).detach()
 
@@ -670,7 +679,8 @@ class FourierExplainerCore(ExplainerBase):
         ``method="enumerate"``, enumeration through the model instead."""
         if self.enumerator is not None:
             bits = self.background_bits if baselines_bits is None else baselines_bits
-            return EnumerationPlan(self.enumerator, bits, players.binary_groups, players.m_active)
+            binary = self.encoder.binary_codes
+            return EnumerationPlan(self.enumerator, bits, players.binary_groups, players.m_active, binary)
         spectrum = self._column_spectrum(column)
         bits = self.background_bits if baselines_bits is None else baselines_bits
 

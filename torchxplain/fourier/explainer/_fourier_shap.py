@@ -31,7 +31,8 @@ from torch import Tensor
 from torchxplain._core import settings
 from torchxplain._core.devices import check_device
 from torchxplain._core.inputs import check_feature_names, dense_players, player_ids, rows
-from torchxplain.fourier.encoding._encoders import BinaryEncoder
+from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder
+from torchxplain.fourier.explainer._continuous import continuous_source, non_binary
 from torchxplain.fourier.explainer._core import FourierExplainerCore
 from torchxplain.fourier.explainer._forward_args import as_args, bind
 from torchxplain.fourier.explainer._outputs import single_output
@@ -39,7 +40,7 @@ from torchxplain.fourier.explainer._persistence import explainer_config, explain
 from torchxplain.fourier.fit._api import Method, checked_sizes, fit_validated, resolve_auto_groups
 from torchxplain.fourier.fit._options import FitOptions, fit_options_from
 from torchxplain.fourier.fit._oracle import Oracle, model_placement
-from torchxplain.fourier.fit._report import FitReport
+from torchxplain.fourier.fit._report import FitReport, enumeration_report
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.trees._source import tree_source
 from torchxplain.fourier.values._plan import Kernel
@@ -48,25 +49,11 @@ from torchxplain.fourier.values._plan import Kernel
 def _enumeration_source(n: int, m: int, found: Any, dtype: torch.dtype) -> tuple[FourierSpectrum, FitReport]:
     """The (empty) spectrum and the report of an explainer that enumerates coalitions through the model."""
     spectrum = FourierSpectrum.trusted(torch.zeros(0, n, dtype=torch.bool), torch.zeros(0, dtype=dtype))
-    report = FitReport(
-        method="enumerate",
-        reason=(
-            "requested: exact values by enumerating, for each (row, background row) pair, every coalition of the "
-            "players they differ in (2^d model queries per pair, made when values are asked for)"
-        ),
-        n_features=n,
-        k=None,
-        n_terms=0,
-        max_degree=None,
-        n_queries=0,
-        n_validation_queries=0,
-        wall_time_s=0.0,
-        validation_time_s=0.0,
-        r2_uniform=None,
-        r2_eval=None,
-        n_players=m,
-        players=None if found is None else found.description,
+    reason = (
+        "requested: exact values by enumerating, for each (row, background row) pair, every coalition of the "
+        "players they differ in (2^d model queries per pair, made when values are asked for)"
     )
+    report = enumeration_report(n, m, None if found is None else found.description, reason)
     return spectrum, report
 
 
@@ -77,6 +64,15 @@ class FourierShap(FourierExplainerCore):
     ``model`` once), from a known spectrum (:meth:`from_spectrum`) or from a tree ensemble (:meth:`from_trees`).
     Values are then closed forms on the spectrum (paper Eq. 5).
 
+    Continuous (or mixed continuous / one-hot / binary) rows: when any entry of ``background`` or ``data`` is not
+    0/1, each column is encoded by thresholds at the midpoints of its values in ``data`` ∪ ``background`` (at most
+    ``max_thresholds`` per column, a :class:`~torchxplain.fourier.FitOptions` field, default 128), one player per
+    column (``groups="auto"``: one per one-hot block too), and the spectrum is fitted on the codes of hybrid points
+    (``fit_report.method == "continuous"``): its SHAP-R² estimate is measured against the model on held-out rows
+    of ``data`` kept out of the thresholds and the fit. ``method="auto"`` takes that route; ``method="enumerate"``
+    gives exact values through the model at raw hybrids instead (for few players). Values are per column
+    ``(Q, p)``; rows must be finite.
+
     What each input is explained against: ``background=`` (any method) is a set of rows every input is explained
     against (default: the constructor's background); Captum's ``baselines=`` give one reference per input row — a
     scalar, a ``(1, n)`` row for all, or an ``(N, n)`` tensor whose row ``i`` is input ``i``'s reference — and any
@@ -84,17 +80,18 @@ class FourierShap(FourierExplainerCore):
     value per player with the players' names.
 
     Args:
-        forward_func: the model, a callable on ``(B, n)`` float tensors in {0,1} returning ``(B,)`` or ``(B, C)``
-            (pick ``C`` with ``target``). Never registered as a submodule.
-        background: ``(B, n)`` binary background rows (tensor, numpy array or DataFrame): the interventional
-            reference.
+        forward_func: the model, a callable on ``(B, n)`` float tensors (0/1, or the raw rows of continuous inputs)
+            returning ``(B,)`` or ``(B, C)`` (pick ``C`` with ``target``). Never registered as a submodule.
+        background: ``(B, n)`` background rows (tensor, numpy array or DataFrame), binary or continuous: the
+            interventional reference.
         k: most Fourier coefficients to keep (``None``: as many as ``target_r2`` needs).
         max_degree: optional cap on the frequency degree.
         n_queries: query budget for the fit (``None``: the method's default).
         method: ``"auto"``, ``"tabulate"``, ``"hybrid"``, ``"exact"``, ``"hashing"`` or ``"regression"`` (see
-            ``fit_sparse_fourier``), or ``"enumerate"``: no fit; Shapley, Banzhaf and pairwise interaction values are
-            exact, by enumerating each (row, background row) pair's coalitions through the model when asked for
-            (``2^d`` queries per pair for its ``d`` differing players: for few players and few rows; the library's
+            ``fit_sparse_fourier``; continuous inputs take ``"auto"``, the continuous fit), or ``"enumerate"``: no
+            fit; Shapley, Banzhaf and pairwise interaction values are exact, by enumerating each (row, background
+            row) pair's coalitions through the model when asked for (``2^d`` queries per pair for its ``d``
+            differing players, at raw hybrids for continuous inputs: for few players and few rows; the library's
             reference).
         target: output column for multi-output models.
         groups: default players, an ``(n,)`` integer id per input feature (e.g. one-hot blocks), or ``"auto"`` to
@@ -109,8 +106,9 @@ class FourierShap(FourierExplainerCore):
         differentiable: keep the autograd graph from the surrogate's amplitudes to the values (to train through
             the values); off by default, since the graph would hold every chunk's intermediates.
         kernel: closed-form kernel, ``"auto"`` (chosen by a cost model) or a kernel name (see ``ValuePlan``).
-        data: ``(R, n)`` binary rows like the ones to be explained (e.g. the training set): the fit is held to
-            hybrids of these rows with the background (default: the background's own hybrids).
+        data: ``(R, n)`` rows like the ones to be explained (e.g. the training set): the fit is held to hybrids of
+            these rows with the background (default: the background's own hybrids); a DataFrame must have the
+            background's columns.
         target_r2: the estimated R² of the SHAP values on held-out rows the fit is held to (``None``: no check);
             a fit below it raises a ``FitQualityWarning`` that says what to change.
         options: the fit's other knobs (:class:`~torchxplain.fourier.FitOptions`).
@@ -155,7 +153,7 @@ class FourierShap(FourierExplainerCore):
         super().__init__(forward_func)
         if forward_func is None or not callable(forward_func):
             raise TypeError(
-                "forward_func must be the model to fit (a callable on (B, n) binary tensors); for a known spectrum "
+                "forward_func must be the model to fit (a callable on (B, n) tensors); for a known spectrum "
                 "use FourierShap.from_spectrum, for a tree ensemble FourierShap.from_trees"
             )
         options = fit_options_from({**fit_options, "options": options}, max_memory, show_progress)
@@ -169,53 +167,52 @@ class FourierShap(FourierExplainerCore):
                     f"background is on {raw.device} but device={str(device)!r}; the explainer lives on its "
                     f"background's device: pass background.to({str(place)!r})"
                 )
-            encoder = BinaryEncoder(raw.shape[1])
-            encoder.check(raw, "background")
-            data_rows = None
-            if data is not None:
-                given = rows(data, "data", n_features=raw.shape[1], device=raw.device)
+            given = None if data is None else rows(data, "data", n_features=raw.shape[1], device=raw.device)
+            if given is not None:
                 check_feature_names(names, given.feature_names, "data")  # a frame's columns, as the background's
-                data_rows = given.tensor
-                encoder.check(data_rows, "data")
-            bits = raw.bool()
+            data_rows = None if given is None else given.tensor.to(raw.device)
+            why = non_binary(raw, data_rows, names)
             query_device, query_dtype = model_placement(
                 forward_func, raw.device if options.device is None else options.device, options.dtype, raw
             )
-            found = None
-            if isinstance(groups, str):
-                tables = [bits] if data_rows is None else [data_rows.to(raw.device).bool(), bits]
-                found = resolve_auto_groups(groups, tables, names)
-                ids: Tensor | None = found.ids
-            else:
-                ids = player_ids(groups, raw.shape[1], "groups", raw.device)
-            index, m = (
-                (torch.arange(raw.shape[1], device=raw.device), raw.shape[1])
-                if ids is None
-                else dense_players(ids)[::2]
-            )
-            if method == "enumerate":
-                if relaxed:
-                    raise ValueError("relaxed=True explains a spectrum's extension; method='enumerate' has none")
-                oracle = Oracle(
-                    bind(forward_func, args), raw.shape[1], query_device, query_dtype, options.batch_size, target
-                )
-                spectrum, report = _enumeration_source(raw.shape[1], m, found, query_dtype)
-                self.__dict__["enumerator"] = oracle  # plain attribute: the user's model is never registered
-            else:
-                spectrum, report = fit_validated(
+            if why is not None:
+                source = continuous_source(
                     bind(forward_func, args),
-                    raw.shape[1],
-                    background=bits,
-                    data=None if data_rows is None else data_rows.to(raw.device).bool(),
-                    players=index,
-                    m=m,
-                    **checked_sizes(k, max_degree, n_queries, target),
+                    raw,
+                    data_rows,
+                    names,
+                    groups,
                     method=method,
+                    **checked_sizes(k, max_degree, n_queries, target),
                     seed=seed,
                     target_r2=target_r2,
-                    eval_data=None,
                     options=replace(options, device=query_device, dtype=query_dtype),
-                    found=found,
+                    relaxed=relaxed,
+                    why=why,
+                )
+                spectrum, bits, ids, report = source.spectrum, source.bits, source.ids, source.report
+                encoder: InputEncoder = source.encoder
+                if source.enumerator is not None:
+                    self.__dict__["enumerator"] = source.enumerator  # plain attribute: the model is never registered
+            else:
+                spectrum, encoder, bits, ids, report = self._binary_source(
+                    forward_func,
+                    args,
+                    raw,
+                    data_rows,
+                    names,
+                    groups,
+                    k,
+                    max_degree,
+                    n_queries,
+                    method,
+                    target,
+                    seed,
+                    relaxed,
+                    target_r2,
+                    options,
+                    query_device,
+                    query_dtype,
                 )
         self._setup(
             spectrum,
@@ -233,6 +230,68 @@ class FourierShap(FourierExplainerCore):
             fit_report=report,
         )
         self.__dict__["additional_forward_args"] = args
+
+    def _binary_source(
+        self,
+        forward_func: Callable[..., Tensor],
+        args: Any,
+        raw: Tensor,
+        data_rows: Tensor | None,
+        names: Any,
+        groups: Any,
+        k: int | None,
+        max_degree: int | None,
+        n_queries: int | None,
+        method: str,
+        target: int | None,
+        seed: int,
+        relaxed: bool,
+        target_r2: float | None,
+        options: FitOptions,
+        query_device: torch.device,
+        query_dtype: torch.dtype,
+    ) -> tuple[FourierSpectrum, BinaryEncoder, Tensor, Tensor | None, FitReport]:
+        """The binary routes (every entry of the background and ``data`` 0 or 1): a fit, or enumeration."""
+        encoder = BinaryEncoder(raw.shape[1])
+        encoder.check(raw, "background")
+        if data_rows is not None:
+            encoder.check(data_rows, "data")
+        bits = raw.bool()
+        found = None
+        if isinstance(groups, str):
+            tables = [bits] if data_rows is None else [data_rows.bool(), bits]
+            found = resolve_auto_groups(groups, tables, names)
+            ids: Tensor | None = found.ids
+        else:
+            ids = player_ids(groups, raw.shape[1], "groups", raw.device)
+        index, m = (
+            (torch.arange(raw.shape[1], device=raw.device), raw.shape[1]) if ids is None else dense_players(ids)[::2]
+        )
+        if method == "enumerate":
+            if relaxed:
+                raise ValueError("relaxed=True explains a spectrum's extension; method='enumerate' has none")
+            oracle = Oracle(
+                bind(forward_func, args), raw.shape[1], query_device, query_dtype, options.batch_size, target
+            )
+            spectrum, report = _enumeration_source(raw.shape[1], m, found, query_dtype)
+            self.__dict__["enumerator"] = oracle  # plain attribute: the user's model is never registered
+            return spectrum, encoder, bits, ids, report
+        spectrum, report = fit_validated(
+            bind(forward_func, args),
+            raw.shape[1],
+            background=bits,
+            data=None if data_rows is None else data_rows.bool(),
+            players=index,
+            m=m,
+            **checked_sizes(k, max_degree, n_queries, target),
+            method=method,
+            seed=seed,
+            target_r2=target_r2,
+            eval_data=None,
+            options=replace(options, device=query_device, dtype=query_dtype),
+            found=found,
+        )
+        return spectrum, encoder, bits, ids, report
 
     # --- constructors ------------------------------------------------------------------------------------
     @classmethod

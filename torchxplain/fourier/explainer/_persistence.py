@@ -77,6 +77,8 @@ def explainer_from_config(
     fields.require(background.shape[0] >= 1, "background", "has no rows")
     bits = fields.tensor("background_bits", ("B", "n_binary"), "bool")
     encoder = encoder_from_fields(fields)
+    if getattr(encoder, "finite", False):  # a continuous black box takes finite rows only: so does its file
+        fields.require(bool(torch.isfinite(background).all()), "background", "holds NaN or infinite values")
     _check_encoding(fields, encoder, background, bits)
     has_groups = fields.flag("has_groups")
     names = fields.names("feature_names", length="n_inputs", optional=True)
@@ -144,4 +146,5 @@ def _dataclass(fields: SavedFields, key: str, cls: type, value: Any) -> Any:
     }
     ok = isinstance(value, dict) and required <= set(value) <= known
     fields.require(ok, key, f"must be a {cls.__name__} record with the fields {sorted(known)}")
-    return cls(**value)
+    tuples = {f.name for f in dataclasses.fields(cls) if isinstance(f.default, tuple)}  # JSON made them lists
+    return cls(**{k: tuple(v) if k in tuples and isinstance(v, list) else v for k, v in value.items()})

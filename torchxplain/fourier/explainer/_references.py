@@ -34,16 +34,19 @@ class Reference:
         bits: ``(R, n_binary)`` encoded rows in the compute dtype, or ``None`` for the explainer's own background.
         paired: row ``i`` is input ``i``'s only reference (Captum's ``baselines`` of ``R = N ≠ 1`` rows);
             otherwise every input is explained against all ``R`` rows (a one-row baseline among them).
+        raw: ``(R, n_inputs)`` the rows before encoding (``None`` with ``bits``), where a black box of continuous
+            inputs is queried.
     """
 
     bits: Tensor | None
     paired: bool = False
+    raw: Tensor | None = None
 
     def rows(self, start: int, stop: int) -> Reference:
         """The reference of inputs ``start:stop`` (a paired reference is cut with them)."""
         if not self.paired or self.bits is None:
             return self
-        return Reference(self.bits[start:stop], True)
+        return Reference(self.bits[start:stop], True, None if self.raw is None else self.raw[start:stop])
 
 
 def _is_scalar(value: Any) -> bool:
@@ -137,4 +140,4 @@ def reference(
         name = "baselines"
     check_feature_names(feature_names, names, name)
     encoder.check(raw, name)
-    return Reference(encoder.encode(raw, dtype), paired=baselines is not None and raw.shape[0] != 1)
+    return Reference(encoder.encode(raw, dtype), paired=baselines is not None and raw.shape[0] != 1, raw=raw)

@@ -49,11 +49,11 @@ class PairGames:
     """The games of pairs ``(x[p], b[p])``: every coalition of each pair's differing players, as points.
 
     Args:
-        x, b: ``(P, n)`` bool paired rows.
+        x, b: ``(P, n)`` bool paired rows (or raw real rows: a hybrid takes each feature from one of them).
         players: ``(n,)`` int64 player index per feature; m: the number of players.
 
     Attributes:
-        points: ``(Σ_p 2^{d_p}, n)`` bool hybrids, block by block (:class:`GameBlock`).
+        points: ``(Σ_p 2^{d_p}, n)`` hybrids in the rows' dtype, block by block (:class:`GameBlock`).
         n_queries: their number.
     """
 
@@ -74,7 +74,7 @@ class PairGames:
             blocks.append(GameBlock(pairs, members, start, start + pairs.numel() * 2**d))
             start += pairs.numel() * 2**d
         self.blocks = tuple(blocks)
-        empty = torch.zeros(0, x.shape[1], dtype=torch.bool, device=x.device)
+        empty = torch.zeros(0, x.shape[1], dtype=x.dtype, device=x.device)
         self.points = torch.cat(parts) if parts else empty
         self.n_queries = int(self.points.shape[0])
 
@@ -137,7 +137,7 @@ def enumerate_values(
 
     Args:
         query: the model, ``(N, n)`` bool -> ``(N,)`` float64 (an :class:`~torchxplain.fourier.fit._oracle.Oracle`).
-        x: ``(Q, n)`` bool rows; background: ``(D, n)`` bool.
+        x: ``(Q, n)`` bool rows; background: ``(D, n)`` bool (or both raw real rows, for a query on raw points).
         players: ``(n,)`` int64 player index per feature; m: the number of players.
 
     Raises:
@@ -171,17 +171,22 @@ class EnumerationPlan:
     """Values by enumeration through the model, with the interface the explainer's value path expects of a plan.
 
     Args:
-        query: the model on bool points (an :class:`~torchxplain.fourier.fit._oracle.Oracle`).
+        query: the model on bool points (an :class:`~torchxplain.fourier.fit._oracle.Oracle`), or on raw points.
         background: ``(D, n)`` binary background (any dtype); groups: ``(n,)`` player index per feature
             (``None``: singletons); m: the number of players.
+        binary: the rows are binary codes (cast to bool); ``False``: raw real rows, queried as they are (a hybrid
+            takes each feature whole from the row or the background row).
     """
 
-    def __init__(self, query: Callable[[Tensor], Tensor], background: Tensor, groups: Tensor | None, m: int) -> None:
-        self.query, self.background, self.m = query, background.bool(), m
+    def __init__(
+        self, query: Callable[[Tensor], Tensor], background: Tensor, groups: Tensor | None, m: int, binary: bool = True
+    ) -> None:
+        self.query, self.binary, self.m = query, binary, m
+        self.background = background.bool() if binary else background
         self.groups = torch.arange(background.shape[1], device=background.device) if groups is None else groups
 
     def _values(self, xq: Tensor, kind: TableKind) -> Tensor:
-        out = enumerate_values(self.query, xq.bool(), self.background, self.groups, self.m, kind)
+        out = enumerate_values(self.query, xq.bool() if self.binary else xq, self.background, self.groups, self.m, kind)
         return out.to(xq.dtype)
 
     def shapley(self, xq: Tensor, relaxed: bool = False) -> Tensor:

@@ -163,6 +163,27 @@ class FitReport:
         return "\n".join(lines)
 
 
+def enumeration_report(n_features: int, n_players: int, players: str | None, reason: str) -> FitReport:
+    """The report of an explainer that fits nothing and enumerates coalitions through the model
+    (``method="enumerate"``): no terms, no queries until values are asked for."""
+    return FitReport(
+        method="enumerate",
+        reason=reason,
+        n_features=n_features,
+        k=None,
+        n_terms=0,
+        max_degree=None,
+        n_queries=0,
+        n_validation_queries=0,
+        wall_time_s=0.0,
+        validation_time_s=0.0,
+        r2_uniform=None,
+        r2_eval=None,
+        n_players=n_players,
+        players=players,
+    )
+
+
 def _fmt(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 

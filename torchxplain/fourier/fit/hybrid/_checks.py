@@ -39,6 +39,15 @@ ROUNDING = 1e-9
 that do not vary over the rows, such a surrogate is exact on the check (R² = 1, as ``r2_score`` of a constant)."""
 
 
+def cheapest_exact() -> int:
+    """The most differing players for which enumerating a pair (``2^d`` queries) costs no more than its paths
+    (``2 · PATH_PAIRS · (d + 1)``)."""
+    d = 1
+    while 2 ** (d + 1) <= 2 * PATH_PAIRS * (d + 2):
+        d += 1
+    return d
+
+
 @dataclass(frozen=True)
 class _PathBlock:
     """Pairs estimated by paths: ``pairs (p,)``, their differing players ``members (p, d)``, the orders
@@ -60,6 +69,9 @@ class HeldOut:
         budget: queries the check may spend (it takes :data:`MIN_ROWS` rows at least).
         generator: seeds the rows, pairs and orders.
         query: the model on bool points -> float64.
+        exact_max_players: pairs differing in at most this many players are enumerated, others take paths
+            (default :data:`EXACT_MAX_PLAYERS`; :func:`cheapest_exact` enumerates only where that costs fewer
+            queries than paths).
     """
 
     def __init__(
@@ -71,17 +83,20 @@ class HeldOut:
         budget: int,
         generator: torch.Generator,
         query: Callable[[Tensor], Tensor],
+        exact_max_players: int = EXACT_MAX_PLAYERS,
     ) -> None:
         device = rows.device
         self.m, self.n_background, self.background, self.players = m, background.shape[0], background, players
+        self.exact_max = exact_max_players
         pairs = min(PAIRS_PER_ROW, background.shape[0])
         pilot = self._draw(rows, background, min(32, rows.shape[0]), pairs, generator)[1]
-        cost = self._cost(differing_players(pilot[0], pilot[1], players, m).sum(1)).to(torch.float64).mean()
+        cost = self._cost(differing_players(pilot[0], pilot[1], players, m).sum(1), self.exact_max)
+        cost = cost.to(torch.float64).mean()
         n_rows = int(min(MAX_ROWS, rows.shape[0], max(MIN_ROWS, budget // max(float(cost) * pairs, 1.0))))
         self.rows, (x, b) = self._draw(rows, background, n_rows, pairs, generator)
         self.pairs = pairs
         sizes = differing_players(x, b, players, m).sum(1)
-        exact = sizes <= EXACT_MAX_PLAYERS
+        exact = sizes <= self.exact_max
         self.exact_pairs = exact.nonzero()[:, 0]
         self.games = PairGames(x[exact], b[exact], players, m)
         parts = [self.games.points]
@@ -107,9 +122,9 @@ class HeldOut:
         self.values = query(self.points)
 
     @staticmethod
-    def _cost(sizes: Tensor) -> Tensor:
-        exact = sizes <= EXACT_MAX_PLAYERS
-        return torch.where(exact, 2 ** sizes.clamp(max=EXACT_MAX_PLAYERS), 2 * PATH_PAIRS * (sizes + 1))
+    def _cost(sizes: Tensor, exact_max: int) -> Tensor:
+        exact = sizes <= exact_max
+        return torch.where(exact, 2 ** sizes.clamp(max=exact_max), 2 * PATH_PAIRS * (sizes + 1))
 
     @staticmethod
     def _draw(
