@@ -48,14 +48,19 @@ def _check_against_shapiq(result, game, computer, m, index, order, q):
     assert worst < tol, f"{index} order {order}: max |ours - shapiq| = {worst:.2e}"
 
 
-@pytest.mark.parametrize("seed,n,k,n_bg,n_q,grouped", CASES)
-def test_every_index_matches_shapiq_exact_computer(seed, n, k, n_bg, n_q, grouped):
+def _shapiq_case(seed: int, n: int, k: int, n_bg: int, n_q: int, grouped: bool):
+    """A random spectrum case with its players and, per query, the spectrum's game and shapiq's exact computer."""
     spec, freq, amp, xq, bg = random_case(seed, n, k, n_bg, n_q)
     groups = random_groups(seed + 7, n) if grouped else np.arange(n)
     m = int(groups.max()) + 1
     player_ids = torch.tensor(groups) if grouped else None
     games = [spectrum_game(freq, amp, xq[q].numpy(), bg.numpy(), groups) for q in range(n_q)]
-    computers = [exact_computer(game, m) for game in games]
+    return spec, xq, bg, m, player_ids, games, [exact_computer(game, m) for game in games]
+
+
+@pytest.mark.parametrize("seed,n,k,n_bg,n_q,grouped", CASES)
+def test_every_index_matches_shapiq_exact_computer(seed, n, k, n_bg, n_q, grouped):
+    spec, xq, bg, m, player_ids, games, computers = _shapiq_case(seed, n, k, n_bg, n_q, grouped)
     for index, orders in ORDERS.items():
         for order in (o for o in orders if o <= m):
             result = interaction_values(spec, xq, bg, index=index, max_order=order, groups=player_ids)
@@ -178,12 +183,7 @@ def test_differentiable_in_the_amplitudes():
 @pytest.mark.parametrize("kernel", ["small_support", "gemm"])
 def test_every_index_of_either_kernel_matches_shapiq(seed, n, k, n_bg, n_q, grouped, kernel):
     """The small-support tables (orders 0..2 of every index) and the dense kernel, each forced, against shapiq."""
-    spec, freq, amp, xq, bg = random_case(seed, n, k, n_bg, n_q)
-    groups = random_groups(seed + 7, n) if grouped else np.arange(n)
-    m = int(groups.max()) + 1
-    player_ids = torch.tensor(groups) if grouped else None
-    games = [spectrum_game(freq, amp, xq[q].numpy(), bg.numpy(), groups) for q in range(n_q)]
-    computers = [exact_computer(game, m) for game in games]
+    spec, xq, bg, m, player_ids, games, computers = _shapiq_case(seed, n, k, n_bg, n_q, grouped)
     for index, orders in ORDERS.items():
         for order in (o for o in orders if o <= min(m, 2)):
             result = interaction_values(spec, xq, bg, index=index, max_order=order, groups=player_ids, kernel=kernel)
