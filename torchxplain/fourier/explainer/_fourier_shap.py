@@ -252,14 +252,12 @@ class FourierShap(FourierExplainerCore):
         query_dtype: torch.dtype,
     ) -> tuple[FourierSpectrum, BinaryEncoder, Tensor, Tensor | None, FitReport]:
         """The binary routes (every entry of the background and ``data`` 0 or 1): a fit, or enumeration."""
-        encoder = BinaryEncoder(raw.shape[1])
-        encoder.check(raw, "background")
-        if data_rows is not None:
-            encoder.check(data_rows, "data")
+        encoder = BinaryEncoder(raw.shape[1])  # non_binary found every entry of both tables 0 or 1: no check owed
         bits = raw.bool()
+        data_bits = None if data_rows is None else data_rows.bool()
         found = None
         if isinstance(groups, str):
-            tables = [bits] if data_rows is None else [data_rows.bool(), bits]
+            tables = [bits] if data_bits is None else [data_bits, bits]
             found = resolve_auto_groups(groups, tables, names)
             ids: Tensor | None = found.ids
         else:
@@ -280,7 +278,7 @@ class FourierShap(FourierExplainerCore):
             bind(forward_func, args),
             raw.shape[1],
             background=bits,
-            data=None if data_rows is None else data_rows.bool(),
+            data=data_bits,
             players=index,
             m=m,
             **checked_sizes(k, max_degree, n_queries, target),
