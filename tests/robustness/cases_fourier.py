@@ -43,6 +43,36 @@ def _():
     tx.fourier.FitOptions(time_budget=0)
 
 
+@case("torchxplain.fourier.FitOptions", "show_progress='yes'", TypeError, r"show_progress must be True or False")
+def _():
+    tx.fourier.FitOptions(show_progress="yes")  # was accepted until a fit used it
+
+
+@case("torchxplain.fourier.FitOptions", "max_memory='lots'", ValueError, r"max_memory must be bytes or a string like")
+def _():
+    tx.fourier.FitOptions(max_memory="lots")
+
+
+@case("torchxplain.fourier.FitOptions", "max_memory=0", ValueError, r"max_memory must be at least 1 MiB.*got 0")
+def _():
+    tx.fourier.FitOptions(max_memory=0)
+
+
+@case("torchxplain.FourierShap", "seed='abc' (failed inside int())", TypeError, r"seed must be a non-negative int")
+def _():
+    tx.FourierShap(model, bits(5), seed="abc")
+
+
+@case("torchxplain.FourierShap", "seed=-1 on a tabulated fit (passed)", ValueError, r"seed must be a non-negative")
+def _():
+    tx.FourierShap(model, bits(5), seed=-1)
+
+
+@case("torchxplain.FourierShap", "seed='abc' on continuous rows", TypeError, r"seed must be a non-negative int")
+def _():
+    tx.FourierShap(model, bits(5) + 0.5, seed="abc", show_progress=False)
+
+
 @case("torchxplain.fourier.FitOptions", "an unknown option by name", TypeError, r"unexpected fit options \['budget'\]")
 def _():
     tx.fit_sparse_fourier(model, 4, background=bits(5), budget=3)

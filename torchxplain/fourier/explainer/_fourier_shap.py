@@ -28,7 +28,7 @@ from typing import Any, Literal, cast
 import torch
 from torch import Tensor
 
-from torchxplain._core import settings
+from torchxplain._core import check_seed, settings
 from torchxplain._core.devices import check_device
 from torchxplain._core.inputs import check_feature_names, dense_players, player_ids, rows
 from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder
@@ -157,6 +157,7 @@ class FourierShap(FourierExplainerCore):
                 "use FourierShap.from_spectrum, for a tree ensemble FourierShap.from_trees"
             )
         options = fit_options_from({**fit_options, "options": options}, max_memory, show_progress)
+        seed = seed if isinstance(seed, torch.Generator) else check_seed(seed)  # refused now, whichever route
         args = as_args(additional_forward_args)
         place = None if device is None else check_device(device)
         with settings.using(max_memory=max_memory, show_progress=show_progress):

@@ -10,7 +10,9 @@ from torch import Tensor
 
 from torchxplain._core.devices import check_device
 from torchxplain._core.inputs import dense_players, player_ids, rows
-from torchxplain._core.validation import check_float_dtype, check_int, check_number
+from torchxplain._core.seeding import check_seed
+from torchxplain._core.settings import parse_memory
+from torchxplain._core.validation import check_flag, check_float_dtype, check_int, check_number
 from torchxplain.fourier.fit._report import TargetMetric
 
 
@@ -80,6 +82,10 @@ class FitOptions:
             check_device(self.device)
         if self.one_hot not in (None, True, False):
             raise TypeError(f"one_hot must be True, False or None, got {self.one_hot!r}")
+        if self.show_progress is not None:
+            check_flag(self.show_progress, "show_progress")
+        if self.max_memory is not None:
+            parse_memory(self.max_memory)  # bytes or e.g. "1GB", at least 1 MiB: refused now, not at the fit
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -103,8 +109,9 @@ def players(groups: object, n: int, device: torch.device) -> tuple[Tensor, int]:
 
 
 def validation_seed(seed: int | torch.Generator) -> int:
-    """A seed for the held-out draws, independent of the fit's (and reproducible)."""
-    base = seed.initial_seed() if isinstance(seed, torch.Generator) else int(seed)
+    """A seed for the held-out draws, independent of the fit's (and reproducible); ``seed`` checked (a
+    non-negative int or a ``torch.Generator``: ``"abc"``, ``1.5`` and ``-1`` are refused)."""
+    base = seed.initial_seed() if isinstance(seed, torch.Generator) else check_seed(seed)
     return (base * 1_000_003 + 12_345) % 2**62
 
 
