@@ -824,6 +824,20 @@ def _():
     load_crafted(explainer(), config=lambda c: c.update(fit_report={"method": "exact", "bogus": 1}))
 
 
+@case(SAVED, "a saved class name that is a list (raised 'unhashable type')", ValueError, r"names its class with a list")
+def _():
+    import json
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = explainer().save(os.path.join(folder, "fs.pt"))
+        data = torch.load(path, weights_only=True)
+        meta = json.loads(data["metadata"])
+        torch.save({**data, "metadata": json.dumps({**meta, "class": ["FourierShap"]})}, path)
+        tx.FourierShap.load(path)
+
+
 # --- issue 25: inputs that gave a wrong number (or failed inside a dependency), against independent references ----
 @result_case("torchxplain.FourierShap", "(N, n) baselines: Captum's per-row pairing (they were averaged)")
 def _():

@@ -162,20 +162,24 @@ def load_explainer(
     """
     data = _read(path)
     meta = data["metadata"]
+    saved_class = meta.get("class")
     registry = loadable_classes()
-    if meta.get("class") not in registry:  # its module may not be imported yet: torchxplain loads names lazily
+    if not isinstance(saved_class, str):  # a list or a mapping is not a name (and cannot be looked up)
+        raise ValueError(
+            f"{os.fspath(path)!r} names its class with a {type(saved_class).__name__}, not a class name; the file "
+            "is damaged or was edited: re-save it"
+        )
+    if saved_class not in registry:  # its module may not be imported yet: torchxplain loads names lazily
         package = importlib.import_module("torchxplain")
         for name in package.__all__:  # every public name, so every public explainer class registers
             getattr(package, name)
         registry = loadable_classes()
-    if meta.get("class") not in registry:
-        raise ValueError(
-            f"saved class {str(meta.get('class'))[:60]!r} is not loadable; loadable are {sorted(registry)}"
-        )
+    if saved_class not in registry:
+        raise ValueError(f"saved class {saved_class[:60]!r} is not loadable; loadable are {sorted(registry)}")
     device = None if map_location is None else check_device(map_location, "map_location")
     state = {k: v.to(device) if device is not None else v for k, v in data["state"].items()}
     try:
-        explainer = registry[meta["class"]]._from_config(meta["config"], state, forward_func)
+        explainer = registry[saved_class]._from_config(meta["config"], state, forward_func)
         explainer.load_state_dict(state, strict=True)
     except SavedFieldError as err:
         raise SavedFieldError(f"{os.fspath(path)!r}: {err}") from None
