@@ -275,6 +275,27 @@ def _():
     tx.fourier.parse_model(DecisionTreeRegressor())
 
 
+@case("torchxplain.FourierShap", "an unfitted XGBRegressor (NotFittedError)", ValueError, r"XGBRegressor is not")
+def _():
+    import xgboost
+
+    tx.FourierShap.from_trees(xgboost.XGBRegressor(), np.zeros((4, 3)))
+
+
+@case("torchxplain.explain_after_fit", "an unfitted XGBClassifier", ValueError, r"XGBClassifier is not fitted")
+def _():
+    import xgboost
+
+    tx.explain_after_fit(xgboost.XGBClassifier(), np.zeros((4, 3)), np.zeros((2, 3)))
+
+
+@case(A + "parse_model", "an empty xgboost Booster (failed inside save_raw)", ValueError, r"Booster is not fitted")
+def _():
+    import xgboost
+
+    tx.fourier.parse_model(xgboost.Booster())
+
+
 @case(D + "parse_model_outputs", "a class index out of range", ValueError, r"target must be in 0\.\.2 .*got 9")
 def _():
     torchxplain.fourier.trees.adapters._dispatch.parse_model_outputs(tree(binary=False), target=9)
