@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 import gpytorch
+import numpy as np
 import torch
 from captum.log import log_usage
 from torch import Tensor
@@ -235,6 +236,8 @@ class Goals(ExplainerBase):
         if not isinstance(self.backend, GPBackend):
             raise ValueError(f"feature_mask is not supported for {type(self.backend).__name__}")
         x = check_rows(x, self.train_inputs)
+        if isinstance(mask, (np.ndarray, list)):  # converted as every other explainer converts it
+            mask = to_tensor(mask, "feature_mask").tensor
         if not isinstance(mask, Tensor) or mask.is_floating_point() or mask.is_complex() or mask.dtype == torch.bool:
             raise TypeError(
                 "feature_mask must be an integer tensor of group ids broadcastable to the inputs, "
