@@ -506,3 +506,12 @@ def _():
     shift = torch.tensor([0.5, 0.5, 0.0], dtype=torch.float64)
     joint = explainer.forward_func(x) - explainer.forward_func(x + shift)
     torch.testing.assert_close(want[:, 0], joint, rtol=1e-6, atol=1e-8)
+
+
+@case(f"{G}.LastLayerBNN", "a step driving a scale to 0 (Pyro's error)", ValueError, r"scale that reached 0")
+def _():
+    x = torch.randn(64, 3, generator=torch.Generator().manual_seed(0))
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+    goals.LastLayerBNN.from_sequential(net).fit(x, 3 * x[:, 0], epochs=5, lr=1e4, show_progress=False)
