@@ -62,6 +62,29 @@ def _():
     _lightning().MeanAbsAttribution(True)
 
 
+@case(f"{I}.MeanAbsAttribution", "compute() before any update (NaNs)", ValueError, r"before any attribution rows")
+def _():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torchmetrics' own 'compute before update' warning is not ours
+        _lightning().MeanAbsAttribution(3).compute()
+
+
+@result_case(f"{I}.MeanAbsAttribution", "compute() after updates: the mean |attribution| by hand, no warning")
+def _():
+    import warnings
+
+    rows = torch.tensor([[1.0, -2.0, 0.0], [-3.0, 4.0, 0.5]])
+    metric = _lightning().MeanAbsAttribution(3)
+    metric.update(rows[:1])
+    metric.update(rows[1:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch.testing.assert_close(metric.compute(), rows.abs().double().mean(0))
+    assert metric.total_rows == 2
+
+
 @case(f"{I}.plot_drift", "importance of the wrong length", ValueError, r"importance must be \(len\(epochs\)=2, n\)")
 def _():
     _lightning().plot_drift([0, 1], torch.zeros(3, 2))
