@@ -91,8 +91,8 @@ def explain_after_fit(
         return AfterFitResult("idx", reason, None, idx_explain(model, X_test, **options))
     converted_test, converted_train = to_tensor(X_test, "X_test", ndim=2), to_tensor(X_train, "X_train", ndim=2)
     test, train = converted_test.tensor, converted_train.tensor
-    check_finite(check_matrix(test, "X_test"), "X_test")
-    check_finite(check_matrix(train, "X_train", test.shape[1]), "X_train")
+    check_finite(check_matrix(train, "X_train"), "X_train")
+    check_finite(check_matrix(test, "X_test", train.shape[1]), "X_test")  # the model was fitted on X_train's width
     check_feature_names(converted_train.feature_names, converted_test.feature_names, "X_test")
     chosen, reason, forward = _choose(model, train) if method == "auto" else (method, "requested", model)
     if chosen == "goals":
