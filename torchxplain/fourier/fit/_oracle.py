@@ -106,10 +106,20 @@ class Oracle:
             row = int(bad.nonzero()[0, 0])
             raise ValueError(
                 f"f returned NaN or infinite values in {where}: first at row {self.rows + row}, "
-                f"input {x[row].int().tolist()}{self.domain_note}"
+                f"input {shown_row(x[row])}{self.domain_note}"
             )
         if self.out_dtype is None:
             self.out_dtype = out.dtype if out.is_floating_point() else torch.get_default_dtype()
         self.rows += x.shape[0]
         self.batches += 1
         return out.detach().to(device=x.device, dtype=torch.float64)
+
+
+def shown_row(row: Tensor, limit: int = 16) -> str:
+    """One query row as the model received it, for a message: 0/1 entries as ints, real ones as floats (a
+    continuous row was shown truncated to ints), at most ``limit`` entries."""
+    values = row[:limit].tolist()
+    binary = row.dtype == torch.bool or bool(((row == 0) | (row == 1)).all())
+    shown = ", ".join(str(int(v)) if binary else f"{float(v):.6g}" for v in values)
+    more = f", ... ({row.shape[0]} entries)" if row.shape[0] > limit else ""
+    return f"[{shown}{more}]"
