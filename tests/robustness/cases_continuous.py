@@ -38,3 +38,20 @@ def _():
         assert row[0] > 1.5 and bool((row * 4 == (row * 4).round()).all()), row  # real values, not ints
     else:
         raise AssertionError("a model that returns NaN on the fit's hybrids must be refused")
+
+
+@result_case(FS, "continuous rows where every column holds one value: the constant fit (torch.cat failed)")
+def _():
+    from tests.fourier.brute_force import model_shapley
+
+    row = torch.tensor([[0.5, 2.5, -1.25]], dtype=torch.float64)
+    model = lambda x: torch.tanh(x.double()).sum(1) + x.double()[:, 0] * x.double()[:, 2]  # noqa: E731
+    explainer = tx.FourierShap(model, row.expand(6, 3), data=row.expand(9, 3), show_progress=False)
+    report = explainer.fit_report
+    assert report.r2_shap == 1.0 and report.stopped == "no column varies over the fit's rows", report
+    torch.testing.assert_close(explainer.expected_value(), model(row)[0])  # the model itself at the one row
+    same = row.expand(2, 3)
+    want = torch.from_numpy(
+        model_shapley(lambda z: model(torch.from_numpy(z)).numpy(), same.numpy(), row.numpy(), [0, 1, 2])
+    )
+    torch.testing.assert_close(explainer.attribute(same), want)

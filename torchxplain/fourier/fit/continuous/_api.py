@@ -30,7 +30,7 @@ from torchxplain.fourier.fit._one_hot import FoundPlayers
 from torchxplain.fourier.fit._options import FitOptions, validation_seed
 from torchxplain.fourier.fit._oracle import Oracle, model_placement
 from torchxplain.fourier.fit._report import FitReport, warn_if_below_target
-from torchxplain.fourier.fit.continuous._ladder import STAGES, run_ladder
+from torchxplain.fourier.fit.continuous._ladder import STAGES, constant_fit, run_ladder
 from torchxplain.fourier.fit.continuous._levels import RawPlayers
 from torchxplain.fourier.fit.hybrid._checks import MAX_ROWS, MIN_ROWS, HeldOut, cheapest_exact
 from torchxplain.fourier.fit.hybrid._ladder import Target
@@ -110,17 +110,20 @@ def fit_continuous(
             plan = ValuePlan(spectrum, background_codes, bit_players, m)
             return plan.shapley(encoding._transform(x).to(torch.float64))
 
-        result = run_ladder(
-            oracle,
-            levels,
-            HybridSampler(fit_rows, background, players, m),
-            check,
-            closed_form,
-            target=goal,
-            max_degree=degree,
-            max_queries=budget,
-            generator=make_generator(seed, background.device),
-        )
+        if encoding.n_binary == 0:  # no column varies over the fit's rows: no block to fit (torch.cat failed)
+            result = constant_fit(oracle, background[:1], check, m)
+        else:
+            result = run_ladder(
+                oracle,
+                levels,
+                HybridSampler(fit_rows, background, players, m),
+                check,
+                closed_form,
+                target=goal,
+                max_degree=degree,
+                max_queries=budget,
+                generator=make_generator(seed, background.device),
+            )
         best = max(result.stages, key=lambda s: s["r2_shap" if goal.metric == "shap" else "r2"])
         per_column = torch.bincount(encoding.feature, minlength=encoding.n_features)
         report = FitReport(
