@@ -5,7 +5,11 @@ coalitions of the model itself (``tests.fourier.brute_force``) or an expected cl
 from __future__ import annotations
 
 import re
+import warnings
+from collections.abc import Callable
+from typing import Any
 
+import numpy as np
 import torch
 
 import torchxplain as tx
@@ -55,3 +59,126 @@ def _():
         model_shapley(lambda z: model(torch.from_numpy(z)).numpy(), same.numpy(), row.numpy(), [0, 1, 2])
     )
     torch.testing.assert_close(explainer.attribute(same), want)
+
+
+# --- rows outside the fitted range: a FitQualityWarning with the share and the measured effect, or honest codes --
+def smooth(x: torch.Tensor) -> torch.Tensor:
+    x = x.double()
+    return torch.tanh(x[:, 0]) + 0.5 * x[:, 1] * x[:, 2] + 0.3 * x[:, 3]
+
+
+def caught(call: Callable[[], Any]) -> tuple[Any, list[str]]:
+    """``call()`` and the messages of the FitQualityWarnings it raised."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        out = call()
+    return out, [str(w.message) for w in seen if w.category is tx.fourier.FitQualityWarning]
+
+
+def numbers(pattern: str, text: str) -> list[float]:
+    found = re.search(pattern, text)
+    assert found is not None, (pattern, text)
+    return [float(g) for g in found.groups()]
+
+
+@result_case(FS, "rows at 3x the data's scale: a FitQualityWarning with the share outside and the model's change")
+def _():
+    data = quarters(300, 4, 1)
+    explainer = tx.FourierShap(smooth, data[:16], data=data, target_r2=None, show_progress=False)
+    inside, words = caught(lambda: explainer.attribute(data[:5]))
+    assert not words, words  # rows of the data: no word
+    far = quarters(12, 4, 2) * 3
+    _, words = caught(lambda: explainer.attribute(far))
+    assert len(words) == 1, words
+    low, high = data.amin(0), data.amax(0)
+    out = (far < low) | (far > high)
+    share, up_to = numbers(r"([\d.]+)% of the entries of inputs", words[0])[0], numbers(r"up to ([\d.e+-]+)", words[0])
+    assert abs(share - 100 * float(out.double().mean())) < 0.051, (share, words[0])
+    moved = far[out.any(1)]
+    change = (smooth(moved) - smooth(torch.minimum(torch.maximum(moved, low), high))).abs().max()
+    assert abs(up_to[0] - float(change)) <= 1e-3 * float(change), (up_to, float(change))
+    assert "columns constant there" not in explainer.fit_report.domain and "every column lies within" in (
+        explainer.fit_report.domain
+    )
+
+
+def levels_model(x: Any) -> Any:
+    """A function of discrete levels: main effects and two pairs (the pairs on columns whose levels X_test keeps)."""
+    lib = torch if isinstance(x, torch.Tensor) else np
+    return (
+        lib.sin(x[:, 0])
+        + 0.5 * x[:, 1]
+        - 0.3 * x[:, 3] ** 2
+        + x[:, 4] * (x[:, 5] > 0)
+        + x[:, 2] * x[:, 4]
+        + 0.2 * x[:, 6]
+    )
+
+
+@result_case("torchxplain.explain_after_fit", "X_test beyond X_train's range, a column constant there: X_test encoded")
+def _():
+    from tests.fourier.brute_force import model_shapley, shap_r2
+
+    rng = np.random.default_rng(5)
+    train = rng.choice([-1.0, 0.0, 1.0, 2.0], size=(300, 7))
+    train[:, 6] = 0.5  # constant in training: every X_test value there was explained as 0.5 (value 0)
+    test = rng.choice([-1.0, 0.0, 1.0, 2.0], size=(60, 7))
+    test[:, [0, 1, 3, 6]] = rng.choice([-4.0, -1.0, 0.0, 1.0, 2.0, 5.0], size=(60, 4))  # beyond in 4 columns
+    result, words = caught(lambda: tx.explain_after_fit(levels_model, train, test, n_background=40))
+    assert result.explainer.fit_report.method == "continuous" and not words, (result.reason, words)
+    want = model_shapley(levels_model, test, result.explainer.background.numpy(), np.arange(7))
+    got = result.attributions.numpy()
+    # R^2 0.236 (max error 6.3) when X_test's values were snapped to X_train's range; the fit's own error is left
+    assert shap_r2(want, got) > 0.9999 and np.abs(got - want).max() < 0.2, (shap_r2(want, got), result.reason)
+
+
+@result_case(FS, "a column constant in data and background: the rows that vary there are named, with the effect")
+def _():
+    data = quarters(300, 4, 3)
+    data[:, 2] = 0.75
+    explainer = tx.FourierShap(smooth, data[:16], data=data, target_r2=None, show_progress=False)
+    assert "columns constant there, at index 2" in explainer.fit_report.domain, explainer.fit_report.domain
+    x = quarters(6, 4, 4)
+    _, words = caught(lambda: explainer.attribute(x))
+    assert len(words) == 1 and "in columns 2)" in words[0], words
+    changed = (smooth(x) - smooth(torch.cat((x[:, :2], torch.full((6, 1), 0.75), x[:, 3:]), 1))).abs().max()
+    assert abs(numbers(r"up to ([\d.e+-]+)", words[0])[0] - float(changed)) <= 1e-3 * float(changed), words
+
+
+@result_case(FS, "a bit constant in data and background (binary fit): a warning, and exact after explain_after_fit")
+def _():
+    from tests.integration._brute import interventional_shap
+
+    def bits_model(x: torch.Tensor) -> torch.Tensor:
+        x = x.double()
+        return x[:, 0] + 2 * x[:, 1] * x[:, 2] - x[:, 3]
+
+    data = torch.randint(0, 2, (300, 4), generator=torch.Generator().manual_seed(0)).double()
+    data[:, 3] = 0  # never 1 in the data: the fit never saw the model's -1 there
+    x = torch.tensor([[1.0, 1, 1, 1], [0, 1, 0, 1], [1, 0, 0, 0]], dtype=torch.float64)
+    explainer = tx.FourierShap(bits_model, data[:20], data=data, show_progress=False)
+    _, words = caught(lambda: explainer.attribute(x))
+    assert len(words) == 1 and "of 3 rows, in columns 3)" in words[0] and "up to 1 " in words[0], words
+    result, words = caught(lambda: tx.explain_after_fit(bits_model, data, x, n_background=20))
+    assert not words and result.explainer.fit_report.method == "tabulate", (words, result.reason)
+    want = interventional_shap(bits_model, x, result.explainer.background.double())
+    torch.testing.assert_close(result.attributions.double(), want, rtol=0, atol=1e-9)
+
+
+@result_case(FS, "a saved continuous explainer keeps its range: it warns after load (effect measured with the model)")
+def _():
+    import os
+    import tempfile
+
+    data = quarters(300, 4, 6)
+    explainer = tx.FourierShap(smooth, data[:16], data=data, target_r2=None, show_progress=False)
+    far = data[:4] * 3
+    with tempfile.TemporaryDirectory() as folder:
+        path = explainer.save(os.path.join(folder, "fs.pt"))
+        bare, with_model = tx.FourierShap.load(path), tx.FourierShap.load(path, forward_func=smooth)
+    assert torch.equal(bare.encoder.domain, explainer.encoder.domain)
+    _, words = caught(lambda: bare.attribute(far))
+    assert len(words) == 1 and "not measured" in words[0], words
+    _, before = caught(lambda: explainer.attribute(far))
+    _, after = caught(lambda: with_model.attribute(far))
+    assert after == before, (before, after)

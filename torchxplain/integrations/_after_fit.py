@@ -13,6 +13,7 @@ from torchxplain._core import check_finite, check_int, check_matrix
 from torchxplain._core.inputs import check_feature_names, dense_players, is_dataframe, to_tensor
 from torchxplain._core.seeding import make_generator
 from torchxplain.fourier.explainer._continuous import auto_players
+from torchxplain.fourier.explainer._domain import covering_rows
 from torchxplain.fourier.explainer._fourier_shap import FourierShap
 from torchxplain.fourier.fit._api import DEFAULT_QUERIES, TABULATE_LIMIT
 from torchxplain.fourier.fit._enumerate import enumeration_queries
@@ -106,9 +107,8 @@ def explain_after_fit(
     else:
         route, why = _fourier_route(train, test, background, options)
         options.setdefault("method", route)
-        explainer = FourierShap(
-            forward, _floating(background), data=_floating(X_train), target=target, seed=seed, **options
-        )
+        data = _floating(covering_rows(X_train, X_test))  # X_test's values outside X_train's range get codes
+        explainer = FourierShap(forward, _floating(background), data=data, target=target, seed=seed, **options)
         report = explainer.fit_report
         reason = "; ".join(r for r in (reason, report.players if report is not None else None, why) if r)
     return AfterFitResult(chosen, reason, explainer, explainer.attribute(_floating(X_test)).detach())

@@ -10,6 +10,11 @@ them) and :meth:`config` gives the JSON-able rest, so an explainer saves and loa
   splits (a :class:`~torchxplain.fourier.ThresholdEncoding`, e.g. a tree's splits,
   :class:`~torchxplain.fourier.TreeEncoding`, or a black box's data, ``ThresholdEncoding.from_data``).
 * :class:`RawEncoder` — the identity on raw rows, for exact enumeration through a model on continuous inputs.
+
+An encoder of a black box fitted on rows (``FourierShap(model, background, data=...)``) also holds the *domain*
+of the fit: each input column's range over the rows the fit was held to. A row outside it is encoded as the
+nearest end of the range (a threshold code cannot say "beyond"; a bit constant there has no fitted effect), so
+:meth:`InputEncoder.outside` tells which entries the spectrum never saw.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from torchxplain._core import check_binary, check_finite
+from torchxplain._core import check_binary, check_finite, chunk_bounds, rows_per_chunk
 from torchxplain._core.saved_fields import SavedFields
 from torchxplain.fourier.encoding._thresholds import ThresholdEncoding, threshold_codes
 
@@ -35,6 +40,37 @@ class InputEncoder(nn.Module):
     binary_codes: bool = True
     """Whether :meth:`encode` gives binary codes (every encoder of a spectrum); ``False`` for :class:`RawEncoder`."""
     owner: Tensor
+    domain_bits: Tensor | None
+    """``(2, n_inputs)`` int64 bit patterns of the float64 domain (so ``.to(float32)`` cannot move it), or ``None``."""
+    input_dtype: torch.dtype = torch.float64
+    """The precision raw values are compared in."""
+
+    def _hold_domain(self, domain: Tensor | None) -> None:
+        """Register the ``(2, n_inputs)`` domain ``[low; high]`` of a fit (``None``: valid everywhere)."""
+        if domain is not None:
+            if domain.shape != (2, self.n_inputs) or not bool((domain[0] <= domain[1]).all()):
+                raise ValueError(f"domain must be (2, {self.n_inputs}) rows [low; high] with low <= high")
+            domain = domain.double().contiguous().view(torch.int64).clone()
+        self.register_buffer("domain_bits", domain)
+
+    @property
+    def domain(self) -> Tensor | None:
+        """``(2, n_inputs)`` float64 ``[low; high]``: each column's range over the rows the fit was held to
+        (``None``: the spectrum holds for every row the encoder takes, e.g. a tree's or a known spectrum)."""
+        return None if self.domain_bits is None else self.domain_bits.view(torch.float64)
+
+    def outside(self, x: Tensor) -> Tensor:
+        """``(N, n_inputs)`` bool: the entries of checked rows ``x`` outside :attr:`domain` (all ``False`` without
+        one), compared in the encoder's input precision; chunked over rows."""
+        out = torch.zeros(x.shape, dtype=torch.bool, device=x.device)
+        domain = self.domain
+        if domain is None:
+            return out
+        low, high = domain.to(x.device)
+        for a, b in chunk_bounds(x.shape[0], rows_per_chunk(x.shape[1] * 17, x.shape[0])):
+            v = x[a:b].to(self.input_dtype).double()
+            out[a:b] = (v < low) | (v > high)
+        return out
 
     @property
     def n_inputs(self) -> int:
@@ -68,9 +104,10 @@ class BinaryEncoder(InputEncoder):
 
     kind = "binary"
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, domain: Tensor | None = None) -> None:
         super().__init__()
         self.register_buffer("owner", torch.arange(n), persistent=False)
+        self._hold_domain(domain)
 
     @property
     def n_inputs(self) -> int:
@@ -92,7 +129,7 @@ class BinaryEncoder(InputEncoder):
         return x.to(dtype)
 
     def config(self) -> dict[str, Any]:
-        return {"kind": self.kind, "n": self.n_binary}
+        return {"kind": self.kind, "n": self.n_binary, "domain": self.domain_bits is not None}
 
 
 class RawEncoder(BinaryEncoder):
@@ -124,6 +161,8 @@ class ThresholdEncoder(InputEncoder):
         encoding: the thresholds (e.g. a tree model's splits, :meth:`TreeEncoding.from_model`).
         finite: refuse NaN and infinite inputs (a black box fitted on hybrids of finite rows, whose codes would
             route a missing value to a slot it never saw); ``False`` routes NaN as the encoding says (trees).
+        domain: ``(2, n_features)`` ``[low; high]`` of the rows a black box was fitted on, or ``None`` (a tree's
+            splits hold for every value).
     """
 
     kind = "thresholds"
@@ -131,7 +170,7 @@ class ThresholdEncoder(InputEncoder):
     nan_right: Tensor
     zero_is_missing: Tensor
 
-    def __init__(self, encoding: ThresholdEncoding, finite: bool = False) -> None:
+    def __init__(self, encoding: ThresholdEncoding, finite: bool = False, domain: Tensor | None = None) -> None:
         super().__init__()
         if not isinstance(encoding, ThresholdEncoding):
             raise TypeError(
@@ -146,6 +185,7 @@ class ThresholdEncoder(InputEncoder):
         self.missing_value = encoding.missing_value
         self._n_inputs = encoding.n_features
         self.finite = finite
+        self._hold_domain(domain)
 
     @property
     def n_inputs(self) -> int:
@@ -199,6 +239,7 @@ class ThresholdEncoder(InputEncoder):
             "input_dtype": str(self.input_dtype).removeprefix("torch."),
             "missing_value": None if self.missing_value != self.missing_value else self.missing_value,
             "finite": self.finite,
+            "domain": self.domain_bits is not None,
         }
 
 
@@ -219,7 +260,7 @@ def encoder_from_fields(fields: SavedFields) -> InputEncoder:
     if kind == BinaryEncoder.kind:
         n = config.integer("n", minimum=1)
         config.require(n == n_binary == n_inputs, "n", f"is {n}, but the spectrum and background have {n_binary}")
-        return BinaryEncoder(n)
+        return BinaryEncoder(n, domain=_saved_domain(fields, binary=True))
     for key, want in (("n_binary", n_binary), ("n_inputs", n_inputs)):
         got = config.integer(key, minimum=1 if key == "n_inputs" else 0)
         config.require(got == want, key, f"is {got}, but the saved tensors have {want}")
@@ -240,4 +281,20 @@ def encoder_from_fields(fields: SavedFields) -> InputEncoder:
         if config.value("missing_value", optional=True) is None
         else config.number("missing_value"),
     )
-    return ThresholdEncoder(encoding, finite=bool(config.flag("finite", optional=True)))
+    return ThresholdEncoder(
+        encoding, finite=bool(config.flag("finite", optional=True)), domain=_saved_domain(fields, binary=False)
+    )
+
+
+def _saved_domain(fields: SavedFields, binary: bool) -> Tensor | None:
+    """The saved domain of a fit (``encoder['domain']`` true: ``encoder.domain_bits``, finite ``[low; high]`` rows
+    with ``low <= high``, 0/1 for binary inputs); ``None`` when the file has none (files saved before it)."""
+    if not fields.section("encoder").flag("domain", optional=True):
+        return None
+    bits = fields.sub("encoder.").tensor("domain_bits", (2, "n_inputs"), "int", dtype=torch.int64)
+    domain = bits.view(torch.float64)
+    fields.require(bool(torch.isfinite(domain).all()), "encoder.domain_bits", "holds NaN or infinite bounds")
+    fields.require(bool((domain[0] <= domain[1]).all()), "encoder.domain_bits", "has a low bound above its high")
+    binary_ok = not binary or bool(((domain == 0) | (domain == 1)).all())
+    fields.require(binary_ok, "encoder.domain_bits", "of binary inputs must hold 0 and 1")
+    return domain

@@ -23,7 +23,7 @@ from torchxplain.fourier.encoding._encoders import InputEncoder, RawEncoder, Thr
 from torchxplain.fourier.fit._one_hot import FoundPlayers, find_one_hot_blocks
 from torchxplain.fourier.fit._options import FitOptions
 from torchxplain.fourier.fit._oracle import Oracle, model_placement
-from torchxplain.fourier.fit._report import FitReport, enumeration_report
+from torchxplain.fourier.fit._report import FitReport, enumeration_report, fitted_range
 from torchxplain.fourier.fit.continuous._api import fit_continuous
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 
@@ -176,5 +176,6 @@ def continuous_source(
         found=found,
         why=why,
     )
-    encoder = ThresholdEncoder(encoding, finite=True).to(background.device)
+    domain = fitted_range(encoding.input_dtype, background, data)  # where the fit holds (values warn outside)
+    encoder = ThresholdEncoder(encoding, finite=True, domain=domain).to(background.device)
     return ContinuousSource(spectrum, encoder, encoder.encode(background, torch.float32).bool(), ids, report, None)

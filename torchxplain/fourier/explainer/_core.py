@@ -30,6 +30,7 @@ from torchxplain._core.inputs import (
 )
 from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder
 from torchxplain.fourier.explainer._bridges import to_shap_explanation, to_shapiq_values
+from torchxplain.fourier.explainer._domain import warn_outside_domain
 from torchxplain.fourier.explainer._forward_args import as_args, model_output, same_args
 from torchxplain.fourier.explainer._outputs import Outputs
 from torchxplain.fourier.explainer._paired import paired_indices
@@ -198,6 +199,7 @@ class FourierExplainerCore(ExplainerBase):
         """The explained function on raw inputs ``(B, n_features)`` -> ``(B,)``, or ``(B, C)`` for ``C`` outputs
         (the model itself for an exact spectrum). No autograd graph unless the explainer is ``differentiable``."""
         x, _ = self._inputs((self._convert(inputs),))
+        warn_outside_domain(self, x)
         bits = self.encoder.encode(x, self.dtype)
         if self.enumerator is not None:  # the model itself
             return self._enumerated(bits)
@@ -511,6 +513,7 @@ class FourierExplainerCore(ExplainerBase):
                 )
             players = self._players(mask, shapes)
             ref = reference(baselines, background, inputs, self.encoder, self.feature_names, self.dtype)
+            warn_outside_domain(self, x, ref.raw)  # rows the fit never saw: a FitQualityWarning with the effect
             if ref.paired and self.enumerator is not None:
                 raise ValueError(
                     "method='enumerate' averages over a background set; per-row baselines (one baseline row per input "

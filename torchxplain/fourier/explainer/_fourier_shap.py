@@ -34,6 +34,7 @@ from torchxplain._core.inputs import check_feature_names, dense_players, player_
 from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder
 from torchxplain.fourier.explainer._continuous import continuous_source, non_binary
 from torchxplain.fourier.explainer._core import FourierExplainerCore
+from torchxplain.fourier.explainer._domain import binary_fit_domain
 from torchxplain.fourier.explainer._forward_args import as_args, bind
 from torchxplain.fourier.explainer._outputs import single_output
 from torchxplain.fourier.explainer._persistence import explainer_config, explainer_from_config
@@ -290,6 +291,7 @@ class FourierShap(FourierExplainerCore):
             options=replace(options, device=query_device, dtype=query_dtype),
             found=found,
         )
+        encoder = BinaryEncoder(raw.shape[1], domain=binary_fit_domain(report.method, bits, data_bits))
         return spectrum, encoder, bits, ids, report
 
     # --- constructors ------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import torch
 from torch import Tensor
 
 TargetMetric = Literal["shap", "hybrid"]
@@ -58,6 +59,9 @@ class FitReport:
         params: method parameters (levels and grid, the held-out check, hash sizes, ...).
         stopped: why the fit stopped where it did (target met, query budget, two stages without gain, ...).
         players: what ``groups="auto"`` found (``None`` when the players were given).
+        domain: the rows the estimate was measured on and the rows the values hold for (each column's range over
+            ``data`` and background; outside it a value is taken as the nearest end of the range, and the
+            explainer warns with a :class:`FitQualityWarning`); ``None`` for a fit without a background.
     """
 
     method: str
@@ -86,6 +90,7 @@ class FitReport:
     model_cpu_time_s: float | None = None
     stopped: str | None = None
     players: str | None = None
+    domain: str | None = None
 
     @property
     def headline(self) -> tuple[str, float | None]:
@@ -132,6 +137,7 @@ class FitReport:
             + ("" if self.r2_shap is None else f"; estimated R^2 of the SHAP values: {r2(self.r2_shap)}")
             + ("" if self.r2_shap_se is None else f" ± {self.r2_shap_se:.4f}"),
             *([target] if target else []),
+            *([f"  domain: {self.domain}"] if self.domain else []),
             f"  terms: {self.n_terms} (k={self.k} requested{cap}) on n={self.n_features} features"
             + ("" if self.n_players is None else f", {self.n_players} players"),
             f"  queries: {self.n_queries:,} for the fit, {self.n_validation_queries:,} for validation",
@@ -161,6 +167,31 @@ class FitReport:
             lines.append("  stage: " + ", ".join(f"{key}={_fmt(value)}" for key, value in stage.items()))
         lines.append("  parameters: " + ", ".join(f"{key}={value}" for key, value in self.params.items()))
         return "\n".join(lines)
+
+
+def fitted_range(input_dtype: torch.dtype, *tables: Tensor | None) -> Tensor:
+    """``(2, p)`` float64 ``[low; high]`` of each column over the rows of ``tables`` (``None`` entries skipped),
+    taken in ``input_dtype`` (the precision an encoder compares in): the domain of a fit held to those rows."""
+    given = [t for t in tables if t is not None]
+    low = torch.stack([t.to(input_dtype).amin(0).double() for t in given]).amin(0)
+    high = torch.stack([t.to(input_dtype).amax(0).double() for t in given]).amax(0)
+    return torch.stack((low, high))
+
+
+def domain_note(domain: Tensor | None, check: str, unit: str, over: str) -> str:
+    """:attr:`FitReport.domain`: what the estimate covers (``check``: e.g. "hybrids of 64 held-out rows of data
+    with the background") and where the values hold — within ``domain`` ``(2, p)`` ``[low; high]``, each ``unit``'s
+    range ``over`` the fitted rows (``None``: every row, e.g. a fit on the whole cube); constant units are named."""
+    if domain is None:
+        return f"the estimate covers {check}; the fit holds for every row"
+    constant = (domain[0] == domain[1]).nonzero()[:, 0].tolist()
+    shown = ", ".join(str(c) for c in constant[:6]) + (", ..." if len(constant) > 6 else "")
+    flat = f"; {unit}s constant there, at index {shown}, have no fitted effect" if constant else ""
+    return (
+        f"the estimate covers {check}; the values hold for rows whose every {unit} lies within its range over "
+        f"{over}{flat}. Outside it a value is taken as the nearest end of the range, and the explainer warns "
+        "(FitQualityWarning)"
+    )
 
 
 def enumeration_report(n_features: int, n_players: int, players: str | None, reason: str) -> FitReport:
