@@ -146,3 +146,71 @@ def _():
 @case(FS, "a grouped player constant over the background, no data=", ValueError, r"grouped player.*\[\[0, 1\]\].*data=")
 def _():
     tx.FourierShap(model, SINGLE, groups=[0, 0, 1, 2])  # the block's other values never reach the fit (all zeros)
+
+
+# --- issue 32: tabulation and grids priced before they are made -------------------------------------------------
+class Counting:
+    """A model that counts the rows it was asked about (a refusal must come before any query)."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        self.rows += x.shape[0]
+        return x.double().sum(1)
+
+
+def thirty_bits() -> torch.Tensor:
+    return torch.randint(0, 2, (200, 30), generator=torch.Generator().manual_seed(0)).double()
+
+
+@case(FS, "method='tabulate' on 30 single bits (2^30 points, 8 GiB)", ValueError, r"1,073,741,824 level .*allows 1,048")
+def _():
+    counting = Counting()
+    try:
+        tx.FourierShap(counting, thirty_bits()[:10], data=thirty_bits(), method="tabulate", show_progress=False)
+    finally:
+        assert counting.rows == 0, counting.rows
+
+
+@case(FS, "method='tabulate' with n_queries=2^31: tables above max_memory", ValueError, r"318 GiB, above max_memory")
+def _():
+    counting = Counting()
+    try:
+        tx.FourierShap(
+            counting, thirty_bits()[:10], data=thirty_bits(), method="tabulate", n_queries=2**31, show_progress=False
+        )
+    finally:
+        assert counting.rows == 0, counting.rows
+
+
+@case("torchxplain.fit_sparse_fourier", "method='tabulate' above max_memory", ValueError, r"combinations fit\): use")
+def _():
+    bits13 = torch.randint(0, 2, (100, 13), generator=torch.Generator().manual_seed(0)).double()
+    tx.fit_sparse_fourier(model, 13, background=bits13, data=bits13, method="tabulate", max_memory="1MB")
+
+
+def fourteen_players() -> tuple[tx.FourierSpectrum, torch.Tensor]:
+    freq = torch.zeros(15, 14, dtype=torch.bool)
+    freq[torch.arange(1, 15), torch.arange(14)] = True
+    freq[0, :3] = True
+    amplitudes = torch.linspace(-1, 1, 15, dtype=torch.float64)
+    background = torch.randint(0, 2, (6, 14), generator=torch.Generator().manual_seed(2)).double()
+    return tx.FourierSpectrum(freq, amplitudes), background
+
+
+@case(FS, "kernel='grid' whose tables exceed max_memory (3^14 coalition cells)", ValueError, r"kernel='grid' tabulates")
+def _():
+    spectrum, background = fourteen_players()
+    tx.FourierShap.from_spectrum(spectrum, background, kernel="grid", max_memory="1MB").attribute(background[:2])
+
+
+@result_case(FS, "kernel='auto' under a 1 MiB budget: not the grid kernel, the values of brute force")
+def _():
+    from tests.fourier.brute_force import shapley
+
+    spectrum, background = fourteen_players()
+    explainer = tx.FourierShap.from_spectrum(spectrum, background, max_memory="1MB")
+    x = torch.randint(0, 2, (3, 14), generator=torch.Generator().manual_seed(3)).double()
+    want = shapley(spectrum.frequencies.numpy(), spectrum.amplitudes.numpy(), x.numpy(), background.numpy())
+    torch.testing.assert_close(explainer.attribute(x), torch.from_numpy(want), rtol=0, atol=1e-10)

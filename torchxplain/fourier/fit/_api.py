@@ -30,7 +30,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
-from torchxplain._core import make_generator, settings
+from torchxplain._core import make_generator, parse_memory, settings
 from torchxplain._core.inputs import rows as boundary_rows
 from torchxplain._core.validation import check_int
 from torchxplain.fourier.fit._levels import PlayerLevels
@@ -46,7 +46,7 @@ from torchxplain.fourier.fit._report import (
     r2_score,
     warn_if_below_target,
 )
-from torchxplain.fourier.fit._tabulate import grid_index, table_spectrum, tabulate
+from torchxplain.fourier.fit._tabulate import check_tabulation, grid_index, table_spectrum, tabulate, tabulation_bytes
 from torchxplain.fourier.fit._walsh import UnitWalsh
 from torchxplain.fourier.fit.cube._regression import uniform_inputs
 from torchxplain.fourier.fit.cube._uniform import choose_uniform, fit_uniform
@@ -385,27 +385,33 @@ class _HybridRegime:
         grid = self.levels.grid_size
         sizes = self.levels.level_count()
         shown = "·".join(str(s) for s in sizes) if len(sizes) <= 8 else f"{len(sizes)} players' level counts"
+        limit = TABULATE_LIMIT if n_queries is None else n_queries
         if method == "tabulate":
-            if n_queries is not None and grid > n_queries:
+            if grid > limit:  # n_queries=None: tabulation's default budget, as for method='auto'
                 raise ValueError(
-                    f"method='tabulate' queries all {grid:,} level combinations ({shown}) but n_queries={n_queries:,}; "
-                    "raise n_queries or use method='auto'"
+                    f"method='tabulate' queries all {grid:,} level combinations ({shown}) but n_queries="
+                    f"{n_queries if n_queries is None else format(n_queries, ',')} allows {limit:,}; raise n_queries "
+                    "or use method='auto'"
                 )
+            check_tabulation(self.levels)  # its tables must fit max_memory: refused before any query
             return _Route("tabulate", f"requested: every one of the {grid:,} level combinations ({shown}) queried once")
         if method != "auto":
             return _Route(method, "requested")
-        limit = TABULATE_LIMIT if n_queries is None else n_queries
-        if grid <= limit and (GridKernel.fits(self.m) or grid <= 4096):
+        fits = tabulation_bytes(self.levels) <= parse_memory()
+        if grid <= limit and fits and (GridKernel.fits(self.m) or grid <= 4096):
             return _Route(
                 "tabulate",
                 f"auto: the {self.m} players take {grid:,} level combinations ({shown}) in {self._where()}, "
                 f"within the {limit:,}-query budget, so each was queried once: the spectrum is exact",
             )
-        why = f"{grid:.3g} level combinations" if grid > limit else f"{self.m} players (tabulated values need <= 14)"
-        return _Route(
-            "hybrid",
-            f"auto: {why} is too many to tabulate within {limit:,} queries, so a sparse fit on hybrid samples",
+        why = (
+            f"{grid:.3g} level combinations is too many to tabulate within {limit:,} queries"
+            if grid > limit
+            else f"tables of {grid:,} level combinations exceed max_memory"
+            if not fits
+            else f"{self.m} players (tabulated values need <= 14) is too many to tabulate"
         )
+        return _Route("hybrid", f"auto: {why}, so a sparse fit on hybrid samples")
 
     def fit(
         self,
