@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 import torchxplain as tx
-from tests.robustness.harness import result_case
+from tests.robustness.harness import case, result_case
 
 FS = "torchxplain.FourierShap"
 
@@ -182,3 +182,108 @@ def _():
     _, before = caught(lambda: explainer.attribute(far))
     _, after = caught(lambda: with_model.attribute(far))
     assert after == before, (before, after)
+
+
+# --- a saved continuous explainer whose encoder was edited: refused at load, the field named --------------------
+def continuous_explainer() -> Any:
+    data = quarters(300, 3, 7)
+    return tx.FourierShap(lambda x: torch.tanh(x.double()).sum(1), data[:8], data=data, show_progress=False)
+
+
+def load_edited(config: Callable[[dict], None] | None = None, state: Callable[[dict], None] | None = None) -> Any:
+    """Save a continuous explainer, edit its config (``config(cfg)``) or tensors (``state(tensors)``), load it."""
+    import json
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = continuous_explainer().save(os.path.join(folder, "fs.pt"))
+        data = torch.load(path, weights_only=True)
+        meta, tensors = json.loads(data["metadata"]), dict(data["state"])
+        if config is not None:
+            config(meta["config"])
+        if state is not None:
+            state(tensors)
+        torch.save({**data, "metadata": json.dumps(meta), "state": tensors}, path)
+        return tx.FourierShap.load(path)
+
+
+def thresholds(change: Callable[[torch.Tensor], None]) -> Callable[[dict], None]:
+    def apply(tensors: dict) -> None:
+        values = tensors["encoder.threshold_bits"].view(torch.float64).clone()
+        change(values)
+        tensors["encoder.threshold_bits"] = values.view(torch.int64)
+
+    return apply
+
+
+def swap(values: torch.Tensor) -> None:
+    values[[0, 1]] = values[[1, 0]]
+
+
+def repeat(values: torch.Tensor) -> None:
+    values[1] = values[0]
+
+
+def nudge(values: torch.Tensor) -> None:
+    values[0] -= 1e-9  # still sorted, no row crosses it: only the checksum sees it
+
+
+def flag_on(key: str) -> Callable[[dict], None]:
+    def apply(tensors: dict) -> None:
+        tensors[key] = torch.ones_like(tensors[key])
+
+    return apply
+
+
+SAVED_EDITS: dict[str, tuple[Callable[[], Any], str]] = {
+    "two thresholds swapped (values off by 0.027)": (
+        lambda: load_edited(state=thresholds(swap)),
+        r"'encoder.threshold_bits' is not sorted by feature and threshold \(entries 0 and 1",
+    ),
+    "a duplicated threshold": (lambda: load_edited(state=thresholds(repeat)), r"threshold_bits' repeats a split"),
+    "strict flipped": (
+        lambda: load_edited(config=lambda c: c["encoder"].update(strict=True)),
+        r"encoder\['strict'\] is true, but a continuous black-box fit compares x > threshold",
+    ),
+    "zero_is_missing set (values off by 0.43)": (
+        lambda: load_edited(state=flag_on("encoder.zero_is_missing")),
+        r"'encoder.zero_is_missing' is set, but a continuous fit routes no NaN",
+    ),
+    "finite: false (a NaN row was then explained)": (
+        lambda: load_edited(config=lambda c: c["encoder"].update(finite=False)),
+        r"encoder\['finite'\] is false, but a continuous black-box fit takes finite rows only",
+    ),
+    "input_dtype float64 -> float32": (
+        lambda: load_edited(config=lambda c: c["encoder"].update(input_dtype="float32")),
+        r"checksum does not match",
+    ),
+    "a threshold moved within its slot order": (lambda: load_edited(state=thresholds(nudge)), r"checksum does not"),
+    "an amplitude changed": (
+        lambda: load_edited(state=lambda t: t.update({"surrogate.amplitudes": t["surrogate.amplitudes"] * 1.01})),
+        r"the saved fields differ from those the file was saved with",
+    ),
+    "the fit report's route changed to tabulate": (
+        lambda: load_edited(config=lambda c: c["fit_report"].update(method="tabulate")),
+        r"encoder\['finite'\] is true, but only a continuous black-box fit",
+    ),
+    "the domain dropped from the config": (
+        lambda: load_edited(config=lambda c: c["encoder"].update(domain=False)),
+        r"does not match its class's state",
+    ),
+}
+for _what, (_load, _match) in SAVED_EDITS.items():
+    case(FS, f"load: a continuous explainer with {_what}", ValueError, _match)(_load)
+
+
+@result_case(FS, "a continuous explainer saved and loaded unedited: the same values, domain and report")
+def _():
+    import os
+    import tempfile
+
+    explainer = continuous_explainer()
+    x = quarters(5, 3, 8)
+    with tempfile.TemporaryDirectory() as folder:
+        back = tx.FourierShap.load(explainer.save(os.path.join(folder, "fs.pt")))
+    assert torch.equal(back.attribute(x), explainer.attribute(x)) and back.fit_report == explainer.fit_report
+    assert torch.equal(back.encoder.domain, explainer.encoder.domain)

@@ -243,20 +243,25 @@ class ThresholdEncoder(InputEncoder):
         }
 
 
-def encoder_from_fields(fields: SavedFields) -> InputEncoder:
+def encoder_from_fields(fields: SavedFields, fitted: bool = False) -> InputEncoder:
     """Rebuild an encoder from its saved :meth:`InputEncoder.config` (``fields.section("encoder")`` of the
-    explainer) and tensors (``encoder.*`` in the state), every field checked.
+    explainer) and tensors (``encoder.*`` in the state), every field checked: the one reader of a saved encoder.
 
     The dimensions ``n_binary`` (the spectrum's width) and ``n_inputs`` (the background's) must be bound already,
-    so no size is ever read from the config alone.
+    so no size is ever read from the config alone. ``fitted``: the file's fit report says a black box was fitted
+    on continuous rows (``method="continuous"``), whose encoder is always the thresholds of
+    ``ThresholdEncoding.from_data``: finite, strictly increasing per column, compared with ``x > threshold``, no
+    missing values routed, finite rows only — so any other flag is an edit, refused.
 
     Raises:
         SavedFieldError: an unknown kind, sizes that disagree with the spectrum or the background, owners out of
-            range, NaN thresholds, split tables of the wrong dtype or length, an input dtype off the allow-list.
+            range or out of order, NaN thresholds, a split listed twice, split tables of the wrong dtype or length,
+            an input dtype off the allow-list, flags that contradict the saved route, a domain that is not one.
     """
     config = fields.section("encoder")
     kind = config.choice("kind", (BinaryEncoder.kind, ThresholdEncoder.kind))
     n_binary, n_inputs = fields.dim("n_binary"), fields.dim("n_inputs")
+    config.require(not fitted or kind == ThresholdEncoder.kind, "kind", "must be 'thresholds' for a continuous fit")
     if kind == BinaryEncoder.kind:
         n = config.integer("n", minimum=1)
         config.require(n == n_binary == n_inputs, "n", f"is {n}, but the spectrum and background have {n_binary}")
@@ -268,22 +273,55 @@ def encoder_from_fields(fields: SavedFields) -> InputEncoder:
     owner = encoder.tensor("owner", ("n_binary",), "int", minimum=0, maximum=n_inputs - 1)
     thresholds = encoder.tensor("threshold_bits", ("n_binary",), "int", dtype=torch.int64).view(torch.float64)
     fields.require(not bool(torch.isnan(thresholds).any()), "encoder.threshold_bits", "holds NaN thresholds")
+    nan_right = encoder.tensor("nan_right", ("n_binary",), "bool")
+    zero_is_missing = encoder.tensor("zero_is_missing", ("n_binary",), "bool")
+    strict, finite = bool(config.flag("strict")), bool(config.flag("finite", optional=True))
+    # a missing= sentinel (XGBoost); null or absent (files saved before it) is NaN: none
+    missing = None if config.value("missing_value", optional=True) is None else config.number("missing_value")
+    _check_split_order(fields, owner.long(), thresholds, nan_right, zero_is_missing)
+    if fitted:
+        fields.require(bool(torch.isfinite(thresholds).all()), "encoder.threshold_bits", "holds infinite thresholds")
+        config.require(finite, "finite", "is false, but a continuous black-box fit takes finite rows only")
+        config.require(not strict, "strict", "is true, but a continuous black-box fit compares x > threshold")
+        config.require(missing is None, "missing_value", "is set, but a continuous black-box fit has no sentinel")
+        for key, table in (("nan_right", nan_right), ("zero_is_missing", zero_is_missing)):
+            fields.require(not bool(table.any()), f"encoder.{key}", "is set, but a continuous fit routes no NaN")
+    else:
+        config.require(not finite, "finite", "is true, but only a continuous black-box fit (fit_report) sets it")
     encoding = ThresholdEncoding(
         owner,
         thresholds,
-        encoder.tensor("nan_right", ("n_binary",), "bool"),
-        encoder.tensor("zero_is_missing", ("n_binary",), "bool"),
-        bool(config.flag("strict")),
+        nan_right,
+        zero_is_missing,
+        strict,
         config.dtype("input_dtype", {"float32": torch.float32, "float64": torch.float64}),
         n_inputs,
-        # a missing= sentinel (XGBoost); null or absent (files saved before it) is NaN: none
-        missing_value=float("nan")
-        if config.value("missing_value", optional=True) is None
-        else config.number("missing_value"),
+        missing_value=float("nan") if missing is None else missing,
     )
-    return ThresholdEncoder(
-        encoding, finite=bool(config.flag("finite", optional=True)), domain=_saved_domain(fields, binary=False)
-    )
+    return ThresholdEncoder(encoding, finite=finite, domain=_saved_domain(fields, binary=False))
+
+
+def _check_split_order(
+    fields: SavedFields, owner: Tensor, thresholds: Tensor, nan_right: Tensor, zero_is_missing: Tensor
+) -> None:
+    """Splits are saved sorted by ``(feature, threshold, nan_right, zero_is_missing)`` and distinct, as every
+    encoding the library builds is (``from_data``, ``TreeEncoding``): two swapped or a repeated threshold — an
+    edit that moves values between slots — is refused."""
+    if owner.numel() < 2:
+        return
+    keys = torch.stack((owner.double(), thresholds, nan_right.double(), zero_is_missing.double()), 1)
+    a, b = keys[:-1], keys[1:]
+    earlier = a != b
+    first = earlier.long().argmax(1)  # the first component where consecutive splits differ
+    ordered = earlier.any(1) & (a.gather(1, first[:, None]) < b.gather(1, first[:, None]))[:, 0]
+    if not bool(ordered.all()):
+        at = int((~ordered).nonzero()[0])
+        problem = "repeats a split" if not bool(earlier[at].any()) else "is not sorted by feature and threshold"
+        raise fields.fail(
+            "encoder.threshold_bits",
+            f"{problem} (entries {at} and {at + 1}: feature {int(owner[at])}, thresholds {float(thresholds[at])!r}, "
+            f"{float(thresholds[at + 1])!r})",
+        )
 
 
 def _saved_domain(fields: SavedFields, binary: bool) -> Tensor | None:
