@@ -214,3 +214,30 @@ def _():
     x = torch.randint(0, 2, (3, 14), generator=torch.Generator().manual_seed(3)).double()
     want = shapley(spectrum.frequencies.numpy(), spectrum.amplitudes.numpy(), x.numpy(), background.numpy())
     torch.testing.assert_close(explainer.attribute(x), torch.from_numpy(want), rtol=0, atol=1e-10)
+
+
+# --- issue 32: Captum's per-example additional_forward_args ------------------------------------------------------
+def scaled(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    return (x.double() * scale).sum(1)
+
+
+@case(
+    FS, "a per-row tensor in additional_forward_args (one per background row)", ValueError, r"\[0\] has shape \(6, 1\)"
+)
+def _():
+    tx.FourierShap(scaled, bits(6), additional_forward_args=(torch.ones(6, 1, dtype=torch.float64),))
+
+
+@case(
+    FS, "a per-row tensor of the rows to explain (failed in the model)", ValueError, r"per-example tensor .*cannot be"
+)
+def _():
+    tx.FourierShap(scaled, bits(6), data=bits(40), additional_forward_args=(torch.ones(5, 1, dtype=torch.float64),))
+
+
+@result_case(FS, "a shared (1, n) tensor in additional_forward_args: accepted, values of brute force")
+def _():
+    scale = torch.tensor([[1.0, -2.0, 0.5, 3.0]], dtype=torch.float64)
+    explainer = quiet_fit(scaled, bits(6), method="exact", additional_forward_args=(scale,))
+    want = interventional_shap(lambda z: scaled(z, scale), bits(3, 1), bits(6))
+    torch.testing.assert_close(explainer.attribute(bits(3, 1), additional_forward_args=(scale,)), want)

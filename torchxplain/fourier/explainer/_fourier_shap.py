@@ -35,7 +35,7 @@ from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder
 from torchxplain.fourier.explainer._continuous import continuous_source, non_binary
 from torchxplain.fourier.explainer._core import FourierExplainerCore
 from torchxplain.fourier.explainer._domain import binary_fit_domain
-from torchxplain.fourier.explainer._forward_args import as_args, bind
+from torchxplain.fourier.explainer._forward_args import as_args, bind, refuse_per_row
 from torchxplain.fourier.explainer._outputs import single_output
 from torchxplain.fourier.explainer._persistence import explainer_config, explainer_from_config
 from torchxplain.fourier.fit._api import Method, checked_sizes, fit_validated, resolve_auto_groups
@@ -173,6 +173,7 @@ class FourierShap(FourierExplainerCore):
             if given is not None:
                 check_feature_names(names, given.feature_names, "data")  # a frame's columns, as the background's
             data_rows = None if given is None else given.tensor.to(raw.device)
+            refuse_per_row(args, {"background": raw.shape[0], "data": 0 if given is None else given.tensor.shape[0]})
             why = non_binary(raw, data_rows, names)
             query_device, query_dtype = model_placement(
                 forward_func, raw.device if options.device is None else options.device, options.dtype, raw
