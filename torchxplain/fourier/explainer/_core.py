@@ -3,7 +3,7 @@
 :class:`FourierExplainerCore` holds the validated state (spectrum as a surrogate module, encoder, background rows and
 their encoding, default players) and computes Shapley and Banzhaf values and interaction indices through a
 :class:`~torchxplain.fourier.values._plan.ValuePlan` cached per players — or, for Captum's per-row ``baselines``,
-the paired kernel (:mod:`~torchxplain.fourier.explainer._paired`; the rule in
+the paired kernel (:mod:`~torchxplain.fourier.values._paired`; the rule in
 :mod:`~torchxplain.fourier.explainer._references`). :class:`~torchxplain.FourierShap` adds the constructors (black
 box, spectrum, trees) and persistence.
 """
@@ -20,7 +20,6 @@ from torch import Tensor
 
 from torchxplain._core import ExplainerBase, check_flag, check_int, chunk_bounds, settings
 from torchxplain._core.inputs import (
-    FeatureNames,
     check_feature_names,
     data_dtype,
     flatten_inputs,
@@ -28,28 +27,27 @@ from torchxplain._core.inputs import (
     to_tensor,
     unflatten_values,
 )
-from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder
+from torchxplain.fourier.encoding import BinaryEncoder, InputEncoder
 from torchxplain.fourier.explainer._bridges import to_shap_explanation, to_shapiq_values
 from torchxplain.fourier.explainer._forward_args import as_args, model_output, same_args
-from torchxplain.fourier.explainer._outputs import Outputs
-from torchxplain.fourier.explainer._paired import paired_indices
 from torchxplain.fourier.explainer._plan_cache import PlanCache
 from torchxplain.fourier.explainer._player_values import PlayerValues, player_data, player_labels
 from torchxplain.fourier.explainer._player_values import player_names as player_names_of
 from torchxplain.fourier.explainer._references import Reference, reference
-from torchxplain.fourier.fit._enumerate import EnumerationPlan
-from torchxplain.fourier.fit._oracle import Oracle, model_placement
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
-from torchxplain.fourier.spectrum._surrogate import SparseFourierSurrogate
-from torchxplain.fourier.trees._pruning import PruningReport
-from torchxplain.fourier.values._cost import check_kernel
-from torchxplain.fourier.values._families import SupportFamilies
-from torchxplain.fourier.values._plan import Kernel, ValuePlan
-from torchxplain.fourier.values._players import PlayerMap, player_map
-from torchxplain.fourier.values.interactions._api import check_index, check_result_memory
-from torchxplain.fourier.values.interactions._weights import Index
-
-SpectrumOrList = FourierSpectrum | list[FourierSpectrum]
+from torchxplain.fourier.fit import model_placement
+from torchxplain.fourier.sources import Built, Plan, Provider
+from torchxplain.fourier.spectrum import FourierSpectrum, SparseFourierSurrogate
+from torchxplain.fourier.values import (
+    Index,
+    Kernel,
+    PlayerMap,
+    ValuePlan,
+    check_index,
+    check_kernel,
+    check_result_memory,
+    paired_indices,
+    player_map,
+)
 
 
 @dataclass(frozen=True)
@@ -89,88 +87,92 @@ class FourierExplainerCore(ExplainerBase):
 
     background: Tensor
     background_bits: Tensor
-    enumerator: Oracle | None = None  # FourierShap(model, ..., method="enumerate"): values through the model
+    provider: Provider | None = None  # values without a spectrum (e.g. enumeration through the model)
     groups: Tensor | None
     encoder: InputEncoder
     additional_forward_args: tuple[Any, ...] | None
     _plans: PlanCache
 
     @classmethod
-    def _assemble(
-        cls, spectra: SpectrumOrList, encoder: InputEncoder, raw: Tensor, bits: Tensor, **options: Any
-    ) -> Any:
-        """An explainer of given spectra and encoder (no fit): :meth:`_setup` on a new instance."""
+    def _assemble(cls, built: Built, **options: Any) -> Any:
+        """An explainer of what a source built (no model of the user's to hold): :meth:`_setup` on a new
+        instance."""
         explainer = cls.__new__(cls)
         ExplainerBase.__init__(explainer, None)
-        explainer._setup(spectra, encoder, raw, bits, **options)
+        explainer._setup(built, **options)
         return explainer
 
     def _setup(
         self,
-        spectra: SpectrumOrList,
-        encoder: InputEncoder,
-        raw: Tensor,
-        bits: Tensor,
+        built: Built,
         *,
-        names: FeatureNames | None,
-        outputs: Outputs,
-        groups: Any,
-        groups_name: str = "groups",
-        groups_checked: bool = False,
         relaxed: bool,
         max_memory: int | str | None,
         differentiable: bool,
         kernel: Kernel,
-        pruning: PruningReport | tuple[PruningReport, ...] | None = None,
-        fit_report: Any = None,
-        families: list[SupportFamilies | None] | None = None,
     ) -> None:
-        """Hold the validated state (``raw``: background rows, ``bits``: their encoding; one spectrum per output;
-        ``groups`` already through ``player_ids`` when ``groups_checked``; ``families``: their support families
-        when known, e.g. recorded by a tree extraction); all constructors end here."""
-        spectra = [spectra] if isinstance(spectra, FourierSpectrum) else list(spectra)
-        if len(spectra) != len(outputs) or any(s.n_features != encoder.n_binary for s in spectra):
-            raise ValueError(
-                f"{len(spectra)} spectra on {sorted({s.n_features for s in spectra})} features for {len(outputs)} "
-                f"outputs of inputs that encode to {encoder.n_binary} features"
+        """Hold what a source built (validated: encoder, background rows and codes, default players, one spectrum
+        per output or a provider of values); every constructor ends here."""
+        provider, encoder, raw = built.provider, built.encoder, built.background
+        spectra = built.spectra or [
+            FourierSpectrum.trusted(
+                torch.zeros(0, encoder.n_binary, dtype=torch.bool), torch.zeros(0, dtype=torch.float64)
             )
+        ]
+        if provider is None and (
+            len(spectra) != len(built.outputs) or any(s.n_features != encoder.n_binary for s in spectra)
+        ):
+            raise ValueError(
+                f"{len(spectra)} spectra on {sorted({s.n_features for s in spectra})} features for "
+                f"{len(built.outputs)} outputs of inputs that encode to {encoder.n_binary} features"
+            )
+        if provider is not None:
+            for flag, what in ((relaxed, "relaxed"),):
+                if flag and (refusal := provider.refusal(what)):
+                    raise ValueError(refusal)
         if max_memory is not None:
             settings.max_memory(max_memory)  # validate the budget now, not at the first call
         check_kernel(kernel)  # a kernel name is refused now, not at the first call
         dtype = data_dtype(raw, spectra[0].dtype)
-        known = families[0] if families is not None and len(spectra) == 1 else None
+        known = built.families[0] if built.families is not None and len(spectra) == 1 else None
         self.surrogate = SparseFourierSurrogate.from_outputs(
             [s.to(device=raw.device, dtype=dtype) for s in spectra], support=None if known is None else known.features
         )
         self.encoder = encoder.to(raw.device)
         self.register_buffer("background", raw.to(dtype))
         codes = torch.bool if encoder.binary_codes else dtype  # a RawEncoder's "codes" are the raw rows
-        self.register_buffer("background_bits", bits.to(device=raw.device, dtype=codes))
-        ids = groups if groups_checked else player_ids(groups, encoder.n_inputs, groups_name, raw.device)
-        self.register_buffer("groups", ids)
-        self.outputs = outputs
+        self.register_buffer("background_bits", built.codes.to(device=raw.device, dtype=codes))
+        self.register_buffer("groups", built.groups)
+        self.outputs = built.outputs
         self.relaxed = relaxed
         self.max_memory = max_memory
         self.differentiable = differentiable
         self.kernel: Kernel = kernel
-        self.feature_names = names
-        self.pruning = pruning
-        self.fit_report = fit_report
+        self.feature_names = built.names
+        self.pruning = built.pruning
+        self.fit_report = built.report
+        self.__dict__["provider"] = provider  # plain attribute: a model it queries is never registered
         self.__dict__.setdefault("additional_forward_args", None)
         self.__dict__["_plans"] = PlanCache()
+        self.__dict__["_last"] = None
         # the plans of a single output read its recorded families (several outputs share reordered frequencies)
         self.__dict__["_families"] = known
         if self.forward_func is None:
-            owned = self.surrogate if isinstance(encoder, BinaryEncoder) else self.predict
+            owned = self.surrogate if isinstance(encoder, BinaryEncoder) and provider is None else self.predict
             self.__dict__["forward_func"] = owned
             self.owns_forward_func = True
+
+    def _refuse(self, what: str) -> None:
+        """Raise the provider's refusal of ``what`` (values without a spectrum cannot serve everything)."""
+        refusal = None if self.provider is None else self.provider.refusal(what)
+        if refusal:
+            raise ValueError(refusal)
 
     # --- what it explains --------------------------------------------------------------------------------
     @property
     def spectrum(self) -> FourierSpectrum:
         """The explained spectrum (on the encoder's binary features); one per output: :meth:`output_spectrum`."""
-        if self.enumerator is not None:
-            raise ValueError("an explainer with method='enumerate' enumerates coalitions: it holds no spectrum")
+        self._refuse("spectrum")
         return self.surrogate.spectrum
 
     def output_spectrum(self, output: int) -> FourierSpectrum:
@@ -199,8 +201,8 @@ class FourierExplainerCore(ExplainerBase):
         (the model itself for an exact spectrum). No autograd graph unless the explainer is ``differentiable``."""
         x, _ = self._inputs((self._convert(inputs),))
         bits = self.encoder.encode(x, self.dtype)
-        if self.enumerator is not None:  # the model itself
-            return self._enumerated(bits)
+        if self.provider is not None:
+            return self._provided(bits)
         out = self.surrogate.evaluate_checked(bits)
         return out if self.differentiable else out.detach()
 
@@ -511,11 +513,8 @@ class FourierExplainerCore(ExplainerBase):
                 )
             players = self._players(mask, shapes)
             ref = reference(baselines, background, inputs, self.encoder, self.feature_names, self.dtype)
-            if ref.paired and self.enumerator is not None:
-                raise ValueError(
-                    "method='enumerate' averages over a background set; per-row baselines (one baseline row per input "
-                    "row) need a spectrum: pass background= (the rows to average over), or fit one (method='auto')"
-                )
+            if ref.paired:
+                self._refuse("paired")
             bits = self.encoder.encode(x, self.dtype)
             relaxed = self.relaxed and not bool(((bits == 0) | (bits == 1)).all())
             if relaxed and (kind != "shapley" or players.binary_groups is not None or ref.paired):
@@ -526,11 +525,7 @@ class FourierExplainerCore(ExplainerBase):
                 )
             order = 1
             if kind == "interaction_values":
-                if self.enumerator is not None:
-                    raise ValueError(
-                        "interaction_values needs a spectrum; with method='enumerate' use interactions() (pairwise "
-                        "Shapley interactions), shapley or banzhaf values, or fit one (method='auto')"
-                    )
+                self._refuse("interaction_values")
                 order = check_index(index, max_order, players.m)
                 check_result_memory(players.m, order, self.dtype)
             bounds = chunk_bounds(x.shape[0], batch) if batch and x.shape[0] else [(0, x.shape[0])]
@@ -589,17 +584,17 @@ class FourierExplainerCore(ExplainerBase):
         return tuple(self.outputs.combine([p[i] for p in per_input], result.pick, target) for i in range(len(inputs)))
 
     # --- what the values sum to --------------------------------------------------------------------------
-    def _enumerated(self, bits: Tensor) -> Tensor:
-        """The model at encoded rows (``method="enumerate"``: binary codes, or a RawEncoder's raw rows)."""
-        assert self.enumerator is not None
-        return self.enumerator(bits.bool() if self.encoder.binary_codes else bits).to(self.dtype)
+    def _provided(self, bits: Tensor) -> Tensor:
+        """The explained function at encoded rows, from the provider (e.g. the model itself)."""
+        assert self.provider is not None
+        return self.provider.evaluate(bits).to(self.dtype)
 
     def _output_at(self, bits: Tensor, model: bool = False, raw: Tensor | None = None) -> Tensor:
         """The explained function at encoded rows, ``(R,)`` or ``(R, C)``: the spectrum; with ``model`` a black
         box's own model (queried as the fit queried it: at the ``raw`` rows when the encoder is not binary); with
         ``method="enumerate"`` always the model."""
-        if self.enumerator is not None:
-            return self._enumerated(bits)
+        if self.provider is not None:
+            return self._provided(bits)
         if model and self.fit_report is not None and not self.owns_forward_func:
             model_func = cast(Callable[..., Tensor], self.forward_func)
             device, dtype = model_placement(model_func, self.background.device, None, self.background)
@@ -674,13 +669,12 @@ class FourierExplainerCore(ExplainerBase):
         keep = amplitudes[:, column] != 0
         return FourierSpectrum.trusted(self.surrogate.frequencies[keep], amplitudes[keep, column])
 
-    def _plan(self, players: PlayerMap, baselines_bits: Tensor | None, column: int) -> ValuePlan | EnumerationPlan:
-        """The closed forms of output ``column`` against the background (cached) or explicit rows (per call); with
-        ``method="enumerate"``, enumeration through the model instead."""
-        if self.enumerator is not None:
+    def _plan(self, players: PlayerMap, baselines_bits: Tensor | None, column: int) -> ValuePlan | Plan:
+        """The closed forms of output ``column`` against the background (cached) or explicit rows (per call); a
+        provider's plan (e.g. enumeration through the model) instead when the explainer holds no spectrum."""
+        if self.provider is not None:
             bits = self.background_bits if baselines_bits is None else baselines_bits
-            binary = self.encoder.binary_codes
-            return EnumerationPlan(self.enumerator, bits, players.binary_groups, players.m_active, binary)
+            return self.provider.plan(bits, players.binary_groups, players.m_active)
         spectrum = self._column_spectrum(column)
         bits = self.background_bits if baselines_bits is None else baselines_bits
 
