@@ -28,12 +28,13 @@ from torchxplain._core.inputs import (
     unflatten_values,
 )
 from torchxplain.fourier.encoding import BinaryEncoder, InputEncoder
-from torchxplain.fourier.explainer._bridges import to_shap_explanation, to_shapiq_values
-from torchxplain.fourier.explainer._forward_args import as_args, model_output, same_args
+from torchxplain.fourier.explainer._bridges import to_shapiq_values
+from torchxplain.fourier.explainer._forward_args import as_args, model_output, same_args, same_snapshot, snapshot
 from torchxplain.fourier.explainer._plan_cache import PlanCache
-from torchxplain.fourier.explainer._player_values import PlayerValues, player_data, player_labels
+from torchxplain.fourier.explainer._player_values import PlayerValues
 from torchxplain.fourier.explainer._player_values import player_names as player_names_of
 from torchxplain.fourier.explainer._references import Reference, reference
+from torchxplain.fourier.explainer._result import FourierExplanation
 from torchxplain.fourier.fit import model_placement
 from torchxplain.fourier.sources import Built, Plan, Provider
 from torchxplain.fourier.spectrum import FourierSpectrum, SparseFourierSurrogate
@@ -61,6 +62,8 @@ class Computed:
         x, bits: ``(Q, n_features)`` the rows explained, and their encoding.
         reference: what they were explained against.
         columns, pick: the selected outputs and, for a per-row target, each row's pick among them.
+        stderr: per selected output, ``(Q, m_active)`` standard errors of estimated first-order values, or
+            ``None`` where they are exact.
     """
 
     values: list[Any]
@@ -71,6 +74,7 @@ class Computed:
     reference: Reference
     columns: list[int]
     pick: Tensor | None
+    stderr: list[Tensor | None]
 
 
 def _concat(parts: list[Any]) -> Any:
@@ -211,6 +215,76 @@ class FourierExplainerCore(ExplainerBase):
         """``attribute(..., return_convergence_delta=True)`` returns the efficiency gap (Captum's protocol)."""
         return True
 
+    def explain(
+        self,
+        inputs: Any,
+        baselines: Any = None,
+        target: Any = None,
+        feature_mask: Any = None,
+        *,
+        background: Any = None,
+        internal_batch_size: int | None = None,
+        player_names: Any = None,
+        kind: str = "shapley",
+    ) -> FourierExplanation:
+        """The interventional values of ``inputs`` as one :class:`~torchxplain.fourier.FourierExplanation`: values
+        per player, base values, players and names, and standard errors where the values are estimated. Its views
+        (Captum's tensor, per-player values, ``to_shap``, ``to_shapiq``, ``to_frame``) compute nothing again, and
+        the explainer's own ``attribute``, ``banzhaf``, ``player_values`` and ``to_shap`` are those views: called on
+        the same rows and arguments one after another, they reuse this result.
+
+        Args:
+            inputs: ``(N, n)`` rows (or a Captum tuple of ``(N, ...)`` tensors); tensors, arrays, lists, DataFrames.
+            baselines: Captum's: one reference per input row — a scalar, a ``(1, n)`` row shared by all inputs,
+                or an ``(N, n)`` tensor whose row ``i`` is input ``i``'s reference (a tuple of those for tuple
+                inputs). Any other number of rows is refused: pass a set of rows as ``background=``.
+            target: an output index, or one per row (a list or ``(N,)`` tensor) for an explainer of several outputs.
+            feature_mask: Captum's integer player ids, broadcastable to each input (overrides ``groups``).
+            background: ``(B, n)`` rows every input is explained against (default: the explainer's background).
+            internal_batch_size: at most this many input rows per pass of the closed forms (Captum's chunking).
+            player_names: the ``m`` players' names, ordered by id (default: a one-column player's column name, a
+                block's common column prefix such as ``site3`` for ``site3_A``, ``site3_C``; else ``"player <id>"``).
+            kind: ``"shapley"`` or ``"banzhaf"``.
+        """
+        if kind not in ("shapley", "banzhaf"):
+            raise ValueError(f"kind must be 'shapley' or 'banzhaf', got {kind!r:.40}")
+        inputs_t, is_tuple = self._as_tuple(inputs)
+        amplitudes = self.surrogate.amplitudes
+        key = snapshot(
+            (inputs_t, baselines, target, feature_mask, background, internal_batch_size, player_names, kind)
+        ) + (amplitudes.data_ptr(), amplitudes._version)
+        last = self.__dict__.get("_last")
+        if last is not None and not self.differentiable and same_snapshot(last[0], key):
+            return cast(FourierExplanation, last[1])
+        result = self._compute(kind, inputs_t, feature_mask, baselines, background, target, internal_batch_size)
+        players = result.players
+        several = len(result.columns) > 1 and result.pick is None
+        stderr = None
+        if any(se is not None for se in result.stderr):
+            errors = [
+                players.expand(se if se is not None else torch.zeros_like(v), 1)
+                for se, v in zip(result.stderr, result.values)
+            ]
+            stderr = self.outputs.combine(errors, result.pick, target)
+        explanation = FourierExplanation(
+            values=self.outputs.combine([players.expand(v, 1) for v in result.values], result.pick, target),
+            base_values=self._base(result, target),
+            stderr=stderr,
+            player_ids=players.ids,
+            player_names=player_names_of(player_names, players.ids, players.of_input, self.feature_names),
+            feature_names=None if self.feature_names is None else tuple(self.feature_names),
+            data=result.x,
+            kind=kind,
+            route="spectrum" if self.provider is None else self.provider.route,
+            output_names=tuple(self.outputs.names[c] for c in result.columns) if several else None,
+            _of_input=players.of_input,
+            _attribution=self._shaped_like_inputs(result, inputs_t, target),
+            _is_tuple=is_tuple,
+            _masked=feature_mask is not None,
+        )
+        self.__dict__["_last"] = (key, explanation, result)
+        return explanation
+
     @log_usage()
     def attribute(
         self,
@@ -225,20 +299,14 @@ class FourierExplainerCore(ExplainerBase):
         internal_batch_size: int | None = None,
         return_convergence_delta: bool = False,
     ) -> Any:
-        """Interventional SHAP values, shaped like ``inputs`` (each feature gets its player's value).
+        """Interventional SHAP values, shaped like ``inputs`` (each feature gets its player's value): the Captum
+        view of :meth:`explain`.
 
         Args:
-            inputs: ``(N, n)`` rows (or a Captum tuple of ``(N, ...)`` tensors); tensors, arrays, lists, DataFrames.
-            baselines: Captum's: one reference per input row — a scalar, a ``(1, n)`` row shared by all inputs,
-                or an ``(N, n)`` tensor whose row ``i`` is input ``i``'s reference (a tuple of those for tuple
-                inputs). Any other number of rows is refused: pass a set of rows as ``background=``.
-            target: an output index, or one per row (a list or ``(N,)`` tensor) for an explainer of several outputs.
-            additional_forward_args: a black box's extra model arguments; the spectrum was fitted with those given
+            inputs, baselines, target, feature_mask, background, internal_batch_size: as :meth:`explain`.
+            additional_forward_args: a black box's extra model arguments; the explainer was built with those given
                 to the constructor, so only the same ones (or ``None``) are accepted here.
-            feature_mask: Captum's integer player ids, broadcastable to each input (overrides ``groups``).
-            show_progress: unused (values are closed forms); kept for Captum's signature.
-            background: ``(B, n)`` rows every input is explained against (default: the explainer's background).
-            internal_batch_size: at most this many input rows per pass of the closed forms (Captum's chunking).
+            show_progress: unused (kept for Captum's signature).
             return_convergence_delta: also return the efficiency gap ``Σ_players φ − (f(x) − E f(b))`` per row,
                 ``(N,)`` (``(N, C)`` for several outputs), with ``f`` the user's model for a black box (so the gap
                 shows the fit's error at those rows) and the explained spectrum otherwise (rounding-level).
@@ -281,9 +349,13 @@ class FourierExplainerCore(ExplainerBase):
         if kwargs:
             raise TypeError(f"FourierShap.attribute got unexpected arguments {sorted(kwargs)}")
         self._check_forward_args(additional_forward_args)
-        result = self._compute("shapley", inputs, feature_mask, baselines, background, target, internal_batch_size)
-        values = self._shaped_like_inputs(result, inputs, target)
-        return (*values, self._convergence_delta(result, target)) if return_convergence_delta else values
+        explanation = self.explain(
+            inputs, baselines, target, feature_mask, background=background, internal_batch_size=internal_batch_size
+        )
+        values = explanation._attribution
+        if not return_convergence_delta:
+            return values
+        return (*values, self._convergence_delta(self.__dict__["_last"][2], target))
 
     def banzhaf(
         self,
@@ -296,11 +368,17 @@ class FourierExplainerCore(ExplainerBase):
         internal_batch_size: int | None = None,
     ) -> Tensor | tuple[Tensor, ...]:
         """Interventional Banzhaf values, shaped like ``inputs`` (each feature gets its player's value); arguments
-        as :meth:`attribute`."""
-        inputs_t, is_tuple = self._as_tuple(inputs)
-        result = self._compute("banzhaf", inputs_t, feature_mask, baselines, background, target, internal_batch_size)
-        out = self._shaped_like_inputs(result, inputs_t, target)
-        return out if is_tuple else out[0]
+        as :meth:`attribute` (the Captum view of ``explain(..., kind="banzhaf")``)."""
+        explanation = self.explain(
+            inputs,
+            baselines,
+            target,
+            feature_mask,
+            background=background,
+            internal_batch_size=internal_batch_size,
+            kind="banzhaf",
+        )
+        return explanation.attribution()
 
     def interactions(
         self,
@@ -373,28 +451,23 @@ class FourierExplainerCore(ExplainerBase):
         kind: str = "shapley",
         internal_batch_size: int | None = None,
     ) -> PlayerValues:
-        """One value per player — a categorical variable's one-hot block, a site — with the players' names.
-
-        Args:
-            inputs, feature_mask, baselines, target, background, internal_batch_size: as :meth:`attribute` (the
-                players are ``feature_mask``'s ids, else the explainer's ``groups``/``feature_groups``, else one
-                per input feature).
-            player_names: the ``m`` players' names, ordered by id (default: a one-column player's column name, a
-                block's common column prefix such as ``site3`` for ``site3_A``, ``site3_C``; else ``"player <id>"``).
-            kind: ``"shapley"`` or ``"banzhaf"``.
+        """One value per player — a categorical variable's one-hot block, a site — with the players' names: the
+        per-player view of :meth:`explain` (arguments as there).
 
         Returns:
             :class:`~torchxplain.fourier.PlayerValues`: ``values`` ``(Q, m)`` (``(Q, m, C)`` for several outputs),
             ``names``, ``ids`` and ``base_values``; Shapley values plus the base value give the explained output.
         """
-        if kind not in ("shapley", "banzhaf"):
-            raise ValueError(f"kind must be 'shapley' or 'banzhaf', got {kind!r:.40}")
-        inputs_t = self._as_tuple(inputs)[0]
-        result = self._compute(kind, inputs_t, feature_mask, baselines, background, target, internal_batch_size)
-        players = result.players
-        values = self.outputs.combine([players.expand(v, 1) for v in result.values], result.pick, target)
-        names = player_names_of(player_names, players.ids, players.of_input, self.feature_names)
-        return PlayerValues(values, names, players.ids, self._base(result, target))
+        return self.explain(
+            inputs,
+            baselines,
+            target,
+            feature_mask,
+            background=background,
+            internal_batch_size=internal_batch_size,
+            player_names=player_names,
+            kind=kind,
+        ).player_values()
 
     def expected_value(self, background: Any = None) -> Tensor:
         """The explained function's mean over the background rows (or the ``background`` given), SHAP's base
@@ -412,7 +485,8 @@ class FourierExplainerCore(ExplainerBase):
         *,
         background: Any = None,
     ) -> Any:
-        """A ``shap.Explanation`` of ``inputs`` ``(Q, n)`` for shap's waterfall, beeswarm and force plots.
+        """A ``shap.Explanation`` of ``inputs`` ``(Q, n)`` for shap's waterfall, beeswarm and force plots: the shap
+        view of :meth:`explain` (see :meth:`~torchxplain.fourier.FourierExplanation.to_shap`).
 
         Without ``feature_mask`` the columns are the input features (named by the background DataFrame's columns
         when there was one) and ``data`` holds the inputs. With it, one column per player, named as in
@@ -429,28 +503,10 @@ class FourierExplainerCore(ExplainerBase):
                 "player_names name the players of a feature_mask; pass feature_mask= too (without one the columns "
                 "are the input features, named by the background DataFrame's columns)"
             )
-        x = self._convert(inputs)
-        result = self._compute("shapley", (x,), feature_mask, baselines, background, target)
-        players = result.players
-        names: Any
-        labels = None
-        if feature_mask is None:
-            per = [players.to_inputs(v) for v in result.values]
-            names, data = self.feature_names, result.x
-        else:
-            per = [players.expand(v, 1) for v in result.values]
-            names = player_names_of(player_names, players.ids, players.of_input, self.feature_names)
-            data = player_data(result.x, players.of_input, players.m)
-            labels = player_labels(data, players.of_input, self.feature_names)
-        several = len(result.columns) > 1 and result.pick is None
-        return to_shap_explanation(
-            self.outputs.combine(per, result.pick, target).detach(),
-            self._base(result, target).detach(),
-            data,
-            feature_names=names,
-            output_names=[self.outputs.names[c] for c in result.columns] if several else None,
-            display_data=labels,
+        explanation = self.explain(
+            self._convert(inputs), baselines, target, feature_mask, background=background, player_names=player_names
         )
+        return explanation.to_shap()
 
     def to_shapiq(
         self,
@@ -529,16 +585,16 @@ class FourierExplainerCore(ExplainerBase):
                 order = check_index(index, max_order, players.m)
                 check_result_memory(players.m, order, self.dtype)
             bounds = chunk_bounds(x.shape[0], batch) if batch and x.shape[0] else [(0, x.shape[0])]
-            values = [
-                _concat(
-                    [
-                        self._values(kind, bits[a:b], ref.rows(a, b), players, column, relaxed, index, order)
-                        for a, b in bounds
-                    ]
-                )
-                for column in columns
-            ]
-            return Computed(values, players, shapes, x, bits, ref, columns, pick)
+            values, stderr = [], []
+            for column in columns:
+                parts = [
+                    self._values(kind, bits[a:b], ref.rows(a, b), players, column, relaxed, index, order)
+                    for a, b in bounds
+                ]
+                estimated = [part for part in parts if isinstance(part, tuple)]
+                values.append(_concat([part[0] if isinstance(part, tuple) else part for part in parts]))
+                stderr.append(_concat([part[1] for part in estimated]) if estimated else None)
+            return Computed(values, players, shapes, x, bits, ref, columns, pick, stderr)
 
     def _values(
         self,
@@ -565,6 +621,9 @@ class FourierExplainerCore(ExplainerBase):
                 return result[top]
         else:
             plan = self._plan(players, ref.bits, column)
+            estimate = getattr(plan, "estimate", None)  # a provider whose values carry standard errors
+            if estimate is not None and kind in ("shapley", "banzhaf"):
+                return estimate(bits, kind)
             if kind == "shapley":
                 return plan.shapley(bits, relaxed=relaxed)
             if kind == "banzhaf":

@@ -83,8 +83,11 @@ def refuse_foreign(knobs: dict[str, Any], source: type[Source], sources: tuple[t
     )
 
 
-def source_from(method: Any, knobs: dict[str, Any], sources: tuple[type[Source], ...]) -> Source:
-    """The source of ``method`` — a source object (then no knobs by name), or a method name with its knobs.
+def source_from(
+    method: Any, knobs: dict[str, Any], sources: tuple[type[Source], ...], named: tuple[type[Source], ...]
+) -> Source:
+    """The source of ``method`` — a source object (then no knobs by name), or the name of one of ``sources`` with
+    its knobs (a foreign knob's owners are named among ``named``).
 
     Raises:
         TypeError: knobs by name beside a source object, or a knob the named source does not take.
@@ -104,5 +107,5 @@ def source_from(method: Any, knobs: dict[str, Any], sources: tuple[type[Source],
             f"({', '.join(s.title for s in sources)}); got {str(method)[:40]!r}"
         )
     cls = by_name[method]
-    refuse_foreign(knobs, cls, sources)
+    refuse_foreign(knobs, cls, named)
     return cls.from_name(method, knobs)

@@ -23,7 +23,11 @@ from torchxplain.fourier.values import SupportFamilies
 
 
 class Plan(Protocol):
-    """Values of one output against one background for one set of players (rows are the encoder's codes)."""
+    """Values of one output against one background for one set of players (rows are the encoder's codes).
+
+    A plan whose values are estimated also has ``estimate(xq, kind) -> (values, stderr)`` (``kind``: ``"shapley"``
+    or ``"banzhaf"``; both ``(Q, m)``), which the explainer prefers for first-order values.
+    """
 
     def shapley(self, xq: Tensor, relaxed: bool = False) -> Tensor:
         """``(Q, m)`` Shapley values."""

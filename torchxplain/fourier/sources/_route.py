@@ -14,9 +14,15 @@ players found once) and ``method``:
   candidate with its predicted seconds and says why the winner won.
 
 The rows to be explained are known to ``explain_after_fit`` (``problem.rows``); a constructor prices enumeration
-for :data:`ASSUMED_ROWS` rows like ``data`` (pass ``method=`` to choose another route). The prediction depends on
-the machine's speed, so near a tie the route may differ between machines; the route taken is always reported, and
-``method=`` pins it.
+for :data:`ASSUMED_ROWS` rows like ``data`` (pass ``method=`` to choose another route).
+
+**Prices that do not move with the load.** Our own algebra's cost model is in seconds on the machine where its
+constants were measured, at which a reference workload (:func:`reference_seconds`: small matrix products and
+activations, like a torch model's) took :data:`REFERENCE_SECONDS`. The probe times the reference workload beside
+the model, on the same device and on one thread (as the constants were measured; on a busy machine OpenMP threads
+waiting on each other would price a scheduler's delay, not the work), and scales our constants by the ratio: a
+loaded machine slows the model, the reference and our algebra alike, so the ranking of the routes stays the same
+and only the predicted seconds grow. The route taken is always reported; ``method=`` pins it.
 
 :func:`route_cube` is the choice among the cube fits of ``fit_sparse_fourier`` without a background.
 """
@@ -59,20 +65,23 @@ AUTO: tuple[type[Source], ...] = (Tabulate, Enumerate, Fit)
 """The candidates of ``method="auto"``."""
 ASSUMED_ROWS = 1_000
 """Rows a constructor prices enumeration for when the rows to explain are not known yet."""
-PROBE_ROWS = 256
+PROBE_ROWS = 1024
 """Rows of the probe batch that times the model."""
+REFERENCE_SECONDS = 7.4e-4
+"""Seconds of :func:`reference_seconds`'s workload on one thread of the machine the cost constants below were
+measured on (``benchmarks/route_costs.py`` measures both)."""
 SAMPLED_ROWS = 64
 """Rows of ``data`` whose pairs with the background are counted to price enumeration when the rows are unknown."""
 GRID_CHECK = 4096
 """Held-out queries of a tabulated spectrum (its check)."""
 
-# Our own algebra, seconds per unit on one CPU thread (measured on the project's 2-core x86 machine; a GPU is faster,
-# so these are upper bounds there). They only have to rank routes whose costs differ by large factors.
-ENUMERATE_PER_ROW = 4e-8
+# Our own algebra, seconds per unit at REFERENCE_SECONDS (one CPU thread of the project's 2-core x86 machine,
+# measured by benchmarks/route_costs.py). They only have to rank routes whose costs differ by large factors.
+ENUMERATE_PER_ROW = 2e-8
 """Building a hybrid and weighing its game value, per model row and per column."""
-TABULATE_PER_POINT = 2e-7
+TABULATE_PER_POINT = 1.2e-6
 """Expanding a level table into Walsh terms, per grid point and per player."""
-FIT_PER_SAMPLE = {False: 2.5e-4, True: 3.5e-4}
+FIT_PER_SAMPLE = {False: 3.6e-4, True: 3.2e-4}
 """A fit's own work per hybrid sample (binary, continuous), over its whole ladder."""
 
 
@@ -102,12 +111,14 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Route:
-    """The router's decision: the source, why, the candidates it priced, and the model's measured cost per row."""
+    """The router's decision: the source, why, the candidates it priced, the model's measured seconds per row and
+    the machine's speed factor (the reference workload's time over :data:`REFERENCE_SECONDS`)."""
 
     source: Source
     reason: str
     candidates: tuple[Candidate, ...] = ()
     seconds_per_row: float | None = None
+    slowdown: float | None = None
 
     def as_records(self) -> tuple[dict[str, Any], ...]:
         """The candidates as JSON-able records (kept in the fit report)."""
@@ -128,7 +139,7 @@ def route(problem: Problem, method: Any, knobs: dict[str, Any], spectral: bool =
     """
     sources = tuple(s for s in BLACK_BOX if not (spectral and s is Enumerate))
     if not (isinstance(method, str) and method == "auto"):
-        source = source_from(method, knobs, sources)
+        source = source_from(method, knobs, sources, SOURCES)
         where = f" ({problem.why_continuous})" if problem.continuous else ""
         return Route(source, f"requested: {source.title}: {source.summary}{where}")
     candidates = tuple(s for s in AUTO if s in sources)
@@ -149,16 +160,17 @@ def _refuse_auto(knobs: dict[str, Any], candidates: tuple[type[Source], ...]) ->
 
 def _priced(problem: Problem, sources: list[Source]) -> Route:
     """Price every candidate; the cheapest exact one wins when it costs no more than the fit."""
-    seconds_per_row = probe(problem) if len(sources) > 1 else None
+    seconds_per_row, slowdown = probe(problem) if len(sources) > 1 else (0.0, 1.0)
+    prices = Prices(seconds_per_row, slowdown)
     candidates: list[tuple[Source, Candidate]] = []
     for source in sources:
         if isinstance(source, Tabulate):
-            candidates.append((source, _tabulate(problem, source, seconds_per_row)))
+            candidates.append((source, _tabulate(problem, source, prices)))
         elif isinstance(source, Enumerate):
-            candidates.append((source, _enumerate(problem, seconds_per_row)))
+            candidates.append((source, _enumerate(problem, prices)))
         else:
             assert isinstance(source, Fit)
-            candidates.append((source, _fit(problem, source, seconds_per_row)))
+            candidates.append((source, _fit(problem, source, prices)))
     feasible = [(s, c) for s, c in candidates if c.seconds is not None or len(candidates) == 1]
     if not feasible:
         raise ValueError(
@@ -176,18 +188,59 @@ def _priced(problem: Problem, sources: list[Source]) -> Route:
         chosen = fits[0]
         why = "cheaper than every exact route" if exact else "no exact route applies"
     listed = "; ".join(c.describe() for _, c in candidates)
-    speed = "" if seconds_per_row is None else f"; the model answers in {seconds_per_row * 1e6:.3g} µs per row"
+    speed = "" if len(sources) == 1 else f"; the model answers in {seconds_per_row * 1e6:.3g} µs per row"
     explained = "the rows to explain" if problem.rows is not None else f"{ASSUMED_ROWS:,} rows like data"
     where = f"{problem.why_continuous}; " if problem.continuous else ""
     reason = (
         f"auto: {where}{chosen[1].method} is {why} for {explained} (candidates: {listed}{speed}); "
         f"{chosen[0].summary}; method= pins a route"
     )
-    return Route(chosen[0], reason, tuple(c for _, c in candidates), seconds_per_row)
+    return Route(chosen[0], reason, tuple(c for _, c in candidates), seconds_per_row, slowdown)
 
 
-def probe(problem: Problem) -> float:
-    """The model's wall seconds per row on a :data:`PROBE_ROWS`-row batch on its device (best of two warm runs)."""
+@dataclass(frozen=True)
+class Prices:
+    """The model's seconds per row and the factor that scales our own algebra's constants to this machine now."""
+
+    per_row: float
+    slowdown: float
+
+
+TIMED_RUNS = 7
+"""Runs of a timed workload; the best counts (a run that waited for the scheduler is not the machine's speed)."""
+
+
+def _timed(device: torch.device, work: Any) -> float:
+    """Best of :data:`TIMED_RUNS` wall-clock runs of ``work()`` (synchronised on a GPU)."""
+    best = float("inf")
+    for _ in range(TIMED_RUNS):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        work()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def reference_seconds(device: torch.device) -> float:
+    """Wall seconds of a fixed workload of small torch ops on ``device`` (50 products of ``(256, 64) @ (64, 64)``
+    with a ReLU): the machine's speed right now, as the model and our algebra see it."""
+    generator = torch.Generator().manual_seed(0)
+    a = torch.randn(256, 64, generator=generator).to(device)
+    w = torch.randn(64, 64, generator=generator).to(device)
+
+    def work() -> None:
+        for _ in range(50):
+            torch.relu(a @ w)
+
+    return _timed(device, work)
+
+
+def probe(problem: Problem) -> tuple[float, float]:
+    """The model's wall seconds per row on a :data:`PROBE_ROWS`-row batch on its device (best of :data:`TIMED_RUNS` warm runs),
+    and the slowdown of the reference workload against :data:`REFERENCE_SECONDS` (module docstring)."""
     oracle = Oracle(problem.model, problem.n_features, problem.device, problem.dtype, PROBE_ROWS, problem.target)
     rows = problem.background if problem.data is None else problem.data
     batch = rows[torch.arange(PROBE_ROWS, device=rows.device) % rows.shape[0]]
@@ -195,17 +248,17 @@ def probe(problem: Problem) -> float:
         batch = batch.bool()
     oracle.phase = "probe"
     oracle(batch[:8])  # warm-up: first calls pay for lazy initialisation
-    best = float("inf")
-    for _ in range(2):
-        if problem.device.type == "cuda":
-            torch.cuda.synchronize(problem.device)
-        start = time.perf_counter()
-        oracle(batch)
-        best = min(best, time.perf_counter() - start)
-    return best / PROBE_ROWS
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as our constants were measured: threads waiting on a busy machine price nothing
+    try:
+        per_row = _timed(problem.device, lambda: oracle(batch)) / PROBE_ROWS
+        slowdown = reference_seconds(problem.device) / REFERENCE_SECONDS
+    finally:
+        torch.set_num_threads(threads)
+    return per_row, slowdown
 
 
-def _tabulate(problem: Problem, source: Tabulate, seconds_per_row: float | None) -> Candidate:
+def _tabulate(problem: Problem, source: Tabulate, prices: Prices) -> Candidate:
     if problem.continuous:
         return Candidate("tabulate", True, None, None, "continuous columns have as many levels as values")
     made = problem.hybrid_rows(source.one_hot)
@@ -215,11 +268,11 @@ def _tabulate(problem: Problem, source: Tabulate, seconds_per_row: float | None)
     if not (GridKernel.fits(m) or grid <= GRID_CHECK):
         return Candidate("tabulate", True, None, grid, f"{m} players: tabulated values need at most 14")
     rows = grid + min(source.n_validation, GRID_CHECK)
-    seconds = rows * (seconds_per_row or 0.0) + grid * m * TABULATE_PER_POINT
+    seconds = rows * prices.per_row + grid * m * TABULATE_PER_POINT * prices.slowdown
     return Candidate("tabulate", True, seconds, rows, f"every one of {made.describe_grid()}, once")
 
 
-def _enumerate(problem: Problem, seconds_per_row: float | None) -> Candidate:
+def _enumerate(problem: Problem, prices: Prices) -> Candidate:
     players = problem.players
     if problem.rows is not None:
         x, scale, counted = problem.rows, 1.0, "the rows to explain"
@@ -239,17 +292,17 @@ def _enumerate(problem: Problem, seconds_per_row: float | None) -> Candidate:
             "enumerate", True, None, None, f"a pair differs in {widest} players (enumeration stops at {MAX_DIFFERING})"
         )
     rows = int(float((2.0**sizes).sum()) * scale)
-    seconds = rows * ((seconds_per_row or 0.0) + ENUMERATE_PER_ROW * problem.n_features)
+    seconds = rows * (prices.per_row + ENUMERATE_PER_ROW * problem.n_features * prices.slowdown)
     return Candidate("enumerate", True, seconds, rows, f"2^d per (row, background row) pair for {counted}")
 
 
-def _fit(problem: Problem, source: Fit, seconds_per_row: float | None) -> Candidate:
+def _fit(problem: Problem, source: Fit, prices: Prices) -> Candidate:
     if problem.continuous:
         samples = CONTINUOUS_STAGES[-1].samples if source.n_queries is None else source.n_queries
     else:
         samples = DEFAULT_QUERIES if source.n_queries is None else source.n_queries
     rows = samples + source.n_validation
-    seconds = rows * (seconds_per_row or 0.0) + samples * FIT_PER_SAMPLE[problem.continuous]
+    seconds = rows * prices.per_row + samples * FIT_PER_SAMPLE[problem.continuous] * prices.slowdown
     return Candidate("fit", False, seconds, rows, "a surrogate over its whole ladder, approximate")
 
 
