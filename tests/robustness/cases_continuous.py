@@ -50,7 +50,7 @@ def _():
 
     row = torch.tensor([[0.5, 2.5, -1.25]], dtype=torch.float64)
     model = lambda x: torch.tanh(x.double()).sum(1) + x.double()[:, 0] * x.double()[:, 2]  # noqa: E731
-    explainer = tx.FourierShap(model, row.expand(6, 3), data=row.expand(9, 3), show_progress=False)
+    explainer = tx.FourierShap(model, row.expand(6, 3), data=row.expand(9, 3), method="fit", show_progress=False)
     report = explainer.fit_report
     assert report.r2_shap == 1.0 and report.stopped == "no column varies over the fit's rows", report
     torch.testing.assert_close(explainer.expected_value(), model(row)[0])  # the model itself at the one row
@@ -84,7 +84,7 @@ def numbers(pattern: str, text: str) -> list[float]:
 @result_case(FS, "rows at 3x the data's scale: a FitQualityWarning with the share outside and the model's change")
 def _():
     data = quarters(300, 4, 1)
-    explainer = tx.FourierShap(smooth, data[:16], data=data, target_r2=None, show_progress=False)
+    explainer = tx.FourierShap(smooth, data[:16], data=data, method="fit", target_r2=None, show_progress=False)
     inside, words = caught(lambda: explainer.attribute(data[:5]))
     assert not words, words  # rows of the data: no word
     far = quarters(12, 4, 2) * 3
@@ -124,7 +124,7 @@ def _():
     train[:, 6] = 0.5  # constant in training: every X_test value there was explained as 0.5 (value 0)
     test = rng.choice([-1.0, 0.0, 1.0, 2.0], size=(60, 7))
     test[:, [0, 1, 3, 6]] = rng.choice([-4.0, -1.0, 0.0, 1.0, 2.0, 5.0], size=(60, 4))  # beyond in 4 columns
-    result, words = caught(lambda: tx.explain_after_fit(levels_model, train, test, n_background=40))
+    result, words = caught(lambda: tx.explain_after_fit(levels_model, train, test, tx.fourier.Fit(), n_background=40))
     assert result.explainer.fit_report.method == "continuous" and not words, (result.reason, words)
     want = model_shapley(levels_model, test, result.explainer.background.numpy(), np.arange(7))
     got = result.attributions.numpy()
@@ -136,7 +136,7 @@ def _():
 def _():
     data = quarters(300, 4, 3)
     data[:, 2] = 0.75
-    explainer = tx.FourierShap(smooth, data[:16], data=data, target_r2=None, show_progress=False)
+    explainer = tx.FourierShap(smooth, data[:16], data=data, method="fit", target_r2=None, show_progress=False)
     assert "columns constant there, at index 2" in explainer.fit_report.domain, explainer.fit_report.domain
     x = quarters(6, 4, 4)
     _, words = caught(lambda: explainer.attribute(x))
@@ -156,10 +156,10 @@ def _():
     data = torch.randint(0, 2, (300, 4), generator=torch.Generator().manual_seed(0)).double()
     data[:, 3] = 0  # never 1 in the data: the fit never saw the model's -1 there
     x = torch.tensor([[1.0, 1, 1, 1], [0, 1, 0, 1], [1, 0, 0, 0]], dtype=torch.float64)
-    explainer = tx.FourierShap(bits_model, data[:20], data=data, show_progress=False)
+    explainer = tx.FourierShap(bits_model, data[:20], data=data, method="tabulate", show_progress=False)
     _, words = caught(lambda: explainer.attribute(x))
     assert len(words) == 1 and "of 3 rows, in columns 3)" in words[0] and "up to 1 " in words[0], words
-    result, words = caught(lambda: tx.explain_after_fit(bits_model, data, x, n_background=20))
+    result, words = caught(lambda: tx.explain_after_fit(bits_model, data, x, tx.fourier.Tabulate(), n_background=20))
     assert not words and result.explainer.fit_report.method == "tabulate", (words, result.reason)
     want = interventional_shap(bits_model, x, result.explainer.background.double())
     torch.testing.assert_close(result.attributions.double(), want, rtol=0, atol=1e-9)
@@ -171,7 +171,7 @@ def _():
     import tempfile
 
     data = quarters(300, 4, 6)
-    explainer = tx.FourierShap(smooth, data[:16], data=data, target_r2=None, show_progress=False)
+    explainer = tx.FourierShap(smooth, data[:16], data=data, method="fit", target_r2=None, show_progress=False)
     far = data[:4] * 3
     with tempfile.TemporaryDirectory() as folder:
         path = explainer.save(os.path.join(folder, "fs.pt"))
@@ -187,7 +187,8 @@ def _():
 # --- a saved continuous explainer whose encoder was edited: refused at load, the field named --------------------
 def continuous_explainer() -> Any:
     data = quarters(300, 3, 7)
-    return tx.FourierShap(lambda x: torch.tanh(x.double()).sum(1), data[:8], data=data, show_progress=False)
+    model = lambda x: torch.tanh(x.double()).sum(1)  # noqa: E731
+    return tx.FourierShap(model, data[:8], data=data, method="fit", show_progress=False)
 
 
 def load_edited(config: Callable[[dict], None] | None = None, state: Callable[[dict], None] | None = None) -> Any:

@@ -9,8 +9,8 @@ so the values of such a row follow the model at the moved row, not at the row it
 * :func:`warn_outside_domain` raises a :class:`~torchxplain.fourier.FitQualityWarning` stating the share of entries
   outside the range and the measured effect — the model's change between those rows and the same rows moved into
   the range, which the values cannot show — every time values or predictions are asked for such rows;
-* :func:`covering_rows` gives a fit the rows to be explained when they are known (``explain_after_fit`` has
-  ``X_test``), so their values are encoded honestly instead.
+* when the rows to be explained are known (``explain_after_fit`` has ``X_test``), the fit is held to them too
+  (:func:`~torchxplain.fourier.sources._problem.covering_rows`), so their values are encoded honestly instead.
 """
 
 from __future__ import annotations
@@ -21,27 +21,15 @@ import warnings
 from collections.abc import Callable
 from typing import Any, cast
 
-import numpy as np
 import torch
 from torch import Tensor
 
-from torchxplain._core.inputs import is_dataframe, to_tensor
 from torchxplain.fourier.explainer._forward_args import model_output
-from torchxplain.fourier.fit._oracle import model_placement
-from torchxplain.fourier.fit._report import FitQualityWarning, fitted_range
+from torchxplain.fourier.fit import FitQualityWarning, model_placement
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EFFECT_ROWS = 4096
 """Rows outside the range whose effect is measured (twice that many model queries at most)."""
-
-
-def binary_fit_domain(method: str, bits: Tensor, data_bits: Tensor | None) -> Tensor | None:
-    """The domain of a binary black-box fit: each bit's range over ``data`` ∪ background when the fit was held to
-    their hybrids (``method`` ``"tabulate"`` or ``"hybrid"`` with ``data=``); ``None`` otherwise (a cube fit holds
-    on the whole cube, and without ``data=`` the fit also queried every constant bit at its other value)."""
-    if data_bits is None or method not in ("tabulate", "hybrid"):
-        return None
-    return fitted_range(torch.float64, bits, data_bits)
 
 
 def warn_outside_domain(explainer: Any, x: Tensor, reference: Tensor | None = None) -> None:
@@ -120,23 +108,3 @@ def _user_stacklevel() -> int:
             return level - 1
         frame, level = frame.f_back, level + 1
     return level - 1
-
-
-def covering_rows(train: Any, test: Any) -> Any:
-    """``train`` with the rows of ``test`` that hold a value outside ``train``'s range in some column appended
-    (``train`` itself when none does): the rows a fit must be held to for ``test``'s values to be encoded honestly.
-    Frames stay frames (``test`` takes ``train``'s columns; their names were checked equal)."""
-    a, b = to_tensor(train, "X_train").tensor, to_tensor(test, "X_test").tensor
-    domain = fitted_range(torch.float64, a)
-    beyond = ((b.double() < domain[0]) | (b.double() > domain[1])).any(1)
-    if not bool(beyond.any()):
-        return train
-    keep = beyond.nonzero()[:, 0].cpu().numpy()
-    if is_dataframe(train):
-        import pandas as pd
-
-        rows = test.iloc[keep] if is_dataframe(test) else pd.DataFrame(np.asarray(b.cpu())[keep], columns=train.columns)
-        return pd.concat([train, rows.set_axis(train.columns, axis=1)], ignore_index=True)
-    dtype = torch.promote_types(a.dtype, b.dtype)
-    dtype = dtype if dtype.is_floating_point else torch.get_default_dtype()  # the model is queried with floats
-    return torch.cat((a.to(dtype), b[beyond].to(device=a.device, dtype=dtype)))

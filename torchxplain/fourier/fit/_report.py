@@ -62,6 +62,8 @@ class FitReport:
         domain: the rows the estimate was measured on and the rows the values hold for (each column's range over
             ``data`` and background; outside it a value is taken as the nearest end of the range, and the
             explainer warns with a :class:`FitQualityWarning`); ``None`` for a fit without a background.
+        route: the router's candidates, each ``{"method", "exact", "seconds", "model_rows", "note"}`` with its
+            predicted seconds (empty when the method was requested).
     """
 
     method: str
@@ -90,6 +92,7 @@ class FitReport:
     model_cpu_time_s: float | None = None
     stopped: str | None = None
     players: str | None = None
+    route: tuple[dict[str, Any], ...] = ()
     domain: str | None = None
 
     @property
@@ -122,7 +125,7 @@ class FitReport:
     def __str__(self) -> str:
         if self.method == "enumerate":
             lines = [f"FourierShap: method='enumerate' ({self.reason})", f"  players: {self.players or self.n_players}"]
-            return "\n".join(lines)
+            return "\n".join(lines + self._route_lines())
 
         def r2(value: float | None) -> str:
             return "not computed" if value is None else f"{value:.6f}"
@@ -166,7 +169,18 @@ class FitReport:
         for stage in self.stages:
             lines.append("  stage: " + ", ".join(f"{key}={_fmt(value)}" for key, value in stage.items()))
         lines.append("  parameters: " + ", ".join(f"{key}={value}" for key, value in self.params.items()))
-        return "\n".join(lines)
+        return "\n".join(lines + self._route_lines())
+
+    def _route_lines(self) -> list[str]:
+        """The router's candidates with their predicted seconds."""
+        lines = []
+        for c in self.route:
+            if c.get("seconds") is None:
+                lines.append(f"  candidate {c['method']}: out ({c['note']})")
+            else:
+                rows = "" if c.get("model_rows") is None else f", {c['model_rows']:,} model rows"
+                lines.append(f"  candidate {c['method']}: {c['seconds']:.3g} s predicted ({c['note']}{rows})")
+        return lines
 
 
 def fitted_range(input_dtype: torch.dtype, *tables: Tensor | None) -> Tensor:
