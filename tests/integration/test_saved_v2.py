@@ -30,15 +30,6 @@ def test_fourier_files_of_format_2_load_with_the_same_values(name):
     torch.testing.assert_close(explainer.attribute(expected["x"]), expected["values"], rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["continuous_black_box", "binary_with_data"])
-def test_black_boxes_saved_by_the_round_4_start_load_with_the_same_values(name):
-    """Written by ``generate_continuous.py`` at commit bbdfccb: before the fit's domain and the checksum."""
-    explainer = tx.FourierShap.load(FIXTURES / f"{name}.pt")
-    expected = _expected(name)
-    torch.testing.assert_close(explainer.attribute(expected["x"]), expected["values"], rtol=0, atol=1e-12)
-    assert explainer.encoder.domain is None  # the file has none: loaded as saved, values unchanged
-
-
 def test_goals_gp_file_of_format_2_loads_with_the_same_scores():
     goals = tx.Goals.load(FIXTURES / "goals_gp.pt")
     expected = _expected("goals_gp")
