@@ -214,3 +214,30 @@ def test_dense_kernels_take_the_frequencies_as_floats_one_chunk_at_a_time(monkey
     np.testing.assert_allclose(got.numpy(), want, atol=1e-10, rtol=0)
     np.testing.assert_allclose(signed.numpy(), (1 - 2 * np.remainder(bg.numpy() @ freq.T, 2)) * amp, atol=0, rtol=0)
     assert converted and max(converted) < len(spec), f"all {len(spec)} frequencies as floats at once: {converted}"
+
+
+def test_paired_values_take_the_frequencies_as_floats_one_chunk_at_a_time(monkeypatch):
+    """Captum's per-row baselines (the paired kernel) had the same whole conversion; values against brute force
+    with each row's own baseline as its one background row."""
+    import torchxplain as tx
+
+    spec, freq, amp, xq, bg = random_case(22, 9, 64, 4, 4)
+    converted = []
+    to = torch.Tensor.to
+
+    def recording(self, *args, **kwargs):
+        out = to(self, *args, **kwargs)
+        if self.dtype == torch.bool and out.is_floating_point() and self.ndim == 2 and self.shape[1] == 9:
+            converted.append(self.shape[0])
+        return out
+
+    explainer = tx.FourierShap.from_spectrum(spec, bg.double())
+    monkeypatch.setattr(torch.Tensor, "to", recording)
+    with tiny_memory_budget(2048):
+        got = explainer.attribute(xq.double(), baselines=bg.double())
+    monkeypatch.undo()
+    want = np.concatenate(
+        [brute_force.shapley(freq, amp, xq[i : i + 1].numpy(), bg[i : i + 1].numpy()) for i in range(4)]
+    )
+    np.testing.assert_allclose(got.numpy(), want, atol=1e-10, rtol=0)
+    assert converted and max(converted) < len(spec), f"all {len(spec)} frequencies as floats at once: {converted}"
