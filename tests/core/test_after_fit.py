@@ -13,8 +13,8 @@ from sklearn.datasets import load_diabetes
 from sklearn.ensemble import RandomForestRegressor
 from torch import nn
 
-from tests.fourier import brute_force
 import torchxplain as tx
+from tests.fourier import brute_force
 from torchxplain import explain_after_fit
 from torchxplain.idx import datasets
 
