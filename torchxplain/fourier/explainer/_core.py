@@ -248,13 +248,29 @@ class FourierExplainerCore(ExplainerBase):
                 block's common column prefix such as ``site3`` for ``site3_A``, ``site3_C``; else ``"player <id>"``).
             kind: ``"shapley"`` or ``"banzhaf"``.
         """
+        inputs_t, is_tuple = self._as_tuple(inputs)
+        return self._explain(
+            inputs_t, is_tuple, baselines, target, feature_mask, background, internal_batch_size, player_names, kind
+        )
+
+    def _explain(
+        self,
+        inputs_t: tuple[Tensor, ...],
+        is_tuple: bool,
+        baselines: Any,
+        target: Any,
+        feature_mask: Any,
+        background: Any,
+        internal_batch_size: Any,
+        player_names: Any,
+        kind: str,
+    ) -> FourierExplanation:
+        """:meth:`explain` on inputs already converted to tensors."""
         if kind not in ("shapley", "banzhaf"):
             raise ValueError(f"kind must be 'shapley' or 'banzhaf', got {kind!r:.40}")
-        inputs_t, is_tuple = self._as_tuple(inputs)
         amplitudes = self.surrogate.amplitudes
-        key = snapshot(
-            (inputs_t, baselines, target, feature_mask, background, internal_batch_size, player_names, kind)
-        ) + (amplitudes.data_ptr(), amplitudes._version)
+        arguments = (inputs_t, is_tuple, baselines, target, feature_mask, background, internal_batch_size, player_names)
+        key = snapshot((*arguments, kind)) + (amplitudes.data_ptr(), amplitudes._version)
         last = self.__dict__.get("_last")
         if last is not None and not self.differentiable and same_snapshot(last[0], key):
             return cast(FourierExplanation, last[1])
@@ -351,8 +367,8 @@ class FourierExplainerCore(ExplainerBase):
         if kwargs:
             raise TypeError(f"FourierShap.attribute got unexpected arguments {sorted(kwargs)}")
         self._check_forward_args(additional_forward_args)
-        explanation = self.explain(
-            inputs, baselines, target, feature_mask, background=background, internal_batch_size=internal_batch_size
+        explanation = self._explain(
+            inputs, True, baselines, target, feature_mask, background, internal_batch_size, None, "shapley"
         )
         values = explanation._attribution
         if not return_convergence_delta:
@@ -506,7 +522,7 @@ class FourierExplainerCore(ExplainerBase):
                 "are the input features, named by the background DataFrame's columns)"
             )
         explanation = self.explain(
-            self._convert(inputs), baselines, target, feature_mask, background=background, player_names=player_names
+            inputs, baselines, target, feature_mask, background=background, player_names=player_names
         )
         return explanation.to_shap()
 

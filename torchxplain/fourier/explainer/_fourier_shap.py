@@ -184,8 +184,8 @@ class FourierShap(FourierExplainerCore):
         routes for those rows instead of :data:`~torchxplain.fourier.sources._route.ASSUMED_ROWS` like ``data``."""
         explainer = cls.__new__(cls)
         FourierExplainerCore.__init__(explainer, forward_func)
-        names = ("data", "method", "groups", "target", "seed", "relaxed", "differentiable", "kernel", "max_memory")
-        names += ("show_progress", "additional_forward_args", "device")
+        names = ["data", "method", "groups", "target", "seed", "relaxed", "differentiable", "kernel", "max_memory"]
+        names += ["show_progress", "additional_forward_args", "device"]
         defaults = {"method": "auto", "seed": 0, "relaxed": False, "differentiable": False, "kernel": "auto"}
         given = {name: kwargs.pop(name, defaults.get(name)) for name in names}
         explainer._black_box(forward_func, background, rows, **given, knobs=kwargs)

@@ -72,6 +72,7 @@ class FourierExplanation:
         beeswarms are coloured. Standard errors, when the values are estimated, go to shap's ``.error_std``.
         """
         labels = None
+        names: tuple[str, ...] | None
         if self._masked:
             values, names = self.values, self.player_names
             data = player_data(self.data, self._of_input, self.values.shape[1])

@@ -13,9 +13,13 @@ with the name of the source(s) it belongs to — so no knob is ever silently ign
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from torchxplain._core.validation import check_float_dtype, check_int
+
+if TYPE_CHECKING:
+    from torchxplain.fourier.sources._built import Built
+    from torchxplain.fourier.sources._problem import Problem
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,7 +38,7 @@ class Source:
     @classmethod
     def knobs(cls) -> tuple[str, ...]:
         """The knob names (the dataclass fields)."""
-        return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+        return tuple(f.name for f in dataclasses.fields(cls))
 
     @classmethod
     def from_name(cls, name: str, knobs: dict[str, Any]) -> Source:
@@ -43,18 +47,22 @@ class Source:
 
     def given(self) -> dict[str, Any]:
         """The knobs set to something other than their defaults."""
-        return {
-            f.name: getattr(self, f.name)
-            for f in dataclasses.fields(self)  # type: ignore[arg-type]
-            if getattr(self, f.name) != f.default
-        }
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) != f.default}
+
+
+class BlackBoxSource(Source):
+    """A source of a black box's spectrum or values: built from a validated problem by the router's choice."""
+
+    def build(self, problem: Problem, reason: str) -> Built:
+        """What the explainer holds for ``problem`` (``reason``: why the router chose this source)."""
+        raise NotImplementedError
 
 
 def check_queries(batch_size: object, dtype: object) -> None:
     """The query knobs every model-querying source has."""
     check_int(batch_size, "batch_size", minimum=1)
     if dtype is not None:
-        check_float_dtype(dtype)  # type: ignore[arg-type]
+        check_float_dtype(dtype)
 
 
 def owners(knob: str, sources: tuple[type[Source], ...]) -> list[type[Source]]:

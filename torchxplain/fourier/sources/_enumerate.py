@@ -17,7 +17,7 @@ from torch import Tensor
 
 from torchxplain.fourier.encoding import BinaryEncoder, RawEncoder
 from torchxplain.fourier.fit import EnumerationPlan, Oracle, enumeration_report
-from torchxplain.fourier.sources._base import Source, check_queries
+from torchxplain.fourier.sources._base import BlackBoxSource, check_queries
 from torchxplain.fourier.sources._built import Built
 from torchxplain.fourier.sources._outputs import single_output
 from torchxplain.fourier.sources._problem import Problem
@@ -67,7 +67,7 @@ class ModelValues:
 
 
 @dataclasses.dataclass(frozen=True)
-class Enumerate(Source):
+class Enumerate(BlackBoxSource):
     """Exact values through the model by enumerating coalitions (module docstring).
 
     Args:

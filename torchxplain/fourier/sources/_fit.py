@@ -23,7 +23,7 @@ import torch
 from torchxplain._core.validation import check_int, check_number
 from torchxplain.fourier.encoding import BinaryEncoder, ThresholdEncoder
 from torchxplain.fourier.fit import FitOptions, TargetMetric, fit_continuous, fit_validated, fitted_range
-from torchxplain.fourier.sources._base import Source, check_queries
+from torchxplain.fourier.sources._base import BlackBoxSource, Source, check_queries
 from torchxplain.fourier.sources._built import Built
 from torchxplain.fourier.sources._outputs import single_output
 from torchxplain.fourier.sources._problem import Problem
@@ -55,7 +55,7 @@ def options_of(source: Any, problem: Problem) -> FitOptions:
 
 
 @dataclasses.dataclass(frozen=True)
-class Fit(Source):
+class Fit(BlackBoxSource):
     """A sparse spectrum fitted on hybrid points of the rows with the background (module docstring).
 
     Args:
@@ -206,7 +206,7 @@ def options_check(source: Any) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class CubeFit(Source):
+class CubeFit(BlackBoxSource):
     """A spectrum fitted on uniform inputs of the cube, checked on held-out hybrids (binary rows).
 
     ``method="exact"`` queries all ``2^n`` inputs and takes one fast WHT (``n <= 22``); ``"hashing"`` is the sparse

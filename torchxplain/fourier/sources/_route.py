@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor
@@ -49,7 +49,7 @@ from torchxplain.fourier.fit import (
     regression_sizes,
     tabulation_bytes,
 )
-from torchxplain.fourier.sources._base import Source, refuse_foreign, source_from
+from torchxplain.fourier.sources._base import BlackBoxSource, Source, refuse_foreign, source_from
 from torchxplain.fourier.sources._enumerate import Enumerate
 from torchxplain.fourier.sources._fit import CubeFit, Fit
 from torchxplain.fourier.sources._problem import Problem
@@ -116,7 +116,7 @@ class Route:
     """The router's decision: the source, why, the candidates it priced, the model's measured seconds per row and
     the machine's speed factor (the reference workload's time over :data:`REFERENCE_SECONDS`)."""
 
-    source: Source
+    source: BlackBoxSource
     reason: str
     candidates: tuple[Candidate, ...] = ()
     seconds_per_row: float | None = None
@@ -141,14 +141,14 @@ def route(problem: Problem, method: Any, knobs: dict[str, Any], spectral: bool =
     """
     sources = tuple(s for s in BLACK_BOX if not (spectral and s is Enumerate))
     if not (isinstance(method, str) and method == "auto"):
-        source = source_from(method, knobs, sources, SOURCES)
+        source = cast(BlackBoxSource, source_from(method, knobs, sources, SOURCES))
         where = f" ({problem.why_continuous})" if problem.continuous else ""
         return Route(source, f"requested: {source.title}: {source.summary}{where}")
     candidates = tuple(s for s in AUTO if s in sources)
     allowed = [s for s in candidates if set(knobs) <= set(s.knobs())]
     if not allowed:
         _refuse_auto(knobs, candidates)
-    return _priced(problem, [s(**knobs) for s in allowed])
+    return _priced(problem, [cast(BlackBoxSource, s(**knobs)) for s in allowed])
 
 
 def _refuse_auto(knobs: dict[str, Any], candidates: tuple[type[Source], ...]) -> None:
@@ -160,11 +160,11 @@ def _refuse_auto(knobs: dict[str, Any], candidates: tuple[type[Source], ...]) ->
         raise TypeError(f"method='auto' chooses among {', '.join(s.title for s in candidates)}; {err}") from None
 
 
-def _priced(problem: Problem, sources: list[Source]) -> Route:
+def _priced(problem: Problem, sources: list[BlackBoxSource]) -> Route:
     """Price every candidate; the cheapest exact one wins when it costs no more than the fit."""
     seconds_per_row, slowdown = probe(problem) if len(sources) > 1 else (0.0, 1.0)
     prices = Prices(seconds_per_row, slowdown)
-    candidates: list[tuple[Source, Candidate]] = []
+    candidates: list[tuple[BlackBoxSource, Candidate]] = []
     for source in sources:
         if isinstance(source, Tabulate):
             candidates.append((source, _tabulate(problem, source, prices)))
@@ -179,16 +179,16 @@ def _priced(problem: Problem, sources: list[Source]) -> Route:
             "no route can explain this black box: " + "; ".join(c.describe() for _, c in candidates) + ". Group "
             "the features into fewer players, or allow a fit (drop the knobs that rule it out)"
         )
-    fits = [(s, c) for s, c in feasible if not c.exact]
-    exact = sorted([(s, c) for s, c in feasible if c.exact], key=lambda sc: sc[1].seconds or 0.0)
-    fit_seconds = fits[0][1].seconds if fits else None
-    if exact and (fit_seconds is None or (exact[0][1].seconds or 0.0) <= fit_seconds):
-        chosen, why = exact[0], "the cheapest exact route"
-        if fits:
-            why += f", {fit_seconds / max(exact[0][1].seconds or 1e-12, 1e-12):.3g}x cheaper than a fit"
+    fit = next(((s, c) for s, c in feasible if not c.exact), None)
+    exact = min(((s, c) for s, c in feasible if c.exact), key=lambda sc: sc[1].seconds or 0.0, default=None)
+    fit_seconds = None if fit is None else fit[1].seconds
+    if exact is not None and (fit_seconds is None or (exact[1].seconds or 0.0) <= fit_seconds):
+        chosen, why = exact, "the cheapest exact route"
+        if fit_seconds and exact[1].seconds:
+            why += f", {fit_seconds / exact[1].seconds:.3g}x cheaper than a fit"
     else:
-        chosen = fits[0]
-        why = "cheaper than every exact route" if exact else "no exact route applies"
+        assert fit is not None
+        chosen, why = fit, "cheaper than every exact route" if exact is not None else "no exact route applies"
     listed = "; ".join(c.describe() for _, c in candidates)
     speed = "" if len(sources) == 1 else f"; the model answers in {seconds_per_row * 1e6:.3g} µs per row"
     explained = "the rows to explain" if problem.rows is not None else f"{ASSUMED_ROWS:,} rows like data"
@@ -241,8 +241,9 @@ def reference_seconds(device: torch.device) -> float:
 
 
 def probe(problem: Problem) -> tuple[float, float]:
-    """The model's wall seconds per row on a :data:`PROBE_ROWS`-row batch on its device (best of :data:`TIMED_RUNS` warm runs),
-    and the slowdown of the reference workload against :data:`REFERENCE_SECONDS` (module docstring)."""
+    """The model's wall seconds per row on a :data:`PROBE_ROWS`-row batch on its device (best of
+    :data:`TIMED_RUNS` warm runs), and the slowdown of the reference workload against :data:`REFERENCE_SECONDS`
+    (module docstring)."""
     oracle = Oracle(problem.model, problem.n_features, problem.device, problem.dtype, PROBE_ROWS, problem.target)
     rows = problem.background if problem.data is None else problem.data
     batch = rows[torch.arange(PROBE_ROWS, device=rows.device) % rows.shape[0]]

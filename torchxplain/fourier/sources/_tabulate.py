@@ -16,7 +16,7 @@ import torch
 
 from torchxplain._core.validation import check_int
 from torchxplain.fourier.fit import TargetMetric, fit_validated
-from torchxplain.fourier.sources._base import Source, check_queries
+from torchxplain.fourier.sources._base import BlackBoxSource, check_queries
 from torchxplain.fourier.sources._built import Built
 from torchxplain.fourier.sources._fit import Fit, check_target_r2, fitted_bits, options_check, options_of
 from torchxplain.fourier.sources._problem import Problem
@@ -26,7 +26,7 @@ TABULATE_LIMIT = 2**20
 
 
 @dataclasses.dataclass(frozen=True)
-class Tabulate(Source):
+class Tabulate(BlackBoxSource):
     """Every combination of the players' observed levels queried once: an exact spectrum (module docstring).
 
     Args:
