@@ -190,22 +190,28 @@ def test_bad_groups_raise_clear_errors():
         shapley_values(spec, xq, bg, groups=torch.zeros(5))
 
 
+def record_float_frequencies(monkeypatch, n: int) -> list[int]:
+    """Record the rows of every bool ``(rows, n)`` tensor made floating (frequency blocks as floats)."""
+    converted: list[int] = []
+    to = torch.Tensor.to
+
+    def recording(self, *args, **kwargs):
+        out = to(self, *args, **kwargs)
+        if self.dtype == torch.bool and out.is_floating_point() and self.ndim == 2 and self.shape[1] == n:
+            converted.append(self.shape[0])
+        return out
+
+    monkeypatch.setattr(torch.Tensor, "to", recording)
+    return converted
+
+
 @pytest.mark.parametrize("grouped", [False, True])
 def test_dense_kernels_take_the_frequencies_as_floats_one_chunk_at_a_time(monkeypatch, grouped):
     """The (k, n) bool frequencies were converted to floats whole (1 GiB for a continuous fit of k ≈ n ≈ 11,000)
     before the chunked loops; under a tiny budget only chunks of them are, and the values are unchanged."""
     spec, freq, amp, xq, bg = random_case(21, 9, 64, 6, 4)
     groups = torch.tensor([0, 0, 1, 2, 2, 3, 4, 4, 5]) if grouped else None
-    converted = []  # rows of every bool (k, n) block made floating
-    to = torch.Tensor.to
-
-    def recording(self, *args, **kwargs):
-        out = to(self, *args, **kwargs)
-        if self.dtype == torch.bool and out.is_floating_point() and self.ndim == 2 and self.shape[1] == 9:
-            converted.append(self.shape[0])
-        return out
-
-    monkeypatch.setattr(torch.Tensor, "to", recording)
+    converted = record_float_frequencies(monkeypatch, 9)
     with tiny_memory_budget(2048):
         got = shapley_values(spec, xq, BackgroundTerm(spec, bg.double()), groups=groups, kernel="gemm")
         signed = BackgroundTerm(spec, bg.double()).signed_amplitudes
@@ -222,17 +228,8 @@ def test_paired_values_take_the_frequencies_as_floats_one_chunk_at_a_time(monkey
     import torchxplain as tx
 
     spec, freq, amp, xq, bg = random_case(22, 9, 64, 4, 4)
-    converted = []
-    to = torch.Tensor.to
-
-    def recording(self, *args, **kwargs):
-        out = to(self, *args, **kwargs)
-        if self.dtype == torch.bool and out.is_floating_point() and self.ndim == 2 and self.shape[1] == 9:
-            converted.append(self.shape[0])
-        return out
-
     explainer = tx.FourierShap.from_spectrum(spec, bg.double())
-    monkeypatch.setattr(torch.Tensor, "to", recording)
+    converted = record_float_frequencies(monkeypatch, 9)
     with tiny_memory_budget(2048):
         got = explainer.attribute(xq.double(), baselines=bg.double())
     monkeypatch.undo()

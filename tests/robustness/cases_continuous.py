@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 import torchxplain as tx
+from tests.robustness.cases_fourier import load_crafted
 from tests.robustness.harness import case, result_case
 
 FS = "torchxplain.FourierShap"
@@ -193,20 +194,7 @@ def continuous_explainer() -> Any:
 
 def load_edited(config: Callable[[dict], None] | None = None, state: Callable[[dict], None] | None = None) -> Any:
     """Save a continuous explainer, edit its config (``config(cfg)``) or tensors (``state(tensors)``), load it."""
-    import json
-    import os
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as folder:
-        path = continuous_explainer().save(os.path.join(folder, "fs.pt"))
-        data = torch.load(path, weights_only=True)
-        meta, tensors = json.loads(data["metadata"]), dict(data["state"])
-        if config is not None:
-            config(meta["config"])
-        if state is not None:
-            state(tensors)
-        torch.save({**data, "metadata": json.dumps(meta), "state": tensors}, path)
-        return tx.FourierShap.load(path)
+    return load_crafted(continuous_explainer(), config=config, state=state)
 
 
 def thresholds(change: Callable[[torch.Tensor], None]) -> Callable[[dict], None]:
