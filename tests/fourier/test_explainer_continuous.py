@@ -150,7 +150,7 @@ def test_the_reports_estimate_is_calibrated_against_the_exact_shap_r2():
     model = _MLP()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tx.fourier.FitQualityWarning)
-        explainer = tx.FourierShap(model, bg, data=data, show_progress=False)
+        explainer = tx.FourierShap(model, bg, data=data, method="fit", show_progress=False)
     report = explainer.fit_report
 
     def numpy_model(z):
