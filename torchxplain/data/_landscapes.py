@@ -36,7 +36,10 @@ def load_entacmaea(target: str = "brightness_red", dtype: torch.dtype = torch.fl
     return torch.tensor(bits, dtype=dtype), torch.tensor(frame[target].to_numpy(), dtype=dtype)
 
 
+#: The four mutated sites of the GB1 landscape (wild-type residue and position), in the column order of
+#: :func:`load_gb1`.
 GB1_SITES = ("V39", "D40", "G41", "V54")
+#: The 20 amino acids in the order of each site's one-hot block in :func:`load_gb1`.
 GB1_RESIDUES = "ACDEFGHIKLMNPQRSTVWY"
 
 

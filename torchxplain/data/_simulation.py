@@ -31,7 +31,10 @@ class SimulatedData:
         causal: ``(J,)`` bool, the causal features.
         beta: ``(C,)`` additive effects of the causal features (after scaling), in ``causal`` index order.
         tau: ``(M,)`` interaction effects of the ``M = C (C - 1) / 2`` causal pairs (after scaling).
-        additive, interaction, structure, noise: ``(N,)`` the four parts of ``y``.
+        additive: ``(N,)`` the additive part of ``y``.
+        interaction: ``(N,)`` the pairwise-interaction part of ``y``.
+        structure: ``(N,)`` the population-structure part of ``y``.
+        noise: ``(N,)`` the noise part of ``y``.
     """
 
     x: Tensor

@@ -74,7 +74,7 @@ def explain_after_fit(
         model: the fitted model.
         X_train: ``(N, n)`` training inputs; a seeded sample of ``n_background`` rows is the background (not used
             by GOALS, which reads the model's own training inputs, nor by IDX).
-        X_test: ``(Q, n)`` rows to explain (for IDX: any input form :func:`torchxplain.idx._explain` takes). When
+        X_test: ``(Q, n)`` rows to explain (for IDX: any input form :func:`torchxplain.idx.explain` takes). When
             both are DataFrames their columns must agree (same names, same order); GOALS takes them as its
             ``feature_names``.
         method: ``"auto"`` or one of ``"trees"``, ``"fourier"``, ``"goals"``, ``"idx"``.

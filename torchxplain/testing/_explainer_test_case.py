@@ -130,7 +130,7 @@ def check_state_dict_is_own(explainer: Any) -> None:
 
 
 class ExplainerTestCase:
-    """Mixin for pytest classes: subclass it and implement :meth:`make_explainer` and :meth:`make_inputs`.
+    """Mixin for pytest classes: subclass it and implement ``make_explainer`` and ``make_inputs``.
 
     Class attributes tune it: ``atol`` (batch invariance tolerance in float64), ``attribute_kwargs``
     (extra arguments of every ``attribute`` call), ``noise_tunnel`` and ``captum_metrics`` (set False

@@ -152,6 +152,7 @@ def continuous_source(
     if method == "enumerate":
         device, dtype = model_placement(model, options.device, options.dtype, background)
         oracle = Oracle(model, p, device, dtype, options.batch_size, target)
+        oracle.phase = "enumeration"  # what its progress bar and errors say
         spectrum = FourierSpectrum.trusted(torch.zeros(0, p, dtype=torch.bool), torch.zeros(0, dtype=torch.float64))
         reason = (
             f"requested: {why}, so exact values by enumerating, for each (row, background row) pair, every "

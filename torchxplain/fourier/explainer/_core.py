@@ -168,7 +168,7 @@ class FourierExplainerCore(ExplainerBase):
     # --- what it explains --------------------------------------------------------------------------------
     @property
     def spectrum(self) -> FourierSpectrum:
-        """The explained spectrum (on the encoder's binary features); one per output: :meth:`output_spectrum`."""
+        """The explained spectrum, on the encoder's binary features (:meth:`output_spectrum` gives each output's)."""
         if self.enumerator is not None:
             raise ValueError("an explainer with method='enumerate' enumerates coalitions: it holds no spectrum")
         return self.surrogate.spectrum
@@ -186,7 +186,7 @@ class FourierExplainerCore(ExplainerBase):
 
     @property
     def n_features(self) -> int:
-        """Number of input features (raw columns: original features of a tree model, or binary inputs)."""
+        """The number of input features (raw columns), e.g. a tree model's original features or the binary inputs."""
         return self.encoder.n_inputs
 
     @property

@@ -76,7 +76,7 @@ class FourierShap(FourierExplainerCore):
     What each input is explained against: ``background=`` (any method) is a set of rows every input is explained
     against (default: the constructor's background); Captum's ``baselines=`` give one reference per input row — a
     scalar, a ``(1, n)`` row for all, or an ``(N, n)`` tensor whose row ``i`` is input ``i``'s reference — and any
-    other row count is refused (see :mod:`~torchxplain.fourier.explainer._references`). ``player_values`` gives one
+    other row count is refused. ``player_values`` gives one
     value per player with the players' names.
 
     Args:
@@ -122,9 +122,10 @@ class FourierShap(FourierExplainerCore):
             refused, not moved). It must exist on this machine.
 
     Attributes:
-        spectrum: the explained spectrum; ``encoder``: the input encoding; ``fit_report``: the black-box fit's
-        report (``None`` otherwise); ``pruning``: a :class:`PruningReport` when a tree spectrum was pruned;
-        ``feature_names``: the background DataFrame's columns, if any.
+        encoder: the input encoding (an :class:`~torchxplain.fourier.InputEncoder`).
+        fit_report: the black-box fit's :class:`~torchxplain.fourier.FitReport` (``None`` otherwise).
+        pruning: a :class:`~torchxplain.fourier.PruningReport` when a tree spectrum was pruned, else ``None``.
+        feature_names: the background DataFrame's columns, if any.
     """
 
     def __init__(
@@ -271,6 +272,7 @@ class FourierShap(FourierExplainerCore):
             oracle = Oracle(
                 bind(forward_func, args), raw.shape[1], query_device, query_dtype, options.batch_size, target
             )
+            oracle.phase = "enumeration"  # what its progress bar and errors say
             spectrum, report = _enumeration_source(raw.shape[1], m, found, query_dtype)
             self.__dict__["enumerator"] = oracle  # plain attribute: the user's model is never registered
             return spectrum, encoder, bits, ids, report

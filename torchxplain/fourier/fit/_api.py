@@ -6,11 +6,11 @@ Two regimes:
   model only at hybrids ``(x_S, b_{~S})`` of the rows with the background, and every hybrid lies on the product of
   the players' observed levels (:mod:`~torchxplain.fourier.fit._levels`). ``method="auto"`` takes the exact route
   whenever it is affordable: **tabulation** (:mod:`~torchxplain.fourier.fit._tabulate`) queries every level
-  combination once when their number fits the query budget (:data:`TABULATE_LIMIT` by default), and the spectrum is
+  combination once when their number fits the query budget (``2^20`` by default), and the spectrum is
   then exact for any row and background on those levels. Otherwise a **hybrid fit**
   (:mod:`~torchxplain.fourier.fit.hybrid._ladder`): a sparse regression on hybrid samples in the reference-coded
   basis, grown stage by stage until the SHAP values' R², estimated on held-out rows, reaches ``target_r2``, or the
-  query budget (:data:`DEFAULT_QUERIES`) is spent. ``"exact"``, ``"hashing"`` and ``"regression"`` fit on the cube
+  query budget (``2^21`` queries by default) is spent. ``"exact"``, ``"hashing"`` and ``"regression"`` fit on the cube
   and are checked on the held-out rows. The report says which route was taken and why.
 * **Without a background**: fits on uniform inputs of the cube (``"exact"``, ``"hashing"``, ``"regression"``;
   :mod:`~torchxplain.fourier.fit.cube._uniform`); the headline is the R² on uniform inputs.
@@ -92,13 +92,13 @@ def fit_sparse_fourier(
 
     Args:
         f: any callable mapping a ``(B, n)`` float tensor of 0/1 inputs to ``(B,)`` or ``(B, C)`` outputs,
-            called under ``no_grad`` in batches, in the dtype policy of :mod:`~torchxplain.fourier.fit._oracle`.
+            called under ``no_grad`` in batches, in the dtype of :class:`~torchxplain.settings.dtype_policy`.
         n_features: ``n``, the number of binary inputs.
         k: most Walsh terms kept (the speed knob of the values; ``None``: as many as the fit finds).
         max_degree: most players per term of a hybrid fit (``None``: the ladder's, 2 to 4); a degree cap of the
             cube methods.
-        n_queries: query budget of the fit (``None``: :data:`DEFAULT_QUERIES` with a background — tabulation up
-            to :data:`TABULATE_LIMIT` — and each cube method's default without).
+        n_queries: query budget of the fit (``None``: ``2^21`` with a background — tabulation up to ``2^20``
+            combinations — and each cube method's default without).
         method: ``"auto"``, ``"tabulate"``, ``"hybrid"``, ``"exact"``, ``"hashing"`` or ``"regression"``.
         seed: int or ``torch.Generator``; same seed, same spectrum (budgets count queries, not seconds).
         background: ``(D, n)`` binary background rows of the SHAP values to come: turns on the hybrid regime.
@@ -107,7 +107,7 @@ def fit_sparse_fourier(
             constant over it is refused). The fit holds for hybrids of these rows with the background; some are
             held out for the check when there are enough.
         groups: ``(n,)`` integer player id per feature (one player per categorical variable), ``"auto"`` to find
-            the one-hot blocks of ``data`` and ``background`` (:mod:`~torchxplain.fourier.fit._one_hot`), or
+            the one-hot blocks of ``data`` and ``background``, or
             ``None`` (singletons). Explain with the same players.
         target: output column for multi-output ``f``.
         target_r2: the held-out R² the fit is held to (``None``: no check). Below it a :class:`FitQualityWarning`

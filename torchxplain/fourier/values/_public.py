@@ -155,7 +155,8 @@ def value_plan(spectrum: FourierSpectrum, background: Any, groups: Any = None, k
             shares its cached plan with the value functions).
 
     Returns:
-        The :class:`~torchxplain.fourier.values._plan.ValuePlan` (cached on the background term).
+        The value plan (cached on the background term): ``shapley(bits)``, ``banzhaf(bits)`` and
+        ``interactions(bits)`` on encoded ``(Q, n)`` rows, and ``describe()``.
     """
     return _prepared(spectrum, background, groups, kernel)
 

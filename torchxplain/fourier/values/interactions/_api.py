@@ -69,8 +69,8 @@ def interaction_values(
 
     The game of query ``x*`` is ``v(S) = mean_b h(x*_S, b_{~S})`` over the background rows ``b``; each index is
     shapiq's definition of it (``shapiq.ExactComputer`` gives the same numbers), computed in closed form per
-    (background row, frequency) — see :mod:`torchxplain.fourier.values.interactions._weights` for the derivation —
-    or, up to order 2, from the small-support tables of each order (:mod:`~torchxplain.fourier.values._weights`),
+    (background row, frequency) — the documentation's design page derives the weights —
+    or, up to order 2, from the small-support tables of each order,
     whichever the cost model predicts cheaper.
 
     Args:

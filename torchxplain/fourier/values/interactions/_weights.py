@@ -60,6 +60,7 @@ import torch
 from torch import Tensor
 
 Index = Literal["k-SII", "STII", "FSII", "FBII", "BII", "SII", "SV", "BV", "Moebius", "Co-Moebius"]
+#: The interaction indices ``interaction_values`` computes, by shapiq's names.
 INDICES: tuple[str, ...] = get_args(Index)
 
 #: indices whose order-0 entry is the baseline ``v(∅)`` in shapiq (``"SII"`` only at ``max_order = 1``)
