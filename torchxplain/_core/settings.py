@@ -159,6 +159,14 @@ class max_memory(_Setting[int]):  # noqa: N801 (GPyTorch-style lower-case settin
 
     Args:
         value: bytes (int) or a string such as ``"2GB"`` or ``"512MiB"``; at least 1 MiB.
+
+    Example:
+        >>> import torchxplain as tx
+        >>> with tx.settings.max_memory("1GB"):
+        ...     tx.settings.max_memory.value()
+        1073741824
+        >>> tx.settings.max_memory.value() == tx.settings.DEFAULT_MAX_MEMORY
+        True
     """
 
     @classmethod
@@ -269,6 +277,12 @@ def using(max_memory: MemoryLike | None = None, show_progress: bool | None = Non
         def shapley_values(spectrum, x, background, max_memory=None):
             with settings.using(max_memory=max_memory):
                 return _kernel(spectrum, x, background)
+
+    Example:
+        >>> import torchxplain as tx
+        >>> with tx.settings.using(max_memory="64MB", show_progress=False):
+        ...     tx.settings.max_memory.value(), tx.settings.show_progress.value()
+        (67108864, False)
     """
     with contextlib.ExitStack() as stack:
         for name, value in (("max_memory", max_memory), ("show_progress", show_progress)):

@@ -85,6 +85,12 @@ def simulate_goals_design(
         standardize: standardise genotype columns (used by the generative model and returned).
         seed: int seed or ``torch.Generator``.
         dtype: floating dtype of the returned tensors.
+
+    Example:
+        >>> from torchxplain.data import simulate_goals_design
+        >>> d = simulate_goals_design(n=50, n_features=10, n_causal=2, seed=0)
+        >>> d.x.shape, d.y.shape, int(d.causal.sum())
+        (torch.Size([50, 10]), torch.Size([50]), 2)
     """
     for name, value, low in (
         ("n", n, 3),

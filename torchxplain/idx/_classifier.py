@@ -66,6 +66,19 @@ class BayesianClassifier(nn.Module):
         observations: the observed variables, in the column order of coded inputs.
         influences: the ``(influencer, influencee)`` pairs, one per edge of the network.
         levels: the classifications grouped by how far they are from the observations (decided bottom-up).
+
+    Example:
+        >>> from torchxplain import idx
+        >>> bc = idx.BayesianClassifier(
+        ...     values={"sky": ["sun", "rain"], "plan": ["go", "stay"]},
+        ...     structure={"plan": ["sky"]},
+        ...     priors={"plan": [0.6, 0.4]},
+        ...     cpts={("plan", "sky"): [[0.8, 0.2], [0.3, 0.7]]},  # P(sky | plan)
+        ... )
+        >>> bc.observations, bc.classifications
+        (('sky',), ('plan',))
+        >>> bc.decode(bc.decide(bc.encode({"sky": "rain"})))
+        [{'sky': 'rain', 'plan': 'stay'}]
     """
 
     log_prior: Tensor

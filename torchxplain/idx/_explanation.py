@@ -224,6 +224,15 @@ class Explanation:
     Attributes:
         kit: ``"md"``, ``"sd"``, ``"cf"``, ``"lime"`` or ``"shap"``.
         index: the input's row in its batch.
+
+    Example:
+        >>> from torchxplain import idx
+        >>> bc = idx.datasets.play_outside()
+        >>> ex = idx.explain(bc, {"w": "l", "t": "l", "p": "l"}, kit="md", explanandum="o")[0]
+        >>> ex.assignment
+        {'w': 'l', 't': 'l', 'p': 'l', 'r': '+', 'o': '-'}
+        >>> sorted(ex.relations["support"]), sorted(ex.relations["attack"])
+        ([('p', 'r'), ('r', 'o')], [('w', 'o')])
     """
 
     __slots__ = ("_batch", "index", "kit")

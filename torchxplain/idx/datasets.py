@@ -53,6 +53,12 @@ def play_outside(dtype: torch.dtype = torch.float64) -> BayesianClassifier:
     Observations ``w`` (wind), ``t`` (temperature) with values ``l, m, h`` and ``p`` (pressure) with
     ``l, h``; classifications ``r`` (raining: an NBC over ``t, p``) and ``o`` (play outside: an NBC over
     ``w, t, r``), both with values ``+, -``.
+
+    Example:
+        >>> from torchxplain import idx
+        >>> bc = idx.datasets.play_outside()
+        >>> bc.observations, bc.classifications
+        (('w', 't', 'p'), ('r', 'o'))
     """
     values = {"w": ["l", "m", "h"], "t": ["l", "m", "h"], "p": ["l", "h"], "r": ["+", "-"], "o": ["+", "-"]}
     priors = {"w": [_THIRD] * 3, "t": [_THIRD] * 3, "p": [0.5, 0.5], "r": [0.67, 0.33], "o": [0.22, 0.78]}

@@ -38,6 +38,16 @@ class AfterFitResult:
         explainer: the fitted explainer (``None`` for IDX, which has no explainer object).
         attributions: ``(Q, n)`` local attributions of ``X_test`` (FourierSHAP values or GOALS local scores);
             for IDX, the list of :class:`~torchxplain.idx.Explanation` objects.
+
+    Example:
+        >>> import numpy as np
+        >>> import torchxplain as tx
+        >>> from sklearn.tree import DecisionTreeRegressor
+        >>> X = np.array([[0.0, 1.0], [1.0, 3.0], [2.0, 0.0], [3.0, 2.0]])
+        >>> tree = DecisionTreeRegressor(max_depth=2, random_state=0).fit(X, [1.0, 2.0, 4.0, 8.0])
+        >>> result = tx.explain_after_fit(tree, X, X[:1])
+        >>> result.method, result.attributions  # exact interventional TreeSHAP values against X
+        ('trees', tensor([[-2.2500,  0.0000]], dtype=torch.float64))
     """
 
     method: str
@@ -82,6 +92,16 @@ def explain_after_fit(
         n_background: background size for the SHAP methods.
         seed: seed of the background sample and of the spectrum fit.
         **options: passed to the chosen explainer (e.g. ``k`` for FourierSHAP, ``xi`` for GOALS, ``kit`` for IDX).
+
+    Example:
+        >>> import numpy as np
+        >>> import torchxplain as tx
+        >>> from sklearn.tree import DecisionTreeRegressor
+        >>> X = np.array([[0.0, 1.0], [1.0, 3.0], [2.0, 0.0], [3.0, 2.0]])
+        >>> tree = DecisionTreeRegressor(max_depth=2, random_state=0).fit(X, [1.0, 2.0, 4.0, 8.0])
+        >>> result = tx.explain_after_fit(tree, X, X[:1])
+        >>> result.method, result.attributions  # exact interventional TreeSHAP values against X
+        ('trees', tensor([[-2.2500,  0.0000]], dtype=torch.float64))
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {list(METHODS)}, got {str(method)[:40]!r}")

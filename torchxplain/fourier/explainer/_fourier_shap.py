@@ -126,6 +126,17 @@ class FourierShap(FourierExplainerCore):
         fit_report: the black-box fit's :class:`~torchxplain.fourier.FitReport` (``None`` otherwise).
         pruning: a :class:`~torchxplain.fourier.PruningReport` when a tree spectrum was pruned, else ``None``.
         feature_names: the background DataFrame's columns, if any.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> def model(x):  # a black box on 3 binary features
+        ...     return 2 * x[:, 0] + x[:, 0] * x[:, 1]
+        >>> explainer = tx.FourierShap(model, background=torch.zeros(1, 3))
+        >>> explainer.fit_report.method  # 2^3 combinations: tabulated, so exact
+        'tabulate'
+        >>> explainer.attribute(torch.tensor([[1.0, 1.0, 0.0]]))  # sums to model(x) - model(background) = 3
+        tensor([[2.5000, 0.5000, 0.0000]])
     """
 
     def __init__(

@@ -121,6 +121,14 @@ def fit_sparse_fourier(
     Returns:
         A :class:`FourierSpectrum` on the query device with amplitudes in ``f``'s output dtype, sorted by
         decreasing ``|a_f|``; with ``return_report=True``, ``(spectrum, FitReport)``.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> spec = tx.fit_sparse_fourier(lambda x: 1 + 2 * x[:, 0], n_features=3)  # = 2 - (-1)^x0
+        >>> spec.frequencies.int(), spec.amplitudes
+        (tensor([[0, 0, 0],
+                [1, 0, 0]], dtype=torch.int32), tensor([ 2., -1.]))
     """
     if not callable(f):
         raise TypeError(f"f must be callable on a (B, n) tensor, got {type(f).__name__}")

@@ -46,6 +46,12 @@ class FitOptions:
         n_refit: ``method="hashing"``: fresh uniform queries for the least-squares refit of the found support.
         singleton_tol: ``method="hashing"``: a bucket is a singleton when its residual energy after fitting one
             frequency is at most this share.
+
+    Example:
+        >>> import torchxplain as tx
+        >>> options = tx.fourier.FitOptions(time_budget=60.0, batch_size=1024)
+        >>> options.time_budget, options.batch_size, options.target_metric
+        (60.0, 1024, 'shap')
     """
 
     target_metric: TargetMetric = "shap"

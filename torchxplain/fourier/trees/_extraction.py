@@ -113,6 +113,16 @@ def tree_spectrum(
         TypeError: unsupported model type (the message lists the supported ones and the black-box route).
         ValueError: multiclass model without ``target``, ``encoding="binary"`` on continuous splits, an
             encoding that does not match the model, or an expansion above ``max_terms``.
+
+    Example:
+        >>> import numpy as np
+        >>> import torchxplain as tx
+        >>> from sklearn.tree import DecisionTreeRegressor
+        >>> X = np.array([[0.0, 1.0], [1.0, 3.0], [2.0, 0.0], [3.0, 2.0]])
+        >>> tree = DecisionTreeRegressor(max_depth=2, random_state=0).fit(X, [1.0, 2.0, 4.0, 8.0])
+        >>> spec = tx.tree_spectrum(tree)  # on the tree's binary split features
+        >>> spec.evaluate(tx.fourier.TreeEncoding.from_model(tree).transform(X))  # = tree.predict(X)
+        tensor([1.5000, 1.5000, 4.0000, 8.0000], dtype=torch.float64)
     """
     ensemble = parse_model(model, target)
     spectrum, families = extract(

@@ -87,6 +87,15 @@ class ExplanationCallback(Callback):
     Raises:
         ValueError: from :meth:`on_validation_epoch_end` / :meth:`on_train_epoch_end` when the explainer returns
             NaN or infinite attributions (the probe rows are named).
+
+    Example:
+        >>> import torch
+        >>> from captum.attr import IntegratedGradients
+        >>> from torchxplain.integrations import ExplanationCallback
+        >>> probe = torch.rand(8, 3)  # a fixed batch, explained at the end of every 2nd validation epoch
+        >>> callback = ExplanationCallback(lambda module: IntegratedGradients(module), probe, every_n_epochs=2)
+        >>> callback.scalar_keys  # what each logger receives (pass it to Trainer(callbacks=[callback]))
+        ['xai/mean_abs/x0', 'xai/mean_abs/x1', 'xai/mean_abs/x2']
     """
 
     def __init__(

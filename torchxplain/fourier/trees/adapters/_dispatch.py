@@ -65,6 +65,15 @@ def parse_model(model: Any, target: int | None = None) -> TreeEnsemble:
             the black-box alternative), or ``target`` is not an int.
         ValueError: a multiclass (or multi-output) model without ``target``, the model is not fitted,
             ``target`` is out of range, or the model uses a feature this package cannot represent.
+
+    Example:
+        >>> from sklearn.datasets import load_breast_cancer
+        >>> from sklearn.tree import DecisionTreeClassifier
+        >>> import torchxplain as tx
+        >>> X, y = load_breast_cancer(return_X_y=True)
+        >>> tree = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, y)
+        >>> tx.fourier.parse_model(tree).output
+        'predict_proba[:, 1] (probability of class 1)'
     """
     outputs = parse_model_outputs(model, target)
     if len(outputs) > 1:
