@@ -5,7 +5,7 @@
 ``V[X_C beta] = rho v2``, ``V[W tau] = (1 - rho) v2``, ``V[Z omega] = pc_var (1 - v2)`` and
 ``V[eps] = (1 - pc_var)(1 - v2)``, so ``V[y] = 1`` up to the sample covariances between the parts.
 
-Choices the paper leaves open (documented in ``notes/goals.md``): genotypes are Binomial(2, maf) with
+Choices the paper leaves open: genotypes are Binomial(2, maf) with
 ``maf ~ U(maf_range)``; "all pairwise interactions" means all pairs of causal features; by default the
 population structure takes no variance (``pc_var = 0``); the standardised genotypes enter both the generative
 model and the returned ``x``.

@@ -1,7 +1,7 @@
 """Engine-agnostic pieces of "explain a whole dataset": one batch in, a dict of tensors out; shards merged by index.
 
 Nothing here imports Lightning, so the same functions serve a Lightning ``predict_step``, a plain
-``torchrun`` loop or a Ray Data ``map_batches`` callable (the recipe is in ``docs/ray.md``).
+``torchrun`` loop or a Ray Data ``map_batches`` callable (the recipe is in ``docs/guides/ray.md``).
 """
 
 from __future__ import annotations
