@@ -39,6 +39,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax copied into the site: the math renders offline too
     "sphinx.ext.viewcode",
     "sphinx_copybutton",
     "myst_nb",

@@ -12,7 +12,6 @@ import importlib
 import os
 import pkgutil
 import re
-import shutil
 import subprocess
 import sys
 import types
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import torchxplain
+from tests.browser import chromium
 
 pytestmark = pytest.mark.slow  # builds the site when CI has not
 
@@ -93,23 +93,10 @@ def test_every_name_of_every_public_all_has_a_page_with_its_anchor(site):
 
 
 def test_the_fourier_shap_page_renders_its_signature_and_docstring_in_chromium(site, tmp_path):
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
+    command = chromium(tmp_path / "chromium-profile")
+    if command is None:
         pytest.skip("Chromium is not installed (apt-get install chromium)")
     page = site / "api" / "torchxplain.FourierShap.html"
-    command = [
-        browser,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-        "--allow-file-access-from-files",
-        "--virtual-time-budget=5000",
-    ]
     dom = subprocess.run([*command, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
     signature = re.search(r'<dt class="sig sig-object py" id="torchxplain\.FourierShap">(.*?)</dt>', dom, re.S)
     assert signature, "Chromium did not render the class signature"

@@ -227,12 +227,11 @@ class Explanation:
 
     Example:
         >>> from torchxplain import idx
-        >>> bc = idx.datasets.play_outside()
-        >>> ex = idx.explain(bc, {"w": "l", "t": "l", "p": "l"}, kit="md", explanandum="o")[0]
-        >>> ex.assignment
-        {'w': 'l', 't': 'l', 'p': 'l', 'r': '+', 'o': '-'}
-        >>> sorted(ex.relations["support"]), sorted(ex.relations["attack"])
-        ([('p', 'r'), ('r', 'o')], [('w', 'o')])
+        >>> ex = idx.explain(idx.datasets.play_outside(), {"w": "m", "t": "l", "p": "l"}, kit="cf")[0]
+        >>> ex.kit, sorted(ex.relations)
+        ('cf', ['critical', 'potential'])
+        >>> ex.to_dict()["assignment"]
+        {'w': 'm', 't': 'l', 'p': 'l', 'r': '+', 'o': '-'}
     """
 
     __slots__ = ("_batch", "index", "kit")

@@ -40,14 +40,13 @@ class AfterFitResult:
             for IDX, the list of :class:`~torchxplain.idx.Explanation` objects.
 
     Example:
-        >>> import numpy as np
         >>> import torchxplain as tx
-        >>> from sklearn.tree import DecisionTreeRegressor
-        >>> X = np.array([[0.0, 1.0], [1.0, 3.0], [2.0, 0.0], [3.0, 2.0]])
-        >>> tree = DecisionTreeRegressor(max_depth=2, random_state=0).fit(X, [1.0, 2.0, 4.0, 8.0])
-        >>> result = tx.explain_after_fit(tree, X, X[:1])
-        >>> result.method, result.attributions  # exact interventional TreeSHAP values against X
-        ('trees', tensor([[-2.2500,  0.0000]], dtype=torch.float64))
+        >>> from torchxplain import idx
+        >>> result = tx.explain_after_fit(idx.datasets.play_outside(), None, {"w": "l", "t": "l", "p": "l"})
+        >>> result.method, result.explainer, result.reason
+        ('idx', None, 'a Bayesian network classifier: influence-driven explanations')
+        >>> result.attributions[0].assignment["o"]  # one idx.Explanation per input
+        '-'
     """
 
     method: str

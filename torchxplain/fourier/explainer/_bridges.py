@@ -144,14 +144,11 @@ def to_shap_explanation(
 
     Example:
         >>> import torch
-        >>> import torchxplain as tx
         >>> from torchxplain.fourier import to_shap_explanation
-        >>> spec = tx.FourierSpectrum(torch.tensor([[0, 0], [1, 0]], dtype=torch.bool), torch.tensor([1.0, 2.0]))
-        >>> x, background = torch.ones(2, 2), torch.zeros(1, 2)
-        >>> phi = tx.fourier.shapley_values(spec, x, background)
-        >>> explanation = to_shap_explanation(phi, spec.evaluate(background).mean(), data=x, feature_names=["a", "b"])
-        >>> explanation.values.shape, explanation.feature_names, float(explanation.base_values[0])
-        ((2, 2), ['a', 'b'], 3.0)
+        >>> values = torch.tensor([[0.5, -1.0], [0.25, 0.0]])  # (Q, p) SHAP values of two rows
+        >>> explanation = to_shap_explanation(values, 3.0, data=torch.ones(2, 2), feature_names=["a", "b"])
+        >>> explanation.values.shape, explanation.feature_names, explanation.base_values.tolist()
+        ((2, 2), ['a', 'b'], [3.0, 3.0])
     """
     shap = _optional("shap")
     vals = _array(values, "values").astype(np.float64)

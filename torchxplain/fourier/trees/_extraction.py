@@ -115,14 +115,15 @@ def tree_spectrum(
             encoding that does not match the model, or an expansion above ``max_terms``.
 
     Example:
-        >>> import numpy as np
+        >>> import torch
         >>> import torchxplain as tx
         >>> from sklearn.tree import DecisionTreeRegressor
-        >>> X = np.array([[0.0, 1.0], [1.0, 3.0], [2.0, 0.0], [3.0, 2.0]])
-        >>> tree = DecisionTreeRegressor(max_depth=2, random_state=0).fit(X, [1.0, 2.0, 4.0, 8.0])
-        >>> spec = tx.tree_spectrum(tree)  # on the tree's binary split features
-        >>> spec.evaluate(tx.fourier.TreeEncoding.from_model(tree).transform(X))  # = tree.predict(X)
-        tensor([1.5000, 1.5000, 4.0000, 8.0000], dtype=torch.float64)
+        >>> stump = DecisionTreeRegressor(max_depth=1).fit([[0.0], [1.0], [2.0]], [0.0, 0.0, 3.0])
+        >>> spec = tx.tree_spectrum(stump)  # h(b) = 1.5 - 1.5 (-1)^b on the split feature b = [x > 1.5]
+        >>> spec.frequencies.int().tolist(), spec.amplitudes.tolist()
+        ([[0], [1]], [1.5, -1.5])
+        >>> spec.evaluate(tx.fourier.TreeEncoding.from_model(stump).transform(torch.tensor([[0.5], [2.5]])))
+        tensor([0., 3.], dtype=torch.float64)
     """
     ensemble = parse_model(model, target)
     spectrum, families = extract(
