@@ -150,6 +150,7 @@ nb_execution_timeout = 600
 nb_execution_raise_on_error = True
 nb_execution_in_temp = True  # a tutorial writes nothing next to its source
 nb_merge_streams = True
+nb_output_stderr = "remove"  # library warnings (tqdm without ipywidgets) are not the tutorials' output
 
 
 # -- HTML --------------------------------------------------------------------------------------------------------------

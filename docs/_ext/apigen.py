@@ -136,13 +136,11 @@ def object_page(entry: Entry, obj: Any) -> str:
         return head + "\n".join(lines) + "\n"
     if entry.kind == "function":
         return head + f".. autofunction:: {entry.name}\n"
-    doc = attribute_doc(obj, entry.name)
-    if doc is None:
+    if attribute_doc(obj, entry.name) is None:
         raise RuntimeError(
             f"{entry.path} is a public constant without documentation: add a '#:' comment above its definition"
         )
-    body = "\n".join("   " + line if line else "" for line in doc.splitlines())
-    return head + f".. autodata:: {entry.name}\n   :no-value:\n\n{body}\n"
+    return head + f".. autodata:: {entry.name}\n   :no-value:\n"  # its text: constant_docstring below
 
 
 def module_page(module_name: str, entries: list[Entry]) -> str:
@@ -317,10 +315,23 @@ def private_annotation(app: Sphinx, env: BuildEnvironment, node: pending_xref, c
     return None
 
 
+def constant_docstring(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+    """A public constant (a tuple, a string) is documented by the ``#:`` comment at its definition, not by the
+    docstring of its type ("Built-in immutable sequence."), on its page and in its module's summary table."""
+    if what != "data" or not name.startswith(PACKAGE + ".") or inspect.isclass(obj) or inspect.isroutine(obj):
+        return
+    doc = attribute_doc(obj, name.rpartition(".")[2])
+    if doc is not None:
+        lines[:] = doc.splitlines()
+    elif "\n".join(lines).strip() == (inspect.getdoc(type(obj)) or "").strip():
+        lines[:] = []
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("builder-inited", generate)
     app.connect("builder-inited", index_public_objects)
     app.connect("missing-reference", resolve_private)
     app.connect("missing-reference", private_annotation)
     app.connect("autodoc-process-bases", public_bases)
+    app.connect("autodoc-process-docstring", constant_docstring)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
