@@ -11,10 +11,14 @@ and plots by MyST-NB.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sys
 from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.util.fileutil import copy_asset
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -39,7 +43,6 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
-    "sphinx-mathjax-offline",  # MathJax copied into the site: the math renders offline too
     "sphinx.ext.viewcode",
     "sphinx_copybutton",
     "myst_nb",
@@ -160,7 +163,7 @@ html_static_path: list[str] = []
 html_show_sourcelink = False
 
 
-def copy_tutorials(app: object) -> None:
+def copy_tutorials(app: Sphinx) -> None:
     """tutorials/*.py -> docs/tutorials/*.py (the executed gallery's sources; generated, not committed)."""
     target = DOCS / "tutorials"
     target.mkdir(exist_ok=True)
@@ -176,5 +179,18 @@ def copy_tutorials(app: object) -> None:
         shutil.rmtree(target / "__pycache__")
 
 
-def setup(app: object) -> None:
-    app.connect("config-inited", lambda app, config: copy_tutorials(app))  # type: ignore[attr-defined]
+# MathJax from the sphinx-mathjax-offline package (a copy of MathJax 3), served from the site itself, so the math
+# renders offline too; copied here rather than through that package's extension, which is not parallel-safe
+MATHJAX = Path(importlib.util.find_spec("sphinx-mathjax-offline").origin).parent / "static" / "mathjax"  # type: ignore
+mathjax_path = "mathjax/tex-chtml.js"
+
+
+def copy_mathjax(app: Sphinx, error: Exception | None) -> None:
+    if error is None:
+        copy_asset(str(MATHJAX), str(Path(app.outdir) / "_static" / "mathjax"))
+
+
+def setup(app: Sphinx) -> dict[str, bool]:
+    app.connect("config-inited", lambda app, config: copy_tutorials(app))
+    app.connect("build-finished", copy_mathjax)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
