@@ -1,4 +1,4 @@
-"""Black-box FourierShap cases of issue 25: one background row, constant and partly undefined models, budgets,
+"""Black-box FourierShap cases: one background row, constant and partly undefined models, budgets,
 Captum's arguments and the fit's options (each result against brute force or Captum on the model itself)."""
 
 from __future__ import annotations

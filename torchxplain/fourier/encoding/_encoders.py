@@ -33,7 +33,8 @@ class InputEncoder(nn.Module):
 
     kind: str = ""
     binary_codes: bool = True
-    """Whether :meth:`encode` gives binary codes (every encoder of a spectrum); ``False`` for :class:`RawEncoder`."""
+    """Whether :meth:`encode` gives binary codes (every encoder of a spectrum); ``False`` for the raw identity
+    encoder of exact enumeration on continuous inputs."""
     owner: Tensor
 
     @property
