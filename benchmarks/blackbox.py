@@ -6,7 +6,7 @@ avGFP CatBoost depth 5 / 10 trees (n=236 mutated-site bits), a GB1 MLP 3×300 an
 6-site × 20-residue landscape (5,000 sequences, n=120); each with singleton players and, where the inputs are
 one-hot, one player per categorical variable.
 
-Contenders: ``tx.FourierShap(model, background, data=train rows, groups=players)`` with its defaults (the README
+Contenders: ``tx.FourierShap(model, background, data=train rows, groups=players)`` with its defaults (the guide's
 form: tabulation when the players' level grid fits the query budget, else the hybrid fit held to
 ``target_r2=0.99`` on its held-out check); ``FourierShap(..., method="enumerate")`` (exact values by enumerating
 each pair's coalitions through the model); shap KernelExplainer (defaults, and ``l1_reg=False``),
@@ -89,7 +89,7 @@ def first_columns(groups: Tensor) -> Tensor:
 def fourier_defaults(
     setting: models.Setting, data: Tensor, background: Tensor, groups: Tensor, rows: Tensor, args
 ) -> dict:
-    """The README form: fit once (the first call of ``attribute`` prepares the value plan: part of the fit), then
+    """The guide's form: fit once (the first call of ``attribute`` prepares the value plan: part of the fit), then
     time the values of every row (best of 2)."""
     f = Counter(setting.f)
     singletons = int(groups.max()) + 1 == groups.numel()

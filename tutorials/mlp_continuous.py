@@ -5,6 +5,10 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
 # ---
 
 # %% [markdown]
@@ -28,18 +32,15 @@ import time
 import warnings
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import shap
+import torch
+from sklearn.datasets import load_diabetes
+from torch import nn
 
-matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import shap  # noqa: E402
-import torch  # noqa: E402
-from sklearn.datasets import load_diabetes  # noqa: E402
-from torch import nn  # noqa: E402
-
-import torchxplain as tx  # noqa: E402
+import torchxplain as tx
 
 QUICK = os.environ.get("TORCHXPLAIN_QUICK") == "1"
 out = Path(os.environ.get("TORCHXPLAIN_OUT") or tempfile.mkdtemp(prefix="torchxplain-mlp-continuous-"))
@@ -128,7 +129,6 @@ print(f"SHAP R^2 against exact enumeration on {len(test)} test rows: {r2:.4f}")
 explanation = explainer.to_shap(test)  # the exact values, a view of the result (nothing recomputed)
 shap.plots.beeswarm(explanation, show=False)
 plt.savefig(out / "beeswarm.png", bbox_inches="tight")
-plt.close("all")
 print("beeswarm.png:", (out / "beeswarm.png").stat().st_size, "bytes in", out)
 mean_abs = explanation.values.__abs__().mean(0)
 print("top features:", [explanation.feature_names[i] for i in np.argsort(-mean_abs)[:3]])

@@ -1,4 +1,4 @@
-"""``FourierShap(model, background, data=)`` on continuous and mixed rows (issue 23).
+"""``FourierShap(model, background, data=)`` on continuous and mixed rows.
 
 References, independent of the library's value code: ``brute_force.model_shapley`` (numpy: every coalition of the
 players, the model evaluated at the raw hybrids ``where(S, x, b)``, averaged over the background, and the Shapley

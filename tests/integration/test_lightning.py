@@ -78,6 +78,8 @@ def test_callback_fit_writes_artifacts_and_scalars_and_resumes(tmp_path):
     for j, name in enumerate(names):
         logged = [(int(r["step"]), float(r[f"xai/mean_abs/{name}"])) for r in rows if r.get(f"xai/mean_abs/{name}")]
         assert [s for s, _ in logged] == [h["step"] for h in callback.history] == val_steps  # one step per epoch
+        epochs = [int(r["epoch"]) for r in rows if r.get(f"xai/mean_abs/{name}")]  # the epoch column is filled
+        assert epochs == [h["epoch"] for h in callback.history]
         assert [v for _, v in logged] == pytest.approx([h["importance"][j].item() for h in callback.history], rel=1e-6)
     drift = [float(r["xai/drift"]) for r in rows if r.get("xai/drift")]
     imp = [h["importance"] for h in callback.history]

@@ -1,4 +1,4 @@
-"""Black-box FourierShap cases of issue 25: one background row, constant and partly undefined models, budgets,
+"""Black-box FourierShap cases: one background row, constant and partly undefined models, budgets,
 Captum's arguments and the fit's options (each result against brute force or Captum on the model itself)."""
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def _():
     tx.FourierShap(model, SINGLE, groups=[0, 0, 1, 2])  # the block's other values never reach the fit (all zeros)
 
 
-# --- issue 32: tabulation and grids priced before they are made -------------------------------------------------
+# --- tabulation and grids priced before they are made ----------------------------------------------------------
 class Counting:
     """A model that counts the rows it was asked about (a refusal must come before any query)."""
 
@@ -217,7 +217,7 @@ def _():
     torch.testing.assert_close(explainer.attribute(x), torch.from_numpy(want), rtol=0, atol=1e-10)
 
 
-# --- issue 32: Captum's per-example additional_forward_args ------------------------------------------------------
+# --- Captum's per-example additional_forward_args ---------------------------------------------------------------
 def scaled(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return (x.double() * scale).sum(1)
 

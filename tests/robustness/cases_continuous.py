@@ -1,4 +1,4 @@
-"""Continuous black boxes (``FourierShap(model, background, data=)`` on non-0/1 rows) — issue 32: rows outside the
+"""Continuous black boxes (``FourierShap(model, background, data=)`` on non-0/1 rows): rows outside the
 fitted range, degenerate columns, the model's own failures and arguments. Each result against brute force over
 coalitions of the model itself (``tests.fourier.brute_force``) or an expected clear error."""
 

@@ -481,7 +481,7 @@ def _():
     torchxplain.fourier.values.interactions._api.check_index("SII", 9, 3)
 
 
-# --- issue 25: Captum's conventions, grouped players, devices, files, memory and dtype ---------------------------
+# --- Captum's conventions, grouped players, devices, files, memory and dtype ----------------------------------------
 def explainer() -> Any:
     return tx.FourierShap.from_spectrum(spectrum(), bits(3))
 
@@ -663,7 +663,7 @@ def _():
     tx.FourierShap(model, background, method="exact", data=pd.DataFrame(bits(6).numpy(), columns=list("dcba")))
 
 
-# --- continuous black boxes (issue 23) -----------------------------------------------------------------------------
+# --- continuous black boxes -----------------------------------------------------------------------------------------
 def reals(rows: int, seed: int = 0) -> torch.Tensor:
     return torch.randn(rows, 3, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
 
@@ -859,7 +859,7 @@ def _():
         tx.FourierShap.load(path)
 
 
-# --- issue 25: inputs that gave a wrong number (or failed inside a dependency), against independent references ----
+# --- inputs that gave a wrong number (or failed inside a dependency), against independent references --------------
 @result_case("torchxplain.FourierShap", "(N, n) baselines: Captum's per-row pairing (they were averaged)")
 def _():
     from captum.attr import ShapleyValues
@@ -955,7 +955,7 @@ def _():
     torch.testing.assert_close(tx.SparseFourierSurrogate(spectrum())(x.tolist()), want)
 
 
-# --- trees: the model's own output, on every input a newcomer gives (issue 25) ------------------------------
+# --- trees: the model's own output, on every input a newcomer gives ------------------------------------------
 def _margin_gap(model: Any, x: Any, margin: np.ndarray) -> float:
     """Largest |Σ φ + E[f] - margin| of a fresh explainer on ``x[40:]`` against ``x[:40]`` (efficiency against
     the model's own output: a spectrum that misreads an input misses it)."""

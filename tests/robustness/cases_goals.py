@@ -484,7 +484,7 @@ def _():
     np.testing.assert_allclose(explanation.values, -_shift_reference(model, x[:6], 0.5).numpy(), atol=1e-8)
 
 
-# --- issue 32 --------------------------------------------------------------------------------------------------------
+# --- complex shifts, numpy masks, a diverging fit ---------------------------------------------------------------
 @case("torchxplain.Goals", "a complex xi (its imaginary part was dropped)", TypeError, r"xi must be real.*complex")
 def _():
     tx.Goals(_gp(), xi=1.0 + 0.5j)

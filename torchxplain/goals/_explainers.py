@@ -72,9 +72,27 @@ class Goals(ExplainerBase):
             networks: ``output`` (the class of a categorical head) and ``shortcut``.
 
     Example:
-        >>> g = Goals(gp, xi=1.0)                 # doctest: +SKIP
-        >>> scores = g.attribute(x)               # (Q, J)
-        >>> imp = g.global_importance()           # GlobalImportance over the training inputs
+        >>> import gpytorch
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> class GP(gpytorch.models.ExactGP):
+        ...     def __init__(self, x, y):
+        ...         super().__init__(x, y, gpytorch.likelihoods.GaussianLikelihood())
+        ...         self.mean_module = gpytorch.means.ConstantMean()
+        ...         self.covar_module = gpytorch.kernels.RBFKernel(ard_num_dims=3)
+        ...     def forward(self, x):
+        ...         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
+        >>> x = torch.rand(40, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+        >>> gp = GP(x, torch.sin(6 * x[:, 0]) + x[:, 1]).double()
+        >>> gp.covar_module.lengthscale, gp.likelihood.noise = 0.5, 0.01  # as a fit would set them
+        >>> g = tx.Goals(gp, xi=0.1, feature_names=["a", "b", "c"])
+        >>> g.attribute(x[:4]).shape, g.local_variance(x[:4]).shape  # (Q, J) scores and posterior variances
+        (torch.Size([4, 3]), torch.Size([4, 3]))
+        >>> g.global_importance().to_frame()[["feature", "rank"]]
+          feature  rank
+        0       a     1
+        1       b     2
+        2       c     3
     """
 
     def __init__(

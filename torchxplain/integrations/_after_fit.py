@@ -33,6 +33,15 @@ class AfterFitResult:
         explainer: the fitted explainer (``None`` for IDX, which has no explainer object).
         attributions: ``(Q, n)`` local attributions of ``X_test`` (FourierSHAP values or GOALS local scores);
             for IDX, the list of :class:`~torchxplain.idx.Explanation` objects.
+
+    Example:
+        >>> import torchxplain as tx
+        >>> from torchxplain import idx
+        >>> result = tx.explain_after_fit(idx.datasets.play_outside(), None, {"w": "l", "t": "l", "p": "l"})
+        >>> result.method, result.explainer, result.reason
+        ('idx', None, 'a Bayesian network classifier: influence-driven explanations')
+        >>> result.attributions[0].assignment["o"]  # one idx.Explanation per input
+        '-'
     """
 
     method: str
@@ -77,6 +86,16 @@ def explain_after_fit(
         n_background: background size for the SHAP methods.
         seed: seed of the background sample and of the spectrum fit.
         **options: passed to the chosen explainer (e.g. ``k`` for FourierSHAP, ``xi`` for GOALS, ``kit`` for IDX).
+
+    Example:
+        >>> import numpy as np
+        >>> import torchxplain as tx
+        >>> from sklearn.tree import DecisionTreeRegressor
+        >>> X = np.array([[0.0, 1.0], [1.0, 3.0], [2.0, 0.0], [3.0, 2.0]])
+        >>> tree = DecisionTreeRegressor(max_depth=2, random_state=0).fit(X, [1.0, 2.0, 4.0, 8.0])
+        >>> result = tx.explain_after_fit(tree, X, X[:1])
+        >>> result.method, result.attributions  # exact interventional TreeSHAP values against X
+        ('trees', tensor([[-2.2500,  0.0000]], dtype=torch.float64))
     """
     source = method if isinstance(method, Source) else None
     if source is None and method not in METHODS:

@@ -38,7 +38,8 @@ class InputEncoder(nn.Module):
 
     kind: str = ""
     binary_codes: bool = True
-    """Whether :meth:`encode` gives binary codes (every encoder of a spectrum); ``False`` for :class:`RawEncoder`."""
+    """Whether :meth:`encode` gives binary codes (every encoder of a spectrum); ``False`` for the raw identity
+    encoder of exact enumeration on continuous inputs."""
     owner: Tensor
     domain_bits: Tensor | None
     """``(2, n_inputs)`` int64 bit patterns of the float64 domain (so ``.to(float32)`` cannot move it), or ``None``."""

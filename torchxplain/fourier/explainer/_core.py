@@ -11,7 +11,7 @@ box, spectrum, trees) and persistence.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import torch
@@ -176,7 +176,7 @@ class FourierExplainerCore(ExplainerBase):
     # --- what it explains --------------------------------------------------------------------------------
     @property
     def spectrum(self) -> FourierSpectrum:
-        """The explained spectrum (on the encoder's binary features); one per output: :meth:`output_spectrum`."""
+        """The explained spectrum, on the encoder's binary features (:meth:`output_spectrum` gives each output's)."""
         self._refuse("spectrum")
         return self.surrogate.spectrum
 
@@ -193,7 +193,7 @@ class FourierExplainerCore(ExplainerBase):
 
     @property
     def n_features(self) -> int:
-        """Number of input features (raw columns: original features of a tree model, or binary inputs)."""
+        """The number of input features (raw columns), e.g. a tree model's original features or the binary inputs."""
         return self.encoder.n_inputs
 
     @property
@@ -269,11 +269,12 @@ class FourierExplainerCore(ExplainerBase):
         if kind not in ("shapley", "banzhaf"):
             raise ValueError(f"kind must be 'shapley' or 'banzhaf', got {kind!r:.40}")
         amplitudes = self.surrogate.amplitudes
-        arguments = (inputs_t, is_tuple, baselines, target, feature_mask, background, internal_batch_size, player_names)
-        key = snapshot((*arguments, kind)) + (amplitudes.data_ptr(), amplitudes._version)
+        arguments = (inputs_t, baselines, target, feature_mask, background, internal_batch_size, player_names, kind)
+        key = snapshot(arguments) + (amplitudes.data_ptr(), amplitudes._version)
         last = self.__dict__.get("_last")
         if last is not None and not self.differentiable and same_snapshot(last[0], key):
-            return cast(FourierExplanation, last[1])
+            cached = cast(FourierExplanation, last[1])  # the same call: only Captum's tuple-ness may differ
+            return cached if cached._is_tuple == is_tuple else replace(cached, _is_tuple=is_tuple)
         result = self._compute(kind, inputs_t, feature_mask, baselines, background, target, internal_batch_size)
         players = result.players
         several = len(result.columns) > 1 and result.pick is None

@@ -32,7 +32,8 @@ class FitOptions:
             would overrun it is not started and the report says so.
         batch_size: rows per call of the model.
         device: where queries are built and the model is called (default: the model's parameters, else the
-            rows', cpu). dtype: dtype of the query tensors (default: the model's, else the rows').
+            rows', cpu).
+        dtype: dtype of the query tensors (default: the model's, else the rows').
         show_progress: progress bars (``None``: ``tx.settings.show_progress``).
         max_memory: memory budget for chunked intermediates (bytes or e.g. ``"1GB"``).
         max_thresholds: continuous inputs: most thresholds per column of the encoding (the midpoints of the
@@ -41,7 +42,18 @@ class FitOptions:
             (an error names the first bad row and player).
         threshold: drop terms with ``|a_f| < threshold`` after the fit.
         support: ``(s, n)`` candidate frequencies for ``method="regression"`` on the cube.
-        n_bits, n_hashes, n_delays, n_refit, singleton_tol: sizes of ``method="hashing"`` on the cube.
+        n_bits: ``method="hashing"`` on the cube: ``b``, each hash has ``2^b`` buckets.
+        n_hashes: ``method="hashing"``: the number of independent hash matrices.
+        n_delays: ``method="hashing"``: random delays per hash (the decoding's signature length).
+        n_refit: ``method="hashing"``: fresh uniform queries for the least-squares refit of the found support.
+        singleton_tol: ``method="hashing"``: a bucket is a singleton when its residual energy after fitting one
+            frequency is at most this share.
+
+    Example:
+        >>> import torchxplain as tx
+        >>> options = tx.fourier.FitOptions(time_budget=60.0, batch_size=1024)
+        >>> options.time_budget, options.batch_size, options.target_metric
+        (60.0, 1024, 'shap')
     """
 
     target_metric: TargetMetric = "shap"

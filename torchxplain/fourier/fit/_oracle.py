@@ -70,7 +70,7 @@ class Oracle:
         """``(B, n)`` bool inputs -> ``(B,)`` float64 outputs of ``f`` (its ``target`` column)."""
         bounds = chunk_bounds(x.shape[0], self.batch_size)
         show = None if len(bounds) > 1 else False
-        parts = [self._batch(x[a:b]) for a, b in progress(bounds, show, desc=f"querying f ({self.phase})")]
+        parts = [self._batch(x[a:b]) for a, b in progress(bounds, show, desc=f"querying the model ({self.phase})")]
         return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.float64, device=x.device)
 
     def seconds_per_row(self) -> float:

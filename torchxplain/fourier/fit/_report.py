@@ -47,7 +47,7 @@ class FitReport:
         r2_hybrid: R² on fresh held-out hybrid points ``(x_S, b_{~S})`` (``None`` without a background): where
             interventional SHAP evaluates the model, so the headline number whenever a background is given.
         r2_shap: the SHAP values' R² on held-out rows, estimated from the permutation paths of the hybrid check
-            (:mod:`~torchxplain.fourier.fit.hybrid._checks`; ``None`` without a background); ``r2_shap_se`` its
+            (``None`` without a background); ``r2_shap_se`` its
             standard error over the held-out rows. The SHAP target is met when ``r2_shap - 1.28 r2_shap_se``
             (a one-sided 90% lower bound) reaches it.
         r2_background: R² on the background rows (``None`` without a background).

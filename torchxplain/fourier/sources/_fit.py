@@ -71,6 +71,15 @@ class Fit(BlackBoxSource):
         threshold: binary rows: drop terms with ``|a_f| < threshold`` after the fit.
         one_hot: ``True`` declares every multi-column player one-hot and checks it on the rows.
         batch_size: model rows per call; dtype: dtype of the query tensors.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> model = lambda x: x[:, 0] * x[:, 1] + x[:, 2]
+        >>> background = torch.tensor([[0.0, 0, 0], [1, 0, 1], [0, 1, 1], [1, 1, 0]])
+        >>> explainer = tx.FourierShap(model, background, method=tx.fourier.Fit(max_degree=2))
+        >>> explainer.fit_report.method, explainer.attribute(torch.ones(1, 3))
+        ('hybrid', tensor([[0.3750, 0.3750, 0.5000]]))
     """
 
     names: ClassVar[tuple[str, ...]] = ("fit", "hybrid")

@@ -114,7 +114,8 @@ class Candidate:
 @dataclass(frozen=True)
 class Route:
     """The router's decision: the source, why, the candidates it priced, the model's measured seconds per row and
-    the machine's speed factor (the reference workload's time over :data:`REFERENCE_SECONDS`)."""
+    the machine's speed factor (the reference workload's time now over its time where the cost constants were
+    measured)."""
 
     source: BlackBoxSource
     reason: str
@@ -278,25 +279,38 @@ def _tabulate(problem: Problem, source: Tabulate, prices: Prices) -> Candidate:
 
 
 def _enumerate(problem: Problem, prices: Prices) -> Candidate:
-    players = problem.players
-    if problem.rows is not None:
-        x, scale, counted = problem.rows, 1.0, "the rows to explain"
+    players, background = problem.players, problem.background
+    if problem.rows is None and problem.data is None:  # nothing says which rows come: any may differ everywhere
+        if players.m > MAX_DIFFERING:
+            return Candidate(
+                "enumerate", True, None, None, f"{players.m} players, without data= to say how many a row changes"
+            )
+        rows = ASSUMED_ROWS * background.shape[0] * 2**players.m
+        counted = f"{ASSUMED_ROWS:,} rows differing from the background in every player (no data= given)"
     else:
-        pool = problem.background if problem.data is None else problem.data
-        pick = torch.randperm(pool.shape[0], generator=make_generator(problem.seed), device="cpu")[:SAMPLED_ROWS]
-        x, scale = pool[pick.to(pool.device)], ASSUMED_ROWS / min(SAMPLED_ROWS, pool.shape[0])
-        counted = f"{ASSUMED_ROWS:,} rows like {'data' if problem.data is not None else 'the background'}"
-    x = x if problem.continuous else x.bool()
-    background = problem.background if problem.continuous else problem.background.bool()
-    if x.shape[0] == 0:
-        return Candidate("enumerate", True, 0.0, 0, "no rows")
-    sizes = pair_sizes(x, background, players.index, players.m)
-    widest = int(sizes.max())
-    if widest > MAX_DIFFERING:
-        return Candidate(
-            "enumerate", True, None, None, f"a pair differs in {widest} players (enumeration stops at {MAX_DIFFERING})"
-        )
-    rows = int(float((2.0**sizes).sum()) * scale)
+        if problem.rows is not None:
+            x, scale, counted = problem.rows, 1.0, "the rows to explain"
+        else:
+            assert problem.data is not None
+            pool = problem.data
+            pick = torch.randperm(pool.shape[0], generator=make_generator(problem.seed), device="cpu")[:SAMPLED_ROWS]
+            x, scale = pool[pick.to(pool.device)], ASSUMED_ROWS / min(SAMPLED_ROWS, pool.shape[0])
+            counted = f"{ASSUMED_ROWS:,} rows like data"
+        if x.shape[0] == 0:
+            return Candidate("enumerate", True, 0.0, 0, "no rows")
+        if not problem.continuous:
+            x, background = x.bool(), background.bool()
+        sizes = pair_sizes(x, background, players.index, players.m)
+        widest = int(sizes.max())
+        if widest > MAX_DIFFERING:
+            return Candidate(
+                "enumerate",
+                True,
+                None,
+                None,
+                f"a pair differs in {widest} players (enumeration stops at {MAX_DIFFERING})",
+            )
+        rows = int(float((2.0**sizes).sum()) * scale)
     seconds = rows * (prices.per_row + ENUMERATE_PER_ROW * problem.n_features * prices.slowdown)
     return Candidate("enumerate", True, seconds, rows, f"2^d per (row, background row) pair for {counted}")
 

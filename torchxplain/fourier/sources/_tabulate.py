@@ -30,7 +30,7 @@ class Tabulate(BlackBoxSource):
     """Every combination of the players' observed levels queried once: an exact spectrum (module docstring).
 
     Args:
-        n_queries: largest grid to query (``None``: :data:`TABULATE_LIMIT`); a larger grid is refused.
+        n_queries: largest grid to query (``None``: ``2^20`` combinations); a larger grid is refused.
         k: keep the ``k`` largest terms of the exact spectrum (``None``: all of them).
         threshold: drop terms with ``|a_f| < threshold``.
         target_r2: the held-out check's target (exact on the grid: a miss means the model is not deterministic).
@@ -38,6 +38,15 @@ class Tabulate(BlackBoxSource):
         n_validation: queries of the held-out check (at most 4,096 are used).
         one_hot: ``True`` declares every multi-column player one-hot and checks it on the rows.
         batch_size: model rows per call; dtype: dtype of the query tensors.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> model = lambda x: x[:, 0] * x[:, 1] + x[:, 2]
+        >>> background = torch.tensor([[0.0, 0, 0], [1, 0, 1], [0, 1, 1], [1, 1, 0]])
+        >>> explainer = tx.FourierShap(model, background, method=tx.fourier.Tabulate())
+        >>> explainer.fit_report.method, explainer.attribute(torch.ones(1, 3))
+        ('tabulate', tensor([[0.3750, 0.3750, 0.5000]]))
     """
 
     names: ClassVar[tuple[str, ...]] = ("tabulate",)

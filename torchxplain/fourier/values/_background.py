@@ -17,7 +17,7 @@ class BackgroundTerm:
     It holds the background in the spectrum's dtype and, lazily, the ``(B, k)`` signed amplitudes
     ``s_{x,f} = a_f (-1)^{<f, x>}`` of the dense kernel (kept only when they fit a quarter of the memory budget;
     otherwise each block is recomputed from the background). The value functions also cache their
-    :class:`~torchxplain.fourier.values._plan.ValuePlan` per player grouping on it (``plans``), so the tables of the
+    value plan per player grouping on it (``plans``), so the tables of the
     small-support kernel are built once per term, not once per call.
 
     Attributes:

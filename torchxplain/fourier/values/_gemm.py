@@ -2,7 +2,7 @@ r"""The dense kernel: closed forms over every (query, background row, frequency)
 
 For a query ``x*``, background point ``x`` and frequency ``f`` let ``dis_{x,f,g}`` be 1 when the parity
 of ``f`` restricted to player ``g`` differs between ``x`` and ``x*`` (for singleton players:
-``f_i (x_i ⊕ x*_i)``), ``c = Σ_g dis_g`` and ``s = a_f (-1)^{<f,x>}``. Then (DESIGN §3, paper Eq. 5):
+``f_i (x_i ⊕ x*_i)``), ``c = Σ_g dis_g`` and ``s = a_f (-1)^{<f,x>}``. Then (paper Eq. 5; the design page):
 
 * Shapley:     ``φ_g   = -(2/|D|) Σ_{x,f} s · w(c) · dis_g``,   ``w(c) = 1/c`` for odd ``c``, else 0;
 * Banzhaf:     ``β_g   = -(2/|D|) Σ_{x,f} s · [c = 1] · dis_g``;

@@ -82,6 +82,18 @@ class LastLayerBNN(_LocalParams, PyroModule):
         init_scale: initial posterior standard deviation of the guide.
         init_head: optional ``nn.Linear`` whose weights initialise the guide's means
             (see :meth:`from_sequential`).
+
+    Example:
+        >>> import torch
+        >>> from torch import nn
+        >>> import torchxplain as tx
+        >>> from torchxplain.goals import LastLayerBNN
+        >>> _ = torch.manual_seed(0)
+        >>> net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))  # a trained regressor, say
+        >>> X, y = torch.randn(64, 3), torch.randn(64)
+        >>> bnn = LastLayerBNN.from_sequential(net).fit(X, y, epochs=5, seed=0, show_progress=False)
+        >>> tx.Goals(bnn).attribute(X[:2]).shape
+        torch.Size([2, 3])
     """
 
     def __init__(

@@ -37,7 +37,7 @@ def check_attribute_kwargs(attribute_kwargs: Mapping[str, Any] | None) -> dict[s
 
 
 class _ExplainModuleLogic:
-    """``predict_step`` explains a batch with :func:`~torchxplain.integrations._batch.attribute_batch`.
+    """``predict_step`` explains a batch with :func:`~torchxplain.integrations.attribute_batch`.
 
     The explainer (an ``nn.Module`` explainer is registered, so Lightning moves it to the device) and, when it is
     an ``nn.Module``, its ``forward_func`` are moved with the module. ``predict_step`` escapes
@@ -53,6 +53,16 @@ class _ExplainModuleLogic:
     Attributes:
         importance: the :class:`MeanAbsAttribution` metric (or ``None``).
         global_importance: ``(n,)`` float64, its all-reduced value after ``Trainer.predict``.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> from torchxplain.integrations import ExplainModule
+        >>> spec = tx.FourierSpectrum(torch.tensor([[0, 0, 0], [1, 0, 0]], dtype=torch.bool), torch.tensor([1.0, 2.0]))
+        >>> module = ExplainModule(tx.FourierShap.from_spectrum(spec, torch.zeros(1, 3)))  # for Trainer.predict
+        >>> module.predict_step({"inputs": torch.ones(2, 3), "index": torch.tensor([7, 3])}, 0)
+        {'attributions': tensor([[-4.,  0.,  0.],
+                [-4.,  0.,  0.]]), 'index': tensor([7, 3])}
     """
 
     importance: MeanAbsAttribution | None
