@@ -201,3 +201,21 @@ def test_one_result_object_and_its_views_compute_nothing_again():
     assert list(frame.columns) == [*explanation.player_names, "base_value"] and frame.shape == (4, 5)
     x[0, 0] = 1 - x[0, 0]  # the user's tensor changed in place: computed again, not a stale reuse
     assert not torch.equal(explainer.attribute(x)[0], explanation.attribution()[0])
+
+
+def test_show_progress_false_silences_the_models_queries_at_value_time_too(monkeypatch, capsys):
+    import importlib
+
+    from torchxplain._core import settings
+
+    monkeypatch.setattr(importlib.import_module("torchxplain._core.progress"), "DELAY", 0.0)
+    x = torch.randn(12, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+
+    def bars(show: bool) -> str:
+        with settings.show_progress(True):
+            explainer = tx.FourierShap(lambda z: z.sum(1), x[:6], method="enumerate", show_progress=show, batch_size=64)
+            explainer.attribute(x[6:])
+        return capsys.readouterr().err
+
+    assert "querying the model" in bars(True)  # many batches: a bar, unless the constructor said no
+    assert bars(False) == ""

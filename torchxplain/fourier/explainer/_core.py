@@ -93,6 +93,7 @@ class FourierExplainerCore(ExplainerBase):
     background: Tensor
     background_bits: Tensor
     provider: Provider | None = None  # values without a spectrum (e.g. enumeration through the model)
+    show_progress: bool | None = None  # the constructor's progress bars, for the model's queries at value time too
     groups: Tensor | None
     encoder: InputEncoder
     additional_forward_args: tuple[Any, ...] | None
@@ -578,7 +579,7 @@ class FourierExplainerCore(ExplainerBase):
         (in chunks of ``internal_batch_size`` rows)."""
         batch = check_int(internal_batch_size, "internal_batch_size", minimum=1, optional=True)
         mask = feature_mask if feature_mask is None or isinstance(feature_mask, tuple) else (feature_mask,)
-        with settings.using(max_memory=self.max_memory):
+        with settings.using(max_memory=self.max_memory, show_progress=self.show_progress):
             x, shapes = self._inputs(inputs)
             columns, pick = self.outputs.select(target)
             if pick is not None and pick.shape[0] != x.shape[0]:

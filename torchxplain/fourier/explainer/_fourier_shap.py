@@ -260,6 +260,7 @@ class FourierShap(FourierExplainerCore):
         self._setup(built, relaxed=relaxed, max_memory=max_memory, differentiable=differentiable, kernel=kernel)
         self.__dict__["route"] = chosen
         self.__dict__["additional_forward_args"] = args
+        self.show_progress = show_progress
 
     route: Route | None = None
     """The router's decision (source, reason, candidates with predicted seconds) of a black box; ``None`` else."""
