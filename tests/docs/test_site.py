@@ -102,9 +102,10 @@ def test_the_fourier_shap_page_renders_its_signature_and_docstring_in_chromium(s
     assert signature, "Chromium did not render the class signature"
     text = re.sub(r"<[^>]+>", "", signature.group(1))
     assert text.lstrip().startswith("class torchxplain.FourierShap(")
-    for parameter in ("forward_func", "background", "method", "groups", "data", "target_r2"):
+    for parameter in ("forward_func", "background", "method", "groups", "data", "max_memory", "**knobs"):
         assert parameter in text, parameter
     body = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", dom[signature.end() :]))
+    assert "target_r2" in body  # a knob of the fit sources, documented beside the named parameters
     assert "Exact interventional SHAP values of a sparse Fourier representation of a model." in body
     assert "Parameters:" in body and "forward_func" in body  # napoleon's Args section, rendered
     assert "from_trees" in body and "attribute" in body  # its methods, inherited ones included
