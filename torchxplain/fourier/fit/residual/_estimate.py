@@ -1,0 +1,280 @@
+"""The correction: unbiased Shapley values of a black box, with standard errors, for many rows at once in rounds.
+
+For each explained row ``x`` and each background row ``b``, the pair game's values are the sum of an additive
+control variate's (exact) and a Monte Carlo estimate of the rest (:mod:`._design`):
+
+    φ̂_i(x) = mean_b [i ∈ Δ_b] (β_{b,i} + (f(x) - f(b) - Σ_{j ∈ Δ_b} β_{b,j}) / d_b)
+            + mean over the round's slots of a_i(S) (y - Σ_j β_{b,j} w_j).
+
+``β`` starts as the additive surrogate's ``g_j(x_j) - g_j(b_j)`` (:mod:`._additive`, fitted once for all rows on
+other rows) and, with ``regression=True``, is refined per pair by ridge least squares of ``y`` on ``w`` over the
+row's own samples of *earlier* rounds only. Each round's estimate is then unbiased given the rounds before it
+(whatever ``β`` is), so the mean over rounds is unbiased and the rounds' errors are uncorrelated (a martingale):
+the standard error is the root of the summed within-round variances over the number of rounds squared (within a
+round the slots are independent given the past; their distinct background rows and stratified sizes make the
+estimate of the variance conservative, never optimistic).
+
+Rounds are batched over every row still running; a row stops when its standard errors meet the tolerance (after
+``min_rounds`` rounds) or when another round would pass its budget of model rows. Draws are hashes of the row's
+values, the round and the slot (:mod:`._hashing`), and every decision counts rounds and rows, never seconds, so
+the same seed gives the same values for a row in any batch, chunking or load.
+
+An optional non-additive ``surrogate`` (a callable with exact values, e.g. a spectrum) is subtracted first: then
+the game corrected is that of ``f - g`` and ``φ(g)`` is added back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import torch
+from torch import Tensor
+
+from torchxplain._core import chunk_bounds, rows_per_chunk
+from torchxplain.fourier.fit._enumerate import differing_players
+from torchxplain.fourier.fit.residual._additive import AdditiveModel
+from torchxplain.fourier.fit.residual._design import SizeLaw, draw, hybrids, size_table
+from torchxplain.fourier.fit.residual._hashing import combine, row_keys
+
+Criterion = Literal["max", "rms"]
+REFIT_FIRST, REFIT_GROWTH = 4, 1.5
+"""The per-pair regression is refitted after rounds 4, 6, 9, 13, ... (each 1.5 times the last)."""
+
+
+class Surrogate(Protocol):
+    """A non-additive surrogate with exact values: ``g(z)`` at rows and its Shapley values at rows."""
+
+    def __call__(self, z: Tensor) -> Tensor: ...
+
+    def shapley(self, x: Tensor) -> Tensor: ...
+
+
+@dataclass(frozen=True)
+class CorrectionOptions:
+    """How far the correction goes.
+
+    Attributes:
+        tolerance: stop a row when its standard errors reach this, in the values' units (``None``: run to the
+            budget); ``criterion`` says which: ``"max"`` (every value's) or ``"rms"`` (their root mean square over
+            the row's players: what an R² target needs).
+        budget: most model rows per explained row for the correction (the row's ``f(x)`` and the background's
+            shared ``f(b)`` come on top).
+        min_rounds: rounds before a row may stop on its tolerance (its standard errors are estimates too).
+        slots: pairs per round (distinct background rows; all of them when there are fewer).
+        sizes: the law of coalition sizes (:func:`~._design.size_table`).
+        regression: refine the additive control variates per pair from the row's earlier rounds.
+        ridge: the per-pair regression's ridge, relative to the mean diagonal of its normal equations.
+        seed: seeds every draw (with each row's values).
+    """
+
+    tolerance: float | None = None
+    criterion: Criterion = "max"
+    budget: int = 200_000
+    min_rounds: int = 16
+    slots: int = 64
+    sizes: SizeLaw = "uniform"
+    regression: bool = True
+    ridge: float = 0.05
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Values ``(Q, m)`` float64 and their standard errors ``(Q, m)``, the model rows each row spent on the
+    correction ``(Q,)`` and its rounds ``(Q,)``."""
+
+    values: Tensor
+    standard_errors: Tensor
+    model_rows: Tensor
+    rounds: Tensor
+
+
+def refit_rounds(limit: int) -> set[int]:
+    """The rounds after which the per-pair regression is refitted (module constants), up to ``limit``."""
+    out, t = set(), float(REFIT_FIRST)
+    while t <= limit:
+        out.add(int(t))
+        t *= REFIT_GROWTH
+    return out
+
+
+def correct(
+    query: Callable[[Tensor], Tensor],
+    x: Tensor,
+    background: Tensor,
+    players: Tensor,
+    m: int,
+    *,
+    additive: AdditiveModel | None = None,
+    surrogate: Surrogate | None = None,
+    options: CorrectionOptions = CorrectionOptions(),  # noqa: B008 (frozen, immutable)
+) -> Estimate:
+    """Shapley values of ``query`` at rows ``x`` against ``background``, with standard errors (module docstring).
+
+    Args:
+        query: the model, ``(N, n)`` rows -> ``(N,)`` float64 (an :class:`~torchxplain.fourier.fit._oracle.Oracle`);
+            queried at hybrids that take each player's columns whole from the row or the background row.
+        x: ``(Q, n)`` rows; background: ``(D, n)`` (binary codes or raw real rows).
+        players: ``(n,)`` int64 player of each column; m: the number of players.
+        additive: the control variates' start (``None``: zero).
+        surrogate: a non-additive surrogate subtracted first (``None``: none).
+        options: tolerance, budget and design (:class:`CorrectionOptions`).
+    """
+    device = x.device
+    game = query if surrogate is None else _Residual(query, surrogate)
+    table = size_table(m, options.sizes, device)
+    f_background = game(background)
+    contributions_b = additive.contributions(background) if additive is not None else None
+    q_rows, d_rows = x.shape[0], background.shape[0]
+    slots = min(options.slots, d_rows)
+    per_row = 8 * d_rows * m * (m * 2 + 8) if options.regression else 8 * d_rows * m * 8
+    per_row += 8 * slots * (x.shape[1] * 4 + m * 12)
+    values = torch.zeros(q_rows, m, dtype=torch.float64, device=device)
+    errors = torch.zeros_like(values)
+    model_rows = torch.zeros(q_rows, dtype=torch.long, device=device)
+    rounds = torch.zeros_like(model_rows)
+    for a, c in chunk_bounds(q_rows, rows_per_chunk(per_row, q_rows)):
+        part = _Rows(game, x[a:c], background, players, m, f_background, options, table, slots)
+        part.start(None if additive is None else additive.contributions(x[a:c]), contributions_b)
+        part.run()
+        values[a:c], errors[a:c], model_rows[a:c], rounds[a:c] = part.result()
+    if surrogate is not None:
+        values += surrogate.shapley(x).to(torch.float64)
+    return Estimate(values, errors, model_rows, rounds)
+
+
+class _Residual:
+    """``f - g`` at rows: the game the correction estimates when a non-additive surrogate is subtracted."""
+
+    def __init__(self, query: Callable[[Tensor], Tensor], surrogate: Surrogate) -> None:
+        self.query, self.surrogate = query, surrogate
+
+    def __call__(self, z: Tensor) -> Tensor:
+        return self.query(z) - self.surrogate(z).to(torch.float64)
+
+
+class _Rows:
+    """The state of one chunk of rows through the rounds."""
+
+    def __init__(
+        self,
+        game: Callable[[Tensor], Tensor],
+        x: Tensor,
+        background: Tensor,
+        players: Tensor,
+        m: int,
+        f_background: Tensor,
+        options: CorrectionOptions,
+        table: Tensor,
+        slots: int,
+    ) -> None:
+        self.game, self.x, self.background, self.players, self.m = game, x, background, players, m
+        self.options, self.table, self.slots = options, table, slots
+        q_rows, d_rows = x.shape[0], background.shape[0]
+        device = x.device
+        self.keys = row_keys(x, options.seed)
+        self.differ = differing_players(
+            x.repeat_interleave(d_rows, 0), background.repeat(q_rows, 1), players, m
+        ).reshape(q_rows, d_rows, m)
+        self.d = self.differ.sum(2)
+        self.f_x = game(x)
+        self.delta_f = self.f_x[:, None] - f_background[None, :]  # (Q, D)
+        self.sum = torch.zeros(q_rows, m, dtype=torch.float64, device=device)
+        self.variance = torch.zeros_like(self.sum)
+        self.model_rows = torch.zeros(q_rows, dtype=torch.long, device=device)
+        self.rounds = torch.zeros(q_rows, dtype=torch.long, device=device)
+        live_pairs = (self.d >= 2).sum(1)
+        self.cost = 2 * ((live_pairs * slots + d_rows - 1) // d_rows)  # model rows of one round, per row
+        self.active = live_pairs > 0
+
+    def start(self, contributions_x: Tensor | None, contributions_b: Tensor | None) -> None:
+        """The control variates' start: the additive surrogate's per-pair differences (zero without one)."""
+        on = self.differ.to(torch.float64)
+        if contributions_x is None or contributions_b is None:
+            self.beta0 = torch.zeros_like(on)
+        else:
+            self.beta0 = (contributions_x[:, None, :] - contributions_b[None, :, :]) * on
+        self.beta = self.beta0.clone()
+        if self.options.regression:
+            q_rows, d_rows, m = self.differ.shape
+            self.gram = torch.zeros(q_rows, d_rows, m, m, dtype=torch.float64, device=self.x.device)
+            self.moment = torch.zeros(q_rows, d_rows, m, dtype=torch.float64, device=self.x.device)
+
+    def exact_part(self, ids: Tensor) -> Tensor:
+        """``(A, m)`` the control variates' part of the estimate: the background mean over pairs of
+        ``[i ∈ Δ_b] (β_{b,i} + (f(x) - f(b) - Σ_{Δ_b} β_b) / d_b)``."""
+        beta, on, d = self.beta[ids], self.differ[ids].to(torch.float64), self.d[ids]
+        rest = (self.delta_f[ids] - (beta * on).sum(2)) / d.clamp(min=1).to(torch.float64)
+        return ((beta + rest[..., None]) * on).mean(1)
+
+    def run(self) -> None:
+        """Rounds until every row met its tolerance or spent its budget."""
+        options = self.options
+        refits = refit_rounds(options.budget)
+        t = 0
+        while bool(self.active.any()):
+            ids = self.active.nonzero()[:, 0]
+            self._round(ids, t)
+            t += 1
+            if options.regression and t in refits:
+                self._refit(ids)
+            self.active[ids] = self._continues(ids, t)
+
+    def _round(self, ids: Tensor, t: int) -> None:
+        sample = draw(combine(self.keys[ids], t), self.differ[ids], self.slots, self.table)
+        a_rows, slots = sample.background.shape
+        live = sample.live.reshape(-1).nonzero()[:, 0]
+        odd = torch.zeros(a_rows * slots, dtype=torch.float64, device=self.x.device)
+        if live.numel():
+            z, z2 = hybrids(self.x[ids], self.background, sample, self.players, live)
+            values = self.game(torch.cat((z, z2)))
+            odd[live] = (values[: live.numel()] - values[live.numel() :]) / 2
+        delta_f = torch.gather(self.delta_f[ids], 1, sample.background)  # (A, R)
+        y = odd.reshape(a_rows, slots) - sample.line * delta_f
+        index = sample.background[:, :, None].expand(-1, -1, self.m)
+        beta = torch.gather(self.beta[ids], 1, index)  # (A, R, m)
+        terms = sample.weights * (y - (sample.features * beta).sum(2))[..., None]
+        estimate = self.exact_part(ids) + terms.mean(1)
+        spread = terms.var(1) / slots if slots > 1 else torch.zeros_like(estimate)
+        self.sum[ids] += estimate
+        self.variance[ids] += spread
+        self.rounds[ids] += 1
+        self.model_rows[ids] += 2 * sample.live.sum(1)
+        if self.options.regression:
+            start = torch.gather(self.beta0[ids], 1, index)
+            target = (y - (sample.features * start).sum(2)) * sample.live
+            w = sample.features
+            flat = ids[:, None] * self.background.shape[0] + sample.background  # (A, R) pair indices
+            gram = self.gram.view(-1, self.m, self.m)
+            moment = self.moment.view(-1, self.m)
+            gram.index_add_(0, flat.reshape(-1), (w[..., :, None] * w[..., None, :]).reshape(-1, self.m, self.m))
+            moment.index_add_(0, flat.reshape(-1), (w * target[..., None]).reshape(-1, self.m))
+
+    def _refit(self, ids: Tensor) -> None:
+        """``β = β_0 + (G + λ I)^{-1} h`` per pair of the running rows, from the rounds so far."""
+        gram, moment = self.gram[ids], self.moment[ids]
+        eye = torch.eye(self.m, dtype=torch.float64, device=self.x.device)
+        d = self.d[ids].clamp(min=1).to(torch.float64)
+        scale = gram.diagonal(dim1=2, dim2=3).sum(2) / d
+        ridge = self.options.ridge * scale + 1e-12
+        solved = torch.linalg.solve(gram + ridge[..., None, None] * eye, moment[..., None])[..., 0]
+        self.beta[ids] = self.beta0[ids] + solved * self.differ[ids]
+
+    def _continues(self, ids: Tensor, t: int) -> Tensor:
+        """Which of the running rows ``ids`` take another round."""
+        options = self.options
+        room = self.model_rows[ids] + self.cost[ids] <= options.budget
+        if options.tolerance is None or t < options.min_rounds:
+            return room
+        se = self.variance[ids].sqrt() / t
+        spread = se.amax(1) if options.criterion == "max" else se.square().mean(1).sqrt()
+        return room & (spread > options.tolerance)
+
+    def result(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """``(values, standard errors, model rows, rounds)`` of the chunk."""
+        t = self.rounds.clamp(min=1).to(torch.float64)[:, None]
+        every = torch.arange(self.x.shape[0], device=self.x.device)
+        values = torch.where(self.rounds[:, None] > 0, self.sum / t, self.exact_part(every))
+        return values, self.variance.sqrt() / t, self.model_rows, self.rounds
