@@ -189,3 +189,13 @@ def test_grouped_players_and_binary_rows() -> None:
     assert int(same.model_rows.max()) <= 2 * 6 * 12
     flat = list(itertools.chain.from_iterable([[i] * k for i, k in enumerate(sizes)]))
     assert flat == groups.tolist()
+
+
+def test_enumerated_pairs_are_exact() -> None:
+    """Pairs cheap enough to enumerate are exact: with every pair enumerated the values are the brute force ones,
+    with zero standard errors, for the model rows of the enumeration (``Σ_b 2^d``)."""
+    x, b, exact = case(6, rows=3, background=4)
+    est = correct(planted, x, b, torch.arange(5), 5, options=CorrectionOptions(budget=100, exact_pair_rows=30))
+    np.testing.assert_allclose(est.values.numpy(), exact, atol=1e-12)
+    assert float(est.standard_errors.max()) == 0.0
+    assert est.model_rows.tolist() == [4 * 2**5] * 3

@@ -120,7 +120,7 @@ def slot_backgrounds(keys: Tensor, n_background: int, slots: int) -> Tensor:
     return draws.argsort(1)[:, :slots]
 
 
-def draw(keys: Tensor, differ: Tensor, slots: int, table: Tensor) -> Draw:
+def draw(keys: Tensor, differ: Tensor, slots: int, table: Tensor, sampled: Tensor | None = None) -> Draw:
     """One round of the design (module docstring).
 
     Args:
@@ -128,13 +128,15 @@ def draw(keys: Tensor, differ: Tensor, slots: int, table: Tensor) -> Draw:
         differ: ``(Q, D, m)`` bool: the players on which each row and each background row differ.
         slots: ``R``, pairs per round (distinct background rows; at most ``D``).
         table: :func:`size_table` of the law in use.
+        sampled: ``(Q, D)`` bool, the pairs that are sampled at all (``None``: every pair; a pair whose game is
+            known otherwise, e.g. enumerated, is a slot without samples).
     """
     q_rows, n_background, m = differ.shape
     device = differ.device
     background = slot_backgrounds(keys, n_background, slots)
     delta = torch.gather(differ, 1, background[:, :, None].expand(-1, -1, m))  # (Q, R, m)
     d = delta.sum(2)
-    live = d >= 2
+    live = d >= 2 if sampled is None else (d >= 2) & torch.gather(sampled, 1, background)
     slot = torch.arange(background.shape[1], device=device)
     slot_keys = combine(keys[:, None], slot[None, :])  # (Q, R)
     # stratified sizes: slot k's uniform falls in stratum order[k] of R equal strata

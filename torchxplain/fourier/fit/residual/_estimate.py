@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, rows_per_chunk
-from torchxplain.fourier.fit._enumerate import differing_players
+from torchxplain.fourier.fit._enumerate import PairGames, differing_players
 from torchxplain.fourier.fit.residual._additive import AdditiveModel
 from torchxplain.fourier.fit.residual._design import SizeLaw, draw, hybrids, size_table
 from torchxplain.fourier.fit.residual._hashing import combine, row_keys
@@ -66,6 +66,8 @@ class CorrectionOptions:
         sizes: the law of coalition sizes (:func:`~._design.size_table`).
         regression: refine the additive control variates per pair from the row's earlier rounds.
         ridge: the per-pair regression's ridge, relative to the mean diagonal of its normal equations.
+        exact_pair_rows: a pair whose game has at most this many coalitions besides its endpoints
+            (``2^d - 2``) is enumerated through the model instead of sampled (exact, no variance; ``0``: none).
         seed: seeds every draw (with each row's values).
     """
 
@@ -77,6 +79,7 @@ class CorrectionOptions:
     sizes: SizeLaw = "uniform"
     regression: bool = True
     ridge: float = 0.05
+    exact_pair_rows: int = 0
     seed: int = 0
 
 
@@ -185,7 +188,15 @@ class _Rows:
         self.variance = torch.zeros_like(self.sum)
         self.model_rows = torch.zeros(q_rows, dtype=torch.long, device=device)
         self.rounds = torch.zeros(q_rows, dtype=torch.long, device=device)
-        live_pairs = (self.d >= 2).sum(1)
+        self.enumerated = (self.d >= 2) & (2 ** self.d.clamp(max=62) - 2 <= options.exact_pair_rows)
+        self.sampled = (self.d >= 2) & ~self.enumerated
+        self.pair_values = torch.zeros(q_rows, d_rows, m, dtype=torch.float64, device=device)
+        if bool(self.enumerated.any()):
+            q_index, b_index = self.enumerated.nonzero().unbind(1)
+            games = PairGames(x[q_index], background[b_index], players, m)
+            self.pair_values[q_index, b_index] = games.shapley(game(games.points))
+            self.model_rows.index_add_(0, q_index, 2 ** self.d[q_index, b_index])
+        live_pairs = self.sampled.sum(1)
         self.cost = 2 * ((live_pairs * slots + d_rows - 1) // d_rows)  # model rows of one round, per row
         self.active = live_pairs > 0
 
@@ -203,11 +214,13 @@ class _Rows:
             self.moment = torch.zeros(q_rows, d_rows, m, dtype=torch.float64, device=self.x.device)
 
     def exact_part(self, ids: Tensor) -> Tensor:
-        """``(A, m)`` the control variates' part of the estimate: the background mean over pairs of
-        ``[i ∈ Δ_b] (β_{b,i} + (f(x) - f(b) - Σ_{Δ_b} β_b) / d_b)``."""
+        """``(A, m)`` the known part of the estimate: the background mean over pairs of
+        ``[i ∈ Δ_b] (β_{b,i} + (f(x) - f(b) - Σ_{Δ_b} β_b) / d_b)``, or of the pair's values where it was
+        enumerated."""
         beta, on, d = self.beta[ids], self.differ[ids].to(torch.float64), self.d[ids]
         rest = (self.delta_f[ids] - (beta * on).sum(2)) / d.clamp(min=1).to(torch.float64)
-        return ((beta + rest[..., None]) * on).mean(1)
+        known = torch.where(self.enumerated[ids][..., None], self.pair_values[ids], (beta + rest[..., None]) * on)
+        return known.mean(1)
 
     def run(self) -> None:
         """Rounds until every row met its tolerance or spent its budget."""
@@ -223,7 +236,7 @@ class _Rows:
             self.active[ids] = self._continues(ids, t)
 
     def _round(self, ids: Tensor, t: int) -> None:
-        sample = draw(combine(self.keys[ids], t), self.differ[ids], self.slots, self.table)
+        sample = draw(combine(self.keys[ids], t), self.differ[ids], self.slots, self.table, self.sampled[ids])
         a_rows, slots = sample.background.shape
         live = sample.live.reshape(-1).nonzero()[:, 0]
         odd = torch.zeros(a_rows * slots, dtype=torch.float64, device=self.x.device)

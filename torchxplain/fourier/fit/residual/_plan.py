@@ -1,0 +1,168 @@
+"""The value provider of a black box explained to a stated accuracy: :class:`CorrectedPlan`.
+
+Built once for (model, background, players): the additive surrogate is fitted on rows like the explained ones
+(:func:`~._additive.fit_additive`), then a pilot correction on a few of those rows measures the values' scale and
+the correction's variance per model row. A target R² becomes a tolerance on each row's root mean square standard
+error, ``sqrt((1 - target_r2) · SAFETY · scale)``: meeting it on every row gives an expected R² of at least
+``1 - (1 - target_r2) · SAFETY`` against the exact values. The pilot's variance per model row also says which pairs
+are cheaper to enumerate (``2^d - 2`` coalitions) than to sample to that tolerance.
+
+``shapley(x)`` has the value-plan interface of the explainer (``(Q, m)``); :meth:`CorrectedPlan.explain` adds the
+standard errors, the model rows spent and the rounds. Banzhaf values and interactions are not estimated here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from torchxplain.fourier.fit.residual._additive import AdditiveModel, fit_additive
+from torchxplain.fourier.fit.residual._estimate import CorrectionOptions, Estimate, correct
+
+SAFETY = 0.5
+"""The tolerance of a target R² is set for an error variance of this fraction of what the target allows."""
+PILOT_ROWS = 32
+"""Rows of the pilot correction (from the fit's pool)."""
+PILOT_ROUNDS = 16
+"""Rounds of the pilot correction."""
+FIT_SAMPLES = 16_384
+"""Paired samples of the additive surrogate's fit (two model rows each)."""
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    """What building the plan measured: the surrogate's fit (``r2_odd``, its ``n_queries``), the pilot's value
+    ``scale`` (variance of the values over rows and players), its ``rows_per_unit`` (model rows per row that bring
+    a row's mean squared standard error to 1 in the values' squared units), the resulting ``tolerance`` (RMS
+    standard error per row), ``exact_pair_rows`` and the model rows spent (``n_queries``)."""
+
+    r2_odd: float
+    scale: float
+    rows_per_unit: float
+    tolerance: float | None
+    target_r2: float | None
+    exact_pair_rows: int
+    n_queries: int
+
+    def predicted_rows(self, tolerance: float | None = None) -> float:
+        """Model rows per explained row the correction is expected to spend to reach ``tolerance`` (RMS)."""
+        tol = self.tolerance if tolerance is None else tolerance
+        return math.inf if not tol else self.rows_per_unit / tol**2
+
+
+class CorrectedPlan:
+    """Shapley values of a black box with standard errors, for any rows (module docstring).
+
+    Args:
+        query: the model, ``(N, n)`` rows -> ``(N,)`` float64.
+        background: ``(D, n)`` rows; players: ``(n,)`` int64 player of each column; m: the number of players.
+        additive: the fitted additive surrogate (``None``: none).
+        options: the correction's options (tolerance, budget, design).
+        report: what building it measured (``None`` when built by hand).
+    """
+
+    def __init__(
+        self,
+        query: Callable[[Tensor], Tensor],
+        background: Tensor,
+        players: Tensor,
+        m: int,
+        additive: AdditiveModel | None,
+        options: CorrectionOptions,
+        report: PlanReport | None = None,
+    ) -> None:
+        self.query, self.background, self.players, self.m = query, background, players, m
+        self.additive, self.options, self.report = additive, options, report
+        self.last: Estimate | None = None
+
+    @classmethod
+    def build(
+        cls,
+        query: Callable[[Tensor], Tensor],
+        background: Tensor,
+        pool: Tensor,
+        players: Tensor,
+        m: int,
+        *,
+        target_r2: float | None = 0.999,
+        tolerance: float | None = None,
+        budget: int | None = None,
+        fit_samples: int = FIT_SAMPLES,
+        seed: int = 0,
+    ) -> CorrectedPlan:
+        """Fit the surrogate, run the pilot and set the tolerance.
+
+        Args:
+            query, background, players, m: as the constructor's.
+            pool: ``(R, n)`` rows like the explained ones (e.g. training rows); the fit and the pilot use them.
+            target_r2: the R² against the exact values the tolerance is set for (ignored with ``tolerance``).
+            tolerance: the RMS standard error per row, in the values' units (``None``: from ``target_r2``).
+            budget: most model rows per explained row (``None``: :class:`CorrectionOptions`' default).
+            fit_samples: paired samples of the surrogate's fit.
+            seed: seeds the fit, the pilot and the correction.
+        """
+        additive = fit_additive(query, pool, background, players, m, samples=fit_samples, seed=seed)
+        base = CorrectionOptions(seed=seed) if budget is None else CorrectionOptions(seed=seed, budget=budget)
+        pilot_rows = pool[: min(PILOT_ROWS, pool.shape[0])]
+        slots = min(base.slots, background.shape[0])
+        pilot_budget = 2 * slots * PILOT_ROUNDS
+        pilot = correct(
+            query,
+            pilot_rows,
+            background,
+            players,
+            m,
+            additive=additive,
+            options=replace(base, budget=pilot_budget, seed=seed + 1),
+        )
+        values, se2 = pilot.values, pilot.standard_errors.square()
+        scale = max(float(values.var()) - float(se2.mean()), float(additive.scale), 1e-300)
+        spent = pilot.model_rows.to(torch.float64).clamp(min=1.0)
+        rows_per_unit = float((se2.mean(1) * spent).mean())
+        if tolerance is None and target_r2 is not None:
+            tolerance = math.sqrt((1.0 - target_r2) * SAFETY * scale)
+        per_pair = rows_per_unit / max(tolerance or 0.0, 1e-300) ** 2 / background.shape[0]
+        exact_pair_rows = int(min(per_pair, 2**16)) if tolerance else 0
+        options = replace(base, tolerance=tolerance, criterion="rms", exact_pair_rows=exact_pair_rows)
+        n_queries = additive.n_queries + int(pilot.model_rows.sum()) + pilot_rows.shape[0] + background.shape[0]
+        report = PlanReport(additive.r2_odd, scale, rows_per_unit, tolerance, target_r2, exact_pair_rows, n_queries)
+        return cls(query, background, players, m, additive, options, report)
+
+    def explain(self, x: Tensor) -> Estimate:
+        """Values, standard errors, model rows and rounds of rows ``x`` ``(Q, n)``."""
+        self.last = correct(
+            self.query, x, self.background, self.players, self.m, additive=self.additive, options=self.options
+        )
+        return self.last
+
+    def shapley(self, x: Tensor, relaxed: bool = False) -> Tensor:
+        """``(Q, m)`` Shapley values of rows ``x`` in their dtype (``relaxed`` inputs are refused upstream)."""
+        return self.explain(x).values.to(x.dtype if x.is_floating_point() else torch.float64)
+
+    def shapley_with_errors(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """``(values, standard errors)``, each ``(Q, m)`` float64."""
+        estimate = self.explain(x)
+        return estimate.values, estimate.standard_errors
+
+    def banzhaf(self, x: Tensor) -> Tensor:
+        """Not estimated by the correction."""
+        raise ValueError(_NOT_HERE.format(what="Banzhaf values"))
+
+    def interactions(self, x: Tensor) -> Tensor:
+        """Not estimated by the correction."""
+        raise ValueError(_NOT_HERE.format(what="interaction values"))
+
+    def describe(self) -> dict[str, Any]:
+        """The plan's numbers for a report."""
+        return {} if self.report is None else dict(self.report.__dict__)
+
+
+_NOT_HERE = (
+    "{what} of a black box are not estimated by the Monte Carlo correction (it estimates Shapley values with "
+    "standard errors); fit a spectrum (tolerance=None) or enumerate (method='enumerate') for them"
+)
