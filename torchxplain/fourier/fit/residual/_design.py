@@ -97,10 +97,16 @@ def coalition_terms(
     on = delta.to(torch.float64)
     positive = 1.0 / (ss * q_s).clamp_min(1e-300)
     negative = -1.0 / ((dd - ss) * q_s).clamp_min(1e-300)
-    weights = torch.where(inside, positive[..., None], negative[..., None]) * on
+    weights = (negative[..., None] + inside * (positive - negative)[..., None]) * on
     features = (inside.to(torch.float64) - (ss / dd)[..., None]) * on
     line = torch.where(delta.any(-1), (2.0 * ss - dd) / (2.0 * dd), 0.0)
     return weights, features, line
+
+
+def _scramble(h: Tensor) -> Tensor:
+    """One multiply-xorshift of 32-bit words (enough to rank players: their keys differ in the mixed part)."""
+    h = (h * 0x2C1B3C6D) & 0xFFFFFFFF
+    return h ^ (h >> 15)
 
 
 def _ranks(keys: Tensor) -> Tensor:
@@ -146,7 +152,7 @@ def draw(keys: Tensor, differ: Tensor, slots: int, table: Tensor, sampled: Tenso
     size = torch.searchsorted(cdf, u[..., None].contiguous(), right=True)[..., 0].clamp(min=1)
     size = torch.minimum(size, (d - 1).clamp(min=1))
     # a uniform coalition of that size among the differing players: the players of the smallest keys
-    player_keys = mix(slot_keys[..., None] ^ mix(torch.arange(m, device=device) + (_PLAYERS << 20)))
+    player_keys = _scramble(slot_keys[..., None] ^ mix(torch.arange(m, device=device) + (_PLAYERS << 20)))
     player_keys = player_keys + (~delta).to(torch.int64) * (1 << 32)  # the others last
     inside = (_ranks(player_keys) < size[..., None]) & delta & live[..., None]
     weights, features, line = coalition_terms(inside, delta & live[..., None], size, d, table)

@@ -41,6 +41,8 @@ from torchxplain.fourier.fit.residual._hashing import combine, row_keys
 Criterion = Literal["max", "rms"]
 REFIT_FIRST, REFIT_GROWTH = 4, 1.5
 """The per-pair regression is refitted after rounds 4, 6, 9, 13, ... (each 1.5 times the last)."""
+MAX_BLOCK = 8
+"""Most rounds drawn and queried together (the stopping rule is checked between blocks)."""
 
 
 class Surrogate(Protocol):
@@ -64,7 +66,8 @@ class CorrectionOptions:
         min_rounds: rounds before a row may stop on its tolerance (its standard errors are estimates too).
         slots: pairs per round (distinct background rows; all of them when there are fewer).
         sizes: the law of coalition sizes (:func:`~._design.size_table`).
-        regression: refine the additive control variates per pair from the row's earlier rounds.
+        regression: refine the additive control variates per pair from the row's earlier rounds (when every
+            round takes every background row, ``slots >= D``; a pair of a larger background is drawn too rarely).
         ridge: the per-pair regression's ridge, relative to the mean diagonal of its normal equations.
         exact_pair_rows: a pair whose game has at most this many coalitions besides its endpoints
             (``2^d - 2``) is enumerated through the model instead of sampled (exact, no variance; ``0``: none).
@@ -92,6 +95,17 @@ class Estimate:
     standard_errors: Tensor
     model_rows: Tensor
     rounds: Tensor
+
+
+def block(t: int, refits: list[int], min_rounds: int) -> int:
+    """How many rounds to draw together from round ``t``: one at first, then up to :data:`MAX_BLOCK` (a quarter
+    of the rounds so far), never past the next refit or ``min_rounds`` (a function of ``t`` only: the same rows
+    stop at the same rounds in any batch)."""
+    k = max(1, min(MAX_BLOCK, t // 4))
+    for stop in (*refits, min_rounds):
+        if t < stop:
+            k = min(k, stop - t)
+    return k
 
 
 def refit_rounds(limit: int) -> set[int]:
@@ -132,7 +146,10 @@ def correct(
     contributions_b = additive.contributions(background) if additive is not None else None
     q_rows, d_rows = x.shape[0], background.shape[0]
     slots = min(options.slots, d_rows)
-    per_row = 8 * d_rows * m * (m * 2 + 8) if options.regression else 8 * d_rows * m * 8
+    per_row = 8 * d_rows * m * 8
+    if options.regression and slots >= d_rows:  # normal equations, and the rounds buffered between refits
+        buffered = options.budget // (2 * slots) * (REFIT_GROWTH - 1) / REFIT_GROWTH + 1
+        per_row += 8 * d_rows * m * (m + 1) + int(12 * d_rows * (m + 1) * buffered)
     per_row += 8 * slots * (x.shape[1] * 4 + m * 12)
     values = torch.zeros(q_rows, m, dtype=torch.float64, device=device)
     errors = torch.zeros_like(values)
@@ -196,6 +213,7 @@ class _Rows:
             games = PairGames(x[q_index], background[b_index], players, m)
             self.pair_values[q_index, b_index] = games.shapley(game(games.points))
             self.model_rows.index_add_(0, q_index, 2 ** self.d[q_index, b_index])
+        self.regression = options.regression and slots >= d_rows
         live_pairs = self.sampled.sum(1)
         self.cost = 2 * ((live_pairs * slots + d_rows - 1) // d_rows)  # model rows of one round, per row
         self.active = live_pairs > 0
@@ -208,10 +226,11 @@ class _Rows:
         else:
             self.beta0 = (contributions_x[:, None, :] - contributions_b[None, :, :]) * on
         self.beta = self.beta0.clone()
-        if self.options.regression:
+        if self.regression:
             q_rows, d_rows, m = self.differ.shape
             self.gram = torch.zeros(q_rows, d_rows, m, m, dtype=torch.float64, device=self.x.device)
             self.moment = torch.zeros(q_rows, d_rows, m, dtype=torch.float64, device=self.x.device)
+            self.buffer: list[tuple[Tensor, Tensor, Tensor]] = []  # (ids, features, targets) of rounds since a refit
 
     def exact_part(self, ids: Tensor) -> Tensor:
         """``(A, m)`` the known part of the estimate: the background mean over pairs of
@@ -223,50 +242,64 @@ class _Rows:
         return known.mean(1)
 
     def run(self) -> None:
-        """Rounds until every row met its tolerance or spent its budget."""
-        options = self.options
-        refits = refit_rounds(options.budget)
+        """Rounds until every row met its tolerance or spent its budget, in blocks of rounds (:func:`block`)."""
+        refits = sorted(refit_rounds(self.options.budget))
         t = 0
         while bool(self.active.any()):
             ids = self.active.nonzero()[:, 0]
-            self._round(ids, t)
-            t += 1
-            if options.regression and t in refits:
+            k = block(t, refits if self.regression else [], self.options.min_rounds)
+            self._rounds(ids, t, k)
+            t += k
+            if self.regression and t in refits:
                 self._refit(ids)
             self.active[ids] = self._continues(ids, t)
 
-    def _round(self, ids: Tensor, t: int) -> None:
-        sample = draw(combine(self.keys[ids], t), self.differ[ids], self.slots, self.table, self.sampled[ids])
-        a_rows, slots = sample.background.shape
+    def _rounds(self, ids: Tensor, t: int, k: int) -> None:
+        """Rounds ``t .. t + k - 1`` of the rows ``ids``, drawn and queried together."""
+        a_rows, device = ids.numel(), self.x.device
+        keys = combine(self.keys[ids][:, None], torch.arange(t, t + k, device=device)[None, :]).reshape(-1)
+        rows = ids.repeat_interleave(k)
+        # a row takes the rounds of the block its budget pays for (the last block may be cut short)
+        afford = ((self.options.budget - self.model_rows[ids]) // self.cost[ids].clamp(min=1)).clamp(max=k)
+        taken = (torch.arange(k, device=device)[None, :] < afford[:, None]).reshape(-1)
+        sample = draw(keys, self.differ[rows], self.slots, self.table, self.sampled[rows] & taken[:, None])
+        slots = sample.background.shape[1]
         live = sample.live.reshape(-1).nonzero()[:, 0]
-        odd = torch.zeros(a_rows * slots, dtype=torch.float64, device=self.x.device)
+        odd = torch.zeros(a_rows * k * slots, dtype=torch.float64, device=device)
         if live.numel():
-            z, z2 = hybrids(self.x[ids], self.background, sample, self.players, live)
+            z, z2 = hybrids(self.x[rows], self.background, sample, self.players, live)
             values = self.game(torch.cat((z, z2)))
             odd[live] = (values[: live.numel()] - values[live.numel() :]) / 2
-        delta_f = torch.gather(self.delta_f[ids], 1, sample.background)  # (A, R)
-        y = odd.reshape(a_rows, slots) - sample.line * delta_f
+        delta_f = torch.gather(self.delta_f[rows], 1, sample.background)  # (A k, R)
+        y = odd.reshape(-1, slots) - sample.line * delta_f
         index = sample.background[:, :, None].expand(-1, -1, self.m)
-        beta = torch.gather(self.beta[ids], 1, index)  # (A, R, m)
-        terms = sample.weights * (y - (sample.features * beta).sum(2))[..., None]
-        estimate = self.exact_part(ids) + terms.mean(1)
-        spread = terms.var(1) / slots if slots > 1 else torch.zeros_like(estimate)
-        self.sum[ids] += estimate
-        self.variance[ids] += spread
-        self.rounds[ids] += 1
-        self.model_rows[ids] += 2 * sample.live.sum(1)
-        if self.options.regression:
-            start = torch.gather(self.beta0[ids], 1, index)
-            target = (y - (sample.features * start).sum(2)) * sample.live
-            w = sample.features
-            flat = ids[:, None] * self.background.shape[0] + sample.background  # (A, R) pair indices
-            gram = self.gram.view(-1, self.m, self.m)
-            moment = self.moment.view(-1, self.m)
-            gram.index_add_(0, flat.reshape(-1), (w[..., :, None] * w[..., None, :]).reshape(-1, self.m, self.m))
-            moment.index_add_(0, flat.reshape(-1), (w * target[..., None]).reshape(-1, self.m))
+        beta = torch.gather(self.beta[rows], 1, index)  # (A k, R, m)
+        resid = y - (sample.features * beta).sum(2)
+        terms = sample.weights * resid[..., None]  # (A k, R, m)
+        mean = terms.mean(1)
+        spread = (terms.square().sum(1) - slots * mean.square()) / (slots * (slots - 1)) if slots > 1 else 0 * mean
+        weight = taken.to(torch.float64)[:, None]
+        self.sum[ids] += (mean * weight).reshape(a_rows, k, self.m).sum(1) + afford[:, None] * self.exact_part(ids)
+        self.variance[ids] += (spread * weight).reshape(a_rows, k, self.m).sum(1)
+        self.rounds[ids] += afford
+        self.model_rows[ids] += 2 * sample.live.reshape(a_rows, -1).sum(1)
+        if self.regression:  # slot j is background row j: one sample per pair and round, kept for the refit
+            target = (
+                resid + (sample.features * (beta - torch.gather(self.beta0[rows], 1, index))).sum(2)
+            ) * sample.live
+            features = sample.features.to(torch.float32).reshape(a_rows, k, slots, self.m)
+            self.buffer.append((ids, features.transpose(1, 2), target.reshape(a_rows, k, slots).transpose(1, 2)))
 
     def _refit(self, ids: Tensor) -> None:
-        """``β = β_0 + (G + λ I)^{-1} h`` per pair of the running rows, from the rounds so far."""
+        """``β = β_0 + (G + λ I)^{-1} h`` per pair of the running rows, from the rounds so far (the rounds since
+        the last refit enter ``G`` and ``h`` here, as one batched product per pair)."""
+        # every buffered round ran a superset of today's rows (rows only stop): keep their part
+        parts = [(torch.searchsorted(held, ids), w, y) for held, w, y in self.buffer]
+        w = torch.cat([w[at] for at, w, _ in parts], 2).to(torch.float64)  # (A, D, n, m)
+        y = torch.cat([y[at] for at, _, y in parts], 2)  # (A, D, n)
+        self.buffer = []
+        self.gram[ids] += w.transpose(2, 3) @ w
+        self.moment[ids] += (w.transpose(2, 3) @ y[..., None])[..., 0]
         gram, moment = self.gram[ids], self.moment[ids]
         eye = torch.eye(self.m, dtype=torch.float64, device=self.x.device)
         d = self.d[ids].clamp(min=1).to(torch.float64)
@@ -276,12 +309,12 @@ class _Rows:
         self.beta[ids] = self.beta0[ids] + solved * self.differ[ids]
 
     def _continues(self, ids: Tensor, t: int) -> Tensor:
-        """Which of the running rows ``ids`` take another round."""
+        """Which of the running rows ``ids`` take more rounds (at least one more fits their budget)."""
         options = self.options
         room = self.model_rows[ids] + self.cost[ids] <= options.budget
         if options.tolerance is None or t < options.min_rounds:
             return room
-        se = self.variance[ids].sqrt() / t
+        se = self.variance[ids].sqrt() / self.rounds[ids].clamp(min=1)[:, None]
         spread = se.amax(1) if options.criterion == "max" else se.square().mean(1).sqrt()
         return room & (spread > options.tolerance)
 
