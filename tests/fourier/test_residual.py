@@ -192,10 +192,16 @@ def test_grouped_players_and_binary_rows() -> None:
 
 
 def test_enumerated_pairs_are_exact() -> None:
-    """Pairs cheap enough to enumerate are exact: with every pair enumerated the values are the brute force ones,
-    with zero standard errors, for the model rows of the enumeration (``Σ_b 2^d``)."""
+    """Pairs (or whole rows) cheap enough to enumerate are exact: the values are the brute force ones, with zero
+    standard errors, for the model rows of the enumeration (``Σ_b 2^d``), when it fits the budget."""
     x, b, exact = case(6, rows=3, background=4)
-    est = correct(planted, x, b, torch.arange(5), 5, options=CorrectionOptions(budget=100, exact_pair_rows=30))
-    np.testing.assert_allclose(est.values.numpy(), exact, atol=1e-12)
-    assert float(est.standard_errors.max()) == 0.0
-    assert est.model_rows.tolist() == [4 * 2**5] * 3
+    for options in (
+        CorrectionOptions(budget=200, exact_pair_rows=30),
+        CorrectionOptions(budget=200, exact_row_rows=128),
+    ):
+        est = correct(planted, x, b, torch.arange(5), 5, options=options)
+        np.testing.assert_allclose(est.values.numpy(), exact, atol=1e-12)
+        assert float(est.standard_errors.max()) == 0.0
+        assert est.model_rows.tolist() == [4 * 2**5] * 3
+    sampled = correct(planted, x, b, torch.arange(5), 5, options=CorrectionOptions(budget=100, exact_row_rows=128))
+    assert float(sampled.standard_errors.min()) > 0.0  # 128 model rows do not fit a budget of 100

@@ -4,7 +4,8 @@ Monte Carlo correction of what it misses, with a standard error on every value.
 * ``_design`` — paired coalitions of one (row, background row) pair per model row, their weights, the hybrids;
 * ``_hashing`` — counter-based draws (a row's design depends on its values, the seed, the round and the slot);
 * ``_additive`` — the additive surrogate, fitted on the odd part of pair games;
-* ``_estimate`` — the rounds over all rows: control variates refined per pair, tolerance, budget, standard errors.
+* ``_estimate`` — the rounds over all rows: control variates refined per pair, tolerance, budget, standard errors;
+* ``_plan`` — the value provider: fit, pilot, tolerance from a target R², values with standard errors.
 
 What siblings use is exported here (one place).
 """
@@ -12,12 +13,15 @@ What siblings use is exported here (one place).
 from torchxplain.fourier.fit.residual._additive import AdditiveModel, fit_additive
 from torchxplain.fourier.fit.residual._design import SIZE_LAWS, SizeLaw
 from torchxplain.fourier.fit.residual._estimate import CorrectionOptions, Estimate, Surrogate, correct
+from torchxplain.fourier.fit.residual._plan import CorrectedPlan, PlanReport
 
 __all__ = [
     "SIZE_LAWS",
     "AdditiveModel",
+    "CorrectedPlan",
     "CorrectionOptions",
     "Estimate",
+    "PlanReport",
     "SizeLaw",
     "Surrogate",
     "correct",

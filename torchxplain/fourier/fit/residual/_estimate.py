@@ -70,7 +70,10 @@ class CorrectionOptions:
             round takes every background row, ``slots >= D``; a pair of a larger background is drawn too rarely).
         ridge: the per-pair regression's ridge, relative to the mean diagonal of its normal equations.
         exact_pair_rows: a pair whose game has at most this many coalitions besides its endpoints
-            (``2^d - 2``) is enumerated through the model instead of sampled (exact, no variance; ``0``: none).
+            (``2^d - 2``) is enumerated through the model instead of sampled (exact, no variance; ``0``: none),
+            when a row's enumerated pairs fit its budget.
+        exact_row_rows: a row whose every pair can be enumerated for at most this many model rows (``Σ_b 2^d``,
+            and within its budget) is exact (``0``: none).
         seed: seeds every draw (with each row's values).
     """
 
@@ -83,6 +86,7 @@ class CorrectionOptions:
     regression: bool = True
     ridge: float = 0.05
     exact_pair_rows: int = 0
+    exact_row_rows: int = 0
     seed: int = 0
 
 
@@ -205,7 +209,11 @@ class _Rows:
         self.variance = torch.zeros_like(self.sum)
         self.model_rows = torch.zeros(q_rows, dtype=torch.long, device=device)
         self.rounds = torch.zeros(q_rows, dtype=torch.long, device=device)
-        self.enumerated = (self.d >= 2) & (2 ** self.d.clamp(max=62) - 2 <= options.exact_pair_rows)
+        games = 2 ** self.d.clamp(max=62) * (self.d >= 2)  # model rows to enumerate each pair
+        whole = games.sum(1) <= min(options.exact_row_rows, options.budget)  # rows cheaper to enumerate outright
+        cheap = (self.d >= 2) & (games - 2 <= options.exact_pair_rows)
+        paid = (games * cheap).sum(1) <= options.budget  # a row enumerates its cheap pairs within its budget
+        self.enumerated = (cheap & paid[:, None]) | ((self.d >= 2) & whole[:, None])
         self.sampled = (self.d >= 2) & ~self.enumerated
         self.pair_values = torch.zeros(q_rows, d_rows, m, dtype=torch.float64, device=device)
         if bool(self.enumerated.any()):

@@ -128,7 +128,14 @@ class CorrectedPlan:
             tolerance = math.sqrt((1.0 - target_r2) * SAFETY * scale)
         per_pair = rows_per_unit / max(tolerance or 0.0, 1e-300) ** 2 / background.shape[0]
         exact_pair_rows = int(min(per_pair, 2**16)) if tolerance else 0
-        options = replace(base, tolerance=tolerance, criterion="rms", exact_pair_rows=exact_pair_rows)
+        predicted = rows_per_unit / max(tolerance or 0.0, 1e-300) ** 2 if tolerance else float(base.budget)
+        options = replace(
+            base,
+            tolerance=tolerance,
+            criterion="rms",
+            exact_pair_rows=exact_pair_rows,
+            exact_row_rows=int(min(predicted, base.budget)),
+        )
         n_queries = additive.n_queries + int(pilot.model_rows.sum()) + pilot_rows.shape[0] + background.shape[0]
         report = PlanReport(additive.r2_odd, scale, rows_per_unit, tolerance, target_r2, exact_pair_rows, n_queries)
         return cls(query, background, players, m, additive, options, report)
