@@ -13,6 +13,7 @@ per feature for singletons), absent players take the background row's values, av
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from collections.abc import Callable
@@ -162,10 +163,7 @@ def shapiq_values(
 
 Peer = Callable[[Counter, Tensor, Tensor, Tensor, int], np.ndarray]
 PEERS: dict[str, Peer] = {
-    **{
-        f"shapiq {name}": (lambda name: lambda f, r, b, g, k: shapiq_values(name, f, r, b, g, k))(name)
-        for name in SHAPIQ[:8]
-    },
+    **{f"shapiq {name}": functools.partial(shapiq_values, name) for name in SHAPIQ[:8]},
     "shap Permutation": lambda f, r, b, g, k: shap_permutation(f, r, b, g, k),
     "shap Kernel (l1_reg=False)": lambda f, r, b, g, k: shap_kernel(f, r, b, g, nsamples=k, l1_reg=False),
 }

@@ -27,7 +27,10 @@ squared) at each budget against the best peer's (target: ratio >= 1); the covera
 error against model rows go to ``--png``. Load averages are printed at the start and the end: a loaded machine
 inflates every time, so read the ratios, measured side by side.
 
+``--surrogates`` compares instead the surrogates the correction can start from (``_blackbox_surrogates.py``).
+
     ~/.peers312/bin/python benchmarks/blackbox.py [--quick] [--cases a,b] [--json out.json] [--png out.png]
+    ~/.peers312/bin/python benchmarks/blackbox.py --surrogates [--cases a,b]
 """
 
 from __future__ import annotations
@@ -49,12 +52,14 @@ from torch import Tensor
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _blackbox_cases as cases  # noqa: E402
+import _blackbox_surrogates as surrogates  # noqa: E402
 import _blackbox_truth as truth  # noqa: E402
 from _blackbox_peers import PEERS, run_peer  # noqa: E402
 
 from torchxplain.fourier.fit.residual import CorrectedPlan, correct  # noqa: E402
 
 BUDGETS = (8, 32, 128)
+SURROGATE_CASES = ("diabetes", "friedman1", "tanh40", "breast_cancer", "sgemm", "gb1_mlp")
 TARGET = 0.999
 
 
@@ -279,6 +284,7 @@ def main() -> None:
     parser.add_argument("--cases", default=None, help=f"comma-separated, from {','.join(cases.NAMES)}")
     parser.add_argument("--json", help="write the numbers to this file")
     parser.add_argument("--png", default="blackbox_curves.png", help="error-vs-model-rows curves")
+    parser.add_argument("--surrogates", action="store_true", help="compare the surrogates instead")
     parser.add_argument("--cache", default=str(Path.home() / ".cache" / "torchxplain-bench"), help="trained models")
     args = parser.parse_args()
     quick = args.quick
@@ -291,6 +297,16 @@ def main() -> None:
     )
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, 1 thread; load average {load()}")
+    if args.surrogates:
+        with threadpool_limits(1), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for name in args.cases.split(",") if args.cases else SURROGATE_CASES:
+                case = cases.case(name, Path(args.cache))
+                budget = 32 * case.m * case.background.shape[0]
+                lines = surrogates.compare(case, case.rows[: 10 if quick else 30], budget, name in cases.BINARY)
+                surrogates.print_comparison(name, lines, budget)
+        print(f"\nload average at the end: {load()}")
+        return
     results = []
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")

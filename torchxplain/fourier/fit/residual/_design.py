@@ -5,14 +5,17 @@ The interventional Shapley value of a row ``x`` is the background mean of the Sh
 are not null, so the game is one of ``d`` players; its endpoints ``v_b(Δ) = f(x)`` and ``v_b(∅) = f(b)`` are
 known (``f(x)``: one model row per explained row; ``f(b)``: the background's, shared by every row).
 
-For a coalition ``S ⊆ Δ`` of size ``s`` in ``1..d-1``, drawn with probability ``q_d(s)`` and then uniformly among
-the ``C(d, s)`` coalitions of that size, the Shapley value of player ``i ∈ Δ`` is
+A coalition ``S ⊆ Δ`` is drawn as Owen's multilinear extension suggests: a probability ``p`` from a law symmetric
+about ``1/2`` (uniform by default), then each differing player joins with probability ``p`` (one comparison per
+player: no sort). Every coalition of size ``s`` then has the same probability ``q_d(s) / C(d, s)``, with ``q_d`` the
+law of ``|S|`` (uniform over ``0..d`` for uniform ``p``), and the Shapley value of player ``i ∈ Δ`` is
 
-    φ_i = (f(x) - f(b)) / d + E[a_i(S) · v_b(S)],   a_i(S) = 1 / (s q_d(s)) if i ∈ S,  -1 / ((d - s) q_d(s)) if not.
+    φ_i = (f(x) - f(b)) / d + E[a_i(S) · v_b(S) · [1 <= s <= d - 1]],
+    a_i(S) = 1 / (s q_d(s)) if i ∈ S,  -1 / ((d - s) q_d(s)) if not.
 
-(The Shapley weight of ``S`` for ``i ∈ S`` is ``(s-1)!(d-s)!/d! = 1 / (d C(d-1, s-1))`` and the probability of ``S``
-is ``q_d(s) / C(d, s)``; their ratio is ``1 / (s q_d(s))``; likewise ``1 / ((d-s) q_d(s))`` for ``i ∉ S``.)
-Three facts make the estimator cheap and calm:
+(The Shapley weight of ``S`` for ``i ∈ S`` is ``(s-1)!(d-s)!/d! = 1 / (d C(d-1, s-1))``, its probability
+``q_d(s) / C(d, s)``; their ratio is ``1 / (s q_d(s))``; likewise ``1 / ((d-s) q_d(s))`` for ``i ∉ S``. The empty
+and the full coalition are the endpoints, known: they are never queried.) Three facts make the estimator cheap and calm:
 
 * ``a_i(Δ∖S) = -a_i(S)`` when ``q_d`` is symmetric, so a coalition and its complement, drawn together, give
   ``a_i(S) · (v_b(S) - v_b(Δ∖S)) / 2``: only the odd part of the game, which is all the Shapley value sees;
@@ -22,12 +25,14 @@ Three facts make the estimator cheap and calm:
   estimated instead of ``v``: its odd part minus the line is ``y - Σ_j β_j w_j`` with ``w_j = [j ∈ S] - s/d``.
 
 Every draw is a hash of ``(row key, round, slot, ...)`` (:mod:`._hashing`), so the design of a row is the same in
-any batch, chunk or load. Within a round the slots take distinct background rows and their sizes are stratified
-(one uniform per slot, spread over the slots).
+any batch, chunk or load. Within a round the slots take distinct background rows and their ``p`` are stratified
+(slot ``k`` draws its ``p``'s uniform in stratum ``(k + shift) mod R`` of ``R`` equal strata, a random shift per
+round: every slot's ``p`` still follows its law).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -36,25 +41,41 @@ from torch import Tensor
 
 from torchxplain.fourier.fit.residual._hashing import combine, mix, uniform
 
-SizeLaw = Literal["uniform", "kernel", "sqrt"]
-SIZE_LAWS: tuple[SizeLaw, ...] = ("uniform", "kernel", "sqrt")
+SizeLaw = Literal["uniform", "arcsine"]
+SIZE_LAWS: tuple[SizeLaw, ...] = ("uniform", "arcsine")
+_BETA = {"uniform": 1.0, "arcsine": 0.5}  # p ~ Beta(a, a)
 
 _BACKGROUND, _SIZE, _ORDER, _PLAYERS = 1, 2, 3, 4  # streams of the hash keys
 
 
 def size_table(m: int, law: SizeLaw, device: torch.device) -> Tensor:
-    """``(m + 1, m + 1)`` float64: row ``d`` is ``q_d(s)`` for ``s = 0..m`` (zero outside ``1..d-1``).
+    """``(m + 1, m + 1)`` float64: row ``d`` is ``q_d(s)``, the law of ``|S|`` for ``s = 0..d`` (zero beyond).
 
-    ``"uniform"``: every size alike; ``"kernel"``: the Shapley kernel's ``∝ 1 / (s (d - s))``; ``"sqrt"``: its
-    square root. Each law is symmetric in ``s ↔ d - s``, as the pairing needs.
+    ``p ~ Beta(a, a)`` and ``|S| ~ Binomial(d, p)``: ``q_d(s) = C(d, s) B(s + a, d - s + a) / B(a, a)``;
+    ``"uniform"`` is ``a = 1`` (``q_d(s) = 1 / (d + 1)``), ``"arcsine"`` ``a = 1/2`` (more small and large
+    coalitions, like the Shapley kernel's square root). Both are symmetric in ``s ↔ d - s``, as the pairing needs.
     """
+    a = _BETA[law]
     d = torch.arange(m + 1, dtype=torch.float64, device=device)[:, None]
     s = torch.arange(m + 1, dtype=torch.float64, device=device)[None, :]
-    inside = (s >= 1) & (s <= d - 1)
-    product = (s * (d - s)).clamp_min(1.0)
-    raw = {"uniform": torch.ones_like(product), "kernel": 1.0 / product, "sqrt": product.rsqrt()}[law]
-    weights = torch.where(inside, raw, 0.0)
-    return weights / weights.sum(1, keepdim=True).clamp_min(1e-300)
+    inside = s <= d
+    s, rest = s.expand(m + 1, -1), (d - s).clamp_min(0.0)
+    log = (
+        torch.lgamma(d + 1)
+        - torch.lgamma(s + 1)
+        - torch.lgamma(rest + 1)
+        + torch.lgamma(s + a)
+        + torch.lgamma(rest + a)
+        - torch.lgamma(d + 2 * a)
+        - 2 * math.lgamma(a)
+        + math.lgamma(2 * a)
+    )
+    return torch.where(inside, log.exp(), 0.0)
+
+
+def _probabilities(u: Tensor, law: SizeLaw) -> Tensor:
+    """``p`` from uniforms ``u`` by the law's inverse CDF."""
+    return u if law == "uniform" else torch.sin(0.5 * math.pi * u).square()
 
 
 @dataclass(frozen=True)
@@ -63,7 +84,8 @@ class Draw:
 
     Attributes:
         background: ``(Q, R)`` int64 background row of each slot.
-        live: ``(Q, R)`` bool: the slot's pair differs in at least two players (others have no interior).
+        live: ``(Q, R)`` bool: the slot is queried (its pair is sampled and its coalition is neither empty nor all
+            of the pair's differing players: those are the known endpoints).
         inside: ``(Q, R, m)`` bool: the coalition ``S`` (a subset of the pair's differing players).
         size: ``(Q, R)`` int64 ``s``; players: ``(Q, R)`` int64 ``d``.
         weights: ``(Q, R, m)`` float64 ``a_i(S)`` (zero off the differing players and on dead slots).
@@ -109,13 +131,6 @@ def _scramble(h: Tensor) -> Tensor:
     return h ^ (h >> 15)
 
 
-def _ranks(keys: Tensor) -> Tensor:
-    """The rank of each key along the last dimension (one sort and one scatter)."""
-    order = keys.argsort(-1)
-    steps = torch.arange(keys.shape[-1], device=keys.device).expand_as(order)
-    return torch.empty_like(order).scatter_(-1, order, steps)
-
-
 def slot_backgrounds(keys: Tensor, n_background: int, slots: int) -> Tensor:
     """``(Q, R)`` distinct background rows per row (all of them, in order, when ``R`` equals their number)."""
     q_rows = keys.shape[0]
@@ -126,14 +141,16 @@ def slot_backgrounds(keys: Tensor, n_background: int, slots: int) -> Tensor:
     return draws.argsort(1)[:, :slots]
 
 
-def draw(keys: Tensor, differ: Tensor, slots: int, table: Tensor, sampled: Tensor | None = None) -> Draw:
+def draw(
+    keys: Tensor, differ: Tensor, slots: int, table: Tensor, law: SizeLaw = "uniform", sampled: Tensor | None = None
+) -> Draw:
     """One round of the design (module docstring).
 
     Args:
         keys: ``(Q,)`` int64 keys of (row, round) (:func:`~._hashing.combine` of a row key and the round).
         differ: ``(Q, D, m)`` bool: the players on which each row and each background row differ.
         slots: ``R``, pairs per round (distinct background rows; at most ``D``).
-        table: :func:`size_table` of the law in use.
+        table: :func:`size_table` of the law in use; law: its name.
         sampled: ``(Q, D)`` bool, the pairs that are sampled at all (``None``: every pair; a pair whose game is
             known otherwise, e.g. enumerated, is a slot without samples).
     """
@@ -143,18 +160,19 @@ def draw(keys: Tensor, differ: Tensor, slots: int, table: Tensor, sampled: Tenso
     delta = torch.gather(differ, 1, background[:, :, None].expand(-1, -1, m))  # (Q, R, m)
     d = delta.sum(2)
     live = d >= 2 if sampled is None else (d >= 2) & torch.gather(sampled, 1, background)
-    slot = torch.arange(background.shape[1], device=device)
+    slots_n = background.shape[1]
+    slot = torch.arange(slots_n, device=device)
     slot_keys = combine(keys[:, None], slot[None, :])  # (Q, R)
-    # stratified sizes: slot k's uniform falls in stratum order[k] of R equal strata
-    order = _ranks(combine(slot_keys, _ORDER))
-    u = (order.to(torch.float64) + uniform(combine(slot_keys, _SIZE))) / background.shape[1]
-    cdf = table.cumsum(1)[d]  # (Q, R, m + 1)
-    size = torch.searchsorted(cdf, u[..., None].contiguous(), right=True)[..., 0].clamp(min=1)
-    size = torch.minimum(size, (d - 1).clamp(min=1))
-    # a uniform coalition of that size among the differing players: the players of the smallest keys
+    # stratified p: slot k's uniform falls in stratum (k + shift) mod R of R equal strata
+    shift = combine(keys, _ORDER)[:, None] % slots_n
+    order = (slot[None, :] + shift) % slots_n
+    p = _probabilities((order.to(torch.float64) + uniform(combine(slot_keys, _SIZE))) / slots_n, law)
+    # each differing player joins with probability p (a threshold on its own uniform, no sort)
     player_keys = _scramble(slot_keys[..., None] ^ mix(torch.arange(m, device=device) + (_PLAYERS << 20)))
-    player_keys = player_keys + (~delta).to(torch.int64) * (1 << 32)  # the others last
-    inside = (_ranks(player_keys) < size[..., None]) & delta & live[..., None]
+    inside = (uniform(player_keys) < p[..., None]) & delta & live[..., None]
+    size = inside.sum(2)
+    live = live & (size >= 1) & (size <= d - 1)
+    inside = inside & live[..., None]
     weights, features, line = coalition_terms(inside, delta & live[..., None], size, d, table)
     return Draw(background, live, inside, size, d, weights, features, line)
 

@@ -74,6 +74,9 @@ class CorrectionOptions:
             when a row's enumerated pairs fit its budget.
         exact_row_rows: a row whose every pair can be enumerated for at most this many model rows (``Σ_b 2^d``,
             and within its budget) is exact (``0``: none).
+        round_weights: the weight of each round in a row's estimate (the last one repeats beyond them; empty:
+            all alike). Fixed in advance, so the weighted mean stays unbiased: a plan sets them to the inverse of
+            the variance its pilot measured per round (the control variates improve as the rounds go).
         seed: seeds every draw (with each row's values).
     """
 
@@ -87,18 +90,29 @@ class CorrectionOptions:
     ridge: float = 0.05
     exact_pair_rows: int = 0
     exact_row_rows: int = 0
+    round_weights: tuple[float, ...] = ()
     seed: int = 0
 
 
 @dataclass(frozen=True)
 class Estimate:
     """Values ``(Q, m)`` float64 and their standard errors ``(Q, m)``, the model rows each row spent on the
-    correction ``(Q,)`` and its rounds ``(Q,)``."""
+    correction ``(Q,)``, its rounds ``(Q,)``, and the variance of one round's estimate, averaged over the rows
+    and players that ran it, per round ``(T,)`` (what a plan's round weights come from)."""
 
     values: Tensor
     standard_errors: Tensor
     model_rows: Tensor
     rounds: Tensor
+    round_variance: Tensor
+
+
+def round_weights(weights: tuple[float, ...], t: int, k: int, device: torch.device) -> Tensor:
+    """``(k,)`` float64 weights of rounds ``t .. t + k - 1`` (the last given weight repeats; none: ones)."""
+    if not weights:
+        return torch.ones(k, dtype=torch.float64, device=device)
+    index = torch.arange(t, t + k).clamp(max=len(weights) - 1)
+    return torch.tensor(weights, dtype=torch.float64)[index].to(device)
 
 
 def block(t: int, refits: list[int], min_rounds: int) -> int:
@@ -159,14 +173,24 @@ def correct(
     errors = torch.zeros_like(values)
     model_rows = torch.zeros(q_rows, dtype=torch.long, device=device)
     rounds = torch.zeros_like(model_rows)
+    curve_sum = torch.zeros(0, dtype=torch.float64, device=device)
+    curve_count = torch.zeros(0, dtype=torch.float64, device=device)
     for a, c in chunk_bounds(q_rows, rows_per_chunk(per_row, q_rows)):
         part = _Rows(game, x[a:c], background, players, m, f_background, options, table, slots)
         part.start(None if additive is None else additive.contributions(x[a:c]), contributions_b)
         part.run()
         values[a:c], errors[a:c], model_rows[a:c], rounds[a:c] = part.result()
+        total, count = part.curve()
+        width = max(total.numel(), curve_sum.numel())
+        curve_sum = torch.nn.functional.pad(curve_sum, (0, width - curve_sum.numel())) + torch.nn.functional.pad(
+            total, (0, width - total.numel())
+        )
+        curve_count = torch.nn.functional.pad(curve_count, (0, width - curve_count.numel())) + torch.nn.functional.pad(
+            count, (0, width - count.numel())
+        )
     if surrogate is not None:
         values += surrogate.shapley(x).to(torch.float64)
-    return Estimate(values, errors, model_rows, rounds)
+    return Estimate(values, errors, model_rows, rounds, curve_sum / curve_count.clamp(min=1.0))
 
 
 class _Residual:
@@ -207,6 +231,9 @@ class _Rows:
         self.delta_f = self.f_x[:, None] - f_background[None, :]  # (Q, D)
         self.sum = torch.zeros(q_rows, m, dtype=torch.float64, device=device)
         self.variance = torch.zeros_like(self.sum)
+        self.weight = torch.zeros(q_rows, dtype=torch.float64, device=device)  # Σ_t w_t of each row
+        self.curve_sum: list[Tensor] = []  # per round: Σ over rows and players of the round's variance
+        self.curve_count: list[Tensor] = []
         self.model_rows = torch.zeros(q_rows, dtype=torch.long, device=device)
         self.rounds = torch.zeros(q_rows, dtype=torch.long, device=device)
         games = 2 ** self.d.clamp(max=62) * (self.d >= 2)  # model rows to enumerate each pair
@@ -238,7 +265,8 @@ class _Rows:
             q_rows, d_rows, m = self.differ.shape
             self.gram = torch.zeros(q_rows, d_rows, m, m, dtype=torch.float64, device=self.x.device)
             self.moment = torch.zeros(q_rows, d_rows, m, dtype=torch.float64, device=self.x.device)
-            self.buffer: list[tuple[Tensor, Tensor, Tensor]] = []  # (ids, features, targets) of rounds since a refit
+            # rounds since the last refit: (ids, coalitions, s/d, targets), each (A, D, n, ...) with n rounds
+            self.buffer: list[tuple[Tensor, Tensor, Tensor, Tensor]] = []
 
     def exact_part(self, ids: Tensor) -> Tensor:
         """``(A, m)`` the known part of the estimate: the background mean over pairs of
@@ -270,7 +298,9 @@ class _Rows:
         # a row takes the rounds of the block its budget pays for (the last block may be cut short)
         afford = ((self.options.budget - self.model_rows[ids]) // self.cost[ids].clamp(min=1)).clamp(max=k)
         taken = (torch.arange(k, device=device)[None, :] < afford[:, None]).reshape(-1)
-        sample = draw(keys, self.differ[rows], self.slots, self.table, self.sampled[rows] & taken[:, None])
+        sample = draw(
+            keys, self.differ[rows], self.slots, self.table, self.options.sizes, self.sampled[rows] & taken[:, None]
+        )
         slots = sample.background.shape[1]
         live = sample.live.reshape(-1).nonzero()[:, 0]
         odd = torch.zeros(a_rows * k * slots, dtype=torch.float64, device=device)
@@ -286,34 +316,61 @@ class _Rows:
         terms = sample.weights * resid[..., None]  # (A k, R, m)
         mean = terms.mean(1)
         spread = (terms.square().sum(1) - slots * mean.square()) / (slots * (slots - 1)) if slots > 1 else 0 * mean
-        weight = taken.to(torch.float64)[:, None]
-        self.sum[ids] += (mean * weight).reshape(a_rows, k, self.m).sum(1) + afford[:, None] * self.exact_part(ids)
-        self.variance[ids] += (spread * weight).reshape(a_rows, k, self.m).sum(1)
+        w_t = round_weights(self.options.round_weights, t, k, device)
+        weight = (taken.reshape(a_rows, k).to(torch.float64) * w_t).reshape(-1, 1)
+        self.sum[ids] += (mean * weight).reshape(a_rows, k, self.m).sum(1)
+        self.sum[ids] += weight.reshape(a_rows, k).sum(1, keepdim=True) * self.exact_part(ids)
+        self.variance[ids] += (spread * weight.square()).reshape(a_rows, k, self.m).sum(1)
+        self.weight[ids] += weight.reshape(a_rows, k).sum(1)
         self.rounds[ids] += afford
+        ran = taken.reshape(a_rows, k).to(torch.float64)
+        self.curve_sum.append((spread.reshape(a_rows, k, self.m).mean(2) * ran).sum(0))
+        self.curve_count.append(ran.sum(0))
         self.model_rows[ids] += 2 * sample.live.reshape(a_rows, -1).sum(1)
         if self.regression:  # slot j is background row j: one sample per pair and round, kept for the refit
             target = (
                 resid + (sample.features * (beta - torch.gather(self.beta0[rows], 1, index))).sum(2)
             ) * sample.live
-            features = sample.features.to(torch.float32).reshape(a_rows, k, slots, self.m)
-            self.buffer.append((ids, features.transpose(1, 2), target.reshape(a_rows, k, slots).transpose(1, 2)))
+            ratio = (sample.size / sample.players.clamp(min=1)).to(torch.float64) * sample.live
+            self.buffer.append(
+                (
+                    ids,
+                    sample.inside.reshape(a_rows, k, slots, self.m).transpose(1, 2),
+                    ratio.reshape(a_rows, k, slots).transpose(1, 2),
+                    target.reshape(a_rows, k, slots).transpose(1, 2),
+                )
+            )
 
     def _refit(self, ids: Tensor) -> None:
         """``β = β_0 + (G + λ I)^{-1} h`` per pair of the running rows, from the rounds so far (the rounds since
         the last refit enter ``G`` and ``h`` here, as one batched product per pair)."""
-        # every buffered round ran a superset of today's rows (rows only stop): keep their part
-        parts = [(torch.searchsorted(held, ids), w, y) for held, w, y in self.buffer]
-        w = torch.cat([w[at] for at, w, _ in parts], 2).to(torch.float64)  # (A, D, n, m)
-        y = torch.cat([y[at] for at, _, y in parts], 2)  # (A, D, n)
+        # every buffered round ran a superset of today's rows (rows only stop): keep their part. With
+        # w = I - c·on (I the coalition's indicators, c = s/d, on the pair's differing players):
+        # Σ w wᵀ = Σ I Iᵀ - u onᵀ - on uᵀ + (Σ c²) on onᵀ with u = Σ c I (Σ I Iᵀ: exact counts in float32)
+        at = [torch.searchsorted(part[0], ids) for part in self.buffer]
+        inside = torch.cat([part[1][i] for part, i in zip(self.buffer, at)], 2).to(torch.float32)  # (A, D, n, m)
+        c = torch.cat([part[2][i] for part, i in zip(self.buffer, at)], 2)  # (A, D, n)
+        y = torch.cat([part[3][i] for part, i in zip(self.buffer, at)], 2)  # (A, D, n)
         self.buffer = []
-        self.gram[ids] += w.transpose(2, 3) @ w
-        self.moment[ids] += (w.transpose(2, 3) @ y[..., None])[..., 0]
+        on = self.differ[ids].to(torch.float64)
+        counts = (inside.transpose(2, 3) @ inside).to(torch.float64)
+        u = (inside.transpose(2, 3).to(torch.float64) @ c[..., None])[..., 0]
+        cross = u[..., :, None] * on[..., None, :]
+        self.gram[ids] += (
+            counts
+            - cross
+            - cross.transpose(2, 3)
+            + c.square().sum(2)[..., None, None] * (on[..., :, None] * on[..., None, :])
+        )
+        iy = (inside.transpose(2, 3).to(torch.float64) @ y[..., None])[..., 0]
+        self.moment[ids] += iy - (c * y).sum(2)[..., None] * on
         gram, moment = self.gram[ids], self.moment[ids]
         eye = torch.eye(self.m, dtype=torch.float64, device=self.x.device)
         d = self.d[ids].clamp(min=1).to(torch.float64)
         scale = gram.diagonal(dim1=2, dim2=3).sum(2) / d
         ridge = self.options.ridge * scale + 1e-12
-        solved = torch.linalg.solve(gram + ridge[..., None, None] * eye, moment[..., None])[..., 0]
+        factor, _ = torch.linalg.cholesky_ex(gram + ridge[..., None, None] * eye)  # positive definite: ridge > 0
+        solved = torch.cholesky_solve(moment[..., None], factor)[..., 0]
         self.beta[ids] = self.beta0[ids] + solved * self.differ[ids]
 
     def _continues(self, ids: Tensor, t: int) -> Tensor:
@@ -322,13 +379,21 @@ class _Rows:
         room = self.model_rows[ids] + self.cost[ids] <= options.budget
         if options.tolerance is None or t < options.min_rounds:
             return room
-        se = self.variance[ids].sqrt() / self.rounds[ids].clamp(min=1)[:, None]
+        se = self.variance[ids].sqrt() / self.weight[ids].clamp(min=1e-300)[:, None]
         spread = se.amax(1) if options.criterion == "max" else se.square().mean(1).sqrt()
         return room & (spread > options.tolerance)
 
     def result(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """``(values, standard errors, model rows, rounds)`` of the chunk."""
-        t = self.rounds.clamp(min=1).to(torch.float64)[:, None]
+        w = self.weight.clamp(min=1e-300)[:, None]
         every = torch.arange(self.x.shape[0], device=self.x.device)
-        values = torch.where(self.rounds[:, None] > 0, self.sum / t, self.exact_part(every))
-        return values, self.variance.sqrt() / t, self.model_rows, self.rounds
+        values = torch.where(self.rounds[:, None] > 0, self.sum / w, self.exact_part(every))
+        return values, self.variance.sqrt() / w, self.model_rows, self.rounds
+
+    def curve(self) -> tuple[Tensor, Tensor]:
+        """Per round: the summed variance of the rows' round estimates (averaged over players) and how many rows
+        ran it."""
+        if not self.curve_sum:
+            empty = torch.zeros(0, dtype=torch.float64, device=self.x.device)
+            return empty, empty
+        return torch.cat(self.curve_sum), torch.cat(self.curve_count)

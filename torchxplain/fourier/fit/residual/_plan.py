@@ -28,8 +28,8 @@ SAFETY = 0.5
 """The tolerance of a target R² is set for an error variance of this fraction of what the target allows."""
 PILOT_ROWS = 32
 """Rows of the pilot correction (from the fit's pool)."""
-PILOT_ROUNDS = 16
-"""Rounds of the pilot correction."""
+PILOT_ROUNDS = 64
+"""Rounds of the pilot correction (its per-round variances become the round weights of every row)."""
 FIT_SAMPLES = 16_384
 """Paired samples of the additive surrogate's fit (two model rows each)."""
 
@@ -53,6 +53,18 @@ class PlanReport:
         """Model rows per explained row the correction is expected to spend to reach ``tolerance`` (RMS)."""
         tol = self.tolerance if tolerance is None else tolerance
         return math.inf if not tol else self.rows_per_unit / tol**2
+
+
+def weights_of(variance: Tensor) -> tuple[float, ...]:
+    """Round weights from a pilot's per-round variances: their running minimum (the control variates only get
+    better), smoothed over neighbouring rounds, inverted and scaled to start at one."""
+    if variance.numel() == 0 or not bool((variance > 0).any()):
+        return ()
+    v = variance.clamp_min(float(variance[variance > 0].min()))
+    v = torch.cummin(v, 0).values
+    kernel = torch.ones(1, 1, 5, dtype=v.dtype, device=v.device) / 5
+    smooth = torch.nn.functional.conv1d(torch.nn.functional.pad(v[None, None], (2, 2), mode="replicate"), kernel)[0, 0]
+    return tuple((smooth[0] / smooth).tolist())
 
 
 class CorrectedPlan:
@@ -120,6 +132,7 @@ class CorrectedPlan:
             additive=additive,
             options=replace(base, budget=pilot_budget, seed=seed + 1),
         )
+        weights = weights_of(pilot.round_variance)
         values, se2 = pilot.values, pilot.standard_errors.square()
         scale = max(float(values.var()) - float(se2.mean()), float(additive.scale), 1e-300)
         spent = pilot.model_rows.to(torch.float64).clamp(min=1.0)
@@ -135,6 +148,7 @@ class CorrectedPlan:
             criterion="rms",
             exact_pair_rows=exact_pair_rows,
             exact_row_rows=int(min(predicted, base.budget)),
+            round_weights=weights,
         )
         n_queries = additive.n_queries + int(pilot.model_rows.sum()) + pilot_rows.shape[0] + background.shape[0]
         report = PlanReport(additive.r2_odd, scale, rows_per_unit, tolerance, target_r2, exact_pair_rows, n_queries)
