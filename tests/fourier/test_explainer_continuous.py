@@ -54,7 +54,7 @@ def mixed():
     with warnings.catch_warnings():
         warnings.simplefilter("error", tx.fourier.FitQualityWarning)
         explainer = tx.FourierShap(
-            piecewise_model, frame.iloc[:25], data=frame.iloc[25:], groups="auto", show_progress=False
+            piecewise_model, frame.iloc[:25], data=frame.iloc[25:], groups="auto", method="fit", show_progress=False
         )
     return frame, explainer
 
@@ -204,7 +204,7 @@ def test_binary_rows_keep_the_binary_routes():
         ({"data": np.ones((4, 3)) * 0.5}, r"data has 3 features"),
         ({"relaxed": True}, r"relaxed=True .* not 0/1"),
         ({"k": 10}, r"k caps the Walsh terms .* leave k=None"),
-        ({"method": "hybrid"}, r"method='hybrid' fits binary inputs.*method='auto'"),
+        ({"method": "tabulate"}, r"method='tabulate' queries every combination.*not 0/1.*method='auto'"),
         ({"groups": "blocks"}, r"groups must be an integer id per feature, 'auto' or None"),
         ({"time_budget": 5.0}, r"budget counts queries"),
         ({"max_thresholds": 0}, r"max_thresholds must be"),

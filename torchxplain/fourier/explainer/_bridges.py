@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core.inputs import to_tensor
-from torchxplain.fourier.values.interactions._weights import INDICES
+from torchxplain.fourier.values import INDICES
 
 
 def _optional(module: str) -> ModuleType:

@@ -85,3 +85,38 @@ def model_output(
                 raise TypeError(f"the model must return a torch.Tensor, got {type(out).__name__}")
             parts.append((out[:, target or 0] if out.ndim == 2 else out).to(device=x.device, dtype=torch.float64))
     return torch.cat(parts) if parts else x.new_zeros(0, dtype=torch.float64)
+
+
+class _Opaque:
+    """An argument that cannot be compared by value (e.g. a DataFrame): equal to nothing, so never reused."""
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def snapshot(value: Any) -> Any:
+    """A copy of a call's arguments that later calls can be compared with by value (:func:`same_snapshot`):
+    tensors and arrays are copied (an in-place change of the user's tensor must not match), containers
+    recursively, scalars and strings kept, anything else made opaque (never equal)."""
+    if isinstance(value, Tensor):
+        return value.detach().clone()
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, (tuple, list)):
+        return tuple(snapshot(v) for v in value)
+    if value is None or isinstance(value, (bool, int, float, str, torch.dtype)):
+        return value
+    return _Opaque()
+
+
+def same_snapshot(old: Any, new: Any) -> bool:
+    """Whether two :func:`snapshot` values are equal (tensors and arrays by shape, dtype and value)."""
+    if isinstance(old, tuple) and isinstance(new, tuple):
+        return len(old) == len(new) and all(same_snapshot(a, b) for a, b in zip(old, new))
+    if isinstance(old, _Opaque) or isinstance(new, _Opaque):
+        return False
+    if isinstance(old, (Tensor, np.ndarray)) or isinstance(new, (Tensor, np.ndarray)):
+        return _same(old, new) and type(old) is type(new)
+    return type(old) is type(new) and old == new

@@ -18,14 +18,15 @@ from typing import Any, get_args
 import torch
 from torch import Tensor
 
+from torchxplain._core.inputs import player_ids
 from torchxplain._core.saved_fields import SavedFields
-from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder, encoder_from_fields
+from torchxplain.fourier.encoding import BinaryEncoder, InputEncoder, encoder_from_fields
 from torchxplain.fourier.explainer._core import FourierExplainerCore
-from torchxplain.fourier.explainer._outputs import Outputs
-from torchxplain.fourier.fit._api import FitReport
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
-from torchxplain.fourier.trees._pruning import PruningReport
-from torchxplain.fourier.values._cost import Kernel
+from torchxplain.fourier.fit import FitReport
+from torchxplain.fourier.sources import Built, Outputs
+from torchxplain.fourier.spectrum import FourierSpectrum
+from torchxplain.fourier.trees import PruningReport
+from torchxplain.fourier.values import Kernel
 
 
 def explainer_config(explainer: FourierExplainerCore) -> dict[str, Any]:
@@ -86,20 +87,25 @@ def explainer_from_config(
         spectra = [FourierSpectrum.trusted(frequencies, amplitudes)]
     else:  # one spectrum per output, without the frequencies it lacks
         spectra = [FourierSpectrum.trusted(frequencies[a != 0], a[a != 0]) for a in amplitudes.T]
-    explainer = cls._assemble(
-        spectra,
-        encoder,
-        background,
-        bits,
-        names=None if names is None else tuple(names),
+    groups = fields.tensor("groups", ("n_inputs",), "int", minimum=0) if has_groups else None
+    built = Built(
+        encoder=encoder,
+        background=background,
+        codes=bits,
+        spectra=spectra,
+        provider=None,
         outputs=outputs,
-        groups=fields.tensor("groups", ("n_inputs",), "int", minimum=0) if has_groups else None,
+        groups=player_ids(groups, encoder.n_inputs, "groups", background.device),
+        names=None if names is None else tuple(names),
+        report=_report(fields, "fit_report", FitReport),
+        pruning=_pruning(fields),
+    )
+    explainer = cls._assemble(
+        built,
         relaxed=fields.flag("relaxed"),
         max_memory=fields.value("max_memory", optional=True) if fields.memory("max_memory") else None,
         differentiable=fields.flag("differentiable"),
         kernel=fields.choice("kernel", get_args(Kernel)),
-        pruning=_pruning(fields),
-        fit_report=_report(fields, "fit_report", FitReport),
     )
     if forward_func is not None:
         explainer.__dict__["forward_func"] = forward_func

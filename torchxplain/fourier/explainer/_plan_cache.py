@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
-from torchxplain.fourier.values._plan import ValuePlan
+from torchxplain.fourier.values import ValuePlan
 
 
 class PlanCache:

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core.inputs import FeatureNames, check_feature_names, rows, to_tensor
-from torchxplain.fourier.encoding._encoders import InputEncoder
+from torchxplain.fourier.encoding import InputEncoder
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,8 @@ class FitReport:
         params: method parameters (levels and grid, the held-out check, hash sizes, ...).
         stopped: why the fit stopped where it did (target met, query budget, two stages without gain, ...).
         players: what ``groups="auto"`` found (``None`` when the players were given).
+        route: the router's candidates, each ``{"method", "exact", "seconds", "model_rows", "note"}`` with its
+            predicted seconds (empty when the method was requested).
     """
 
     method: str
@@ -86,6 +88,7 @@ class FitReport:
     model_cpu_time_s: float | None = None
     stopped: str | None = None
     players: str | None = None
+    route: tuple[dict[str, Any], ...] = ()
 
     @property
     def headline(self) -> tuple[str, float | None]:
@@ -117,7 +120,7 @@ class FitReport:
     def __str__(self) -> str:
         if self.method == "enumerate":
             lines = [f"FourierShap: method='enumerate' ({self.reason})", f"  players: {self.players or self.n_players}"]
-            return "\n".join(lines)
+            return "\n".join(lines + self._route_lines())
 
         def r2(value: float | None) -> str:
             return "not computed" if value is None else f"{value:.6f}"
@@ -160,7 +163,18 @@ class FitReport:
         for stage in self.stages:
             lines.append("  stage: " + ", ".join(f"{key}={_fmt(value)}" for key, value in stage.items()))
         lines.append("  parameters: " + ", ".join(f"{key}={value}" for key, value in self.params.items()))
-        return "\n".join(lines)
+        return "\n".join(lines + self._route_lines())
+
+    def _route_lines(self) -> list[str]:
+        """The router's candidates with their predicted seconds."""
+        lines = []
+        for c in self.route:
+            if c.get("seconds") is None:
+                lines.append(f"  candidate {c['method']}: out ({c['note']})")
+            else:
+                rows = "" if c.get("model_rows") is None else f", {c['model_rows']:,} model rows"
+                lines.append(f"  candidate {c['method']}: {c['seconds']:.3g} s predicted ({c['note']}{rows})")
+        return lines
 
 
 def enumeration_report(n_features: int, n_players: int, players: str | None, reason: str) -> FitReport:

@@ -20,8 +20,8 @@ from torchxplain.fourier.fit._keys import TermKeys
 from torchxplain.fourier.fit._levels import PlayerLevels
 from torchxplain.fourier.fit._oracle import Oracle
 from torchxplain.fourier.fit.hybrid._regression import TermFit
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
-from torchxplain.fourier.values._grid import mixed_radix_digits
+from torchxplain.fourier.spectrum import FourierSpectrum
+from torchxplain.fourier.values import mixed_radix_digits
 
 RELATIVE_ZERO = 1e-12
 """Coefficients below this fraction of the largest are the rounding of exact cancellations (dropped)."""

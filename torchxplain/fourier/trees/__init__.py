@@ -4,5 +4,14 @@
 binary features (``_splits``: the inputs themselves, or a :class:`~torchxplain.fourier.TreeEncoding` of thresholds,
 ``_encoding``, for continuous inputs; leaf slots in ``_intervals``), expands every tree exactly (``_expansion``),
 merges duplicate frequencies under the memory budget (``_terms``) and records support families (``_families``).
-``_pruning`` prunes an exact spectrum where SHAP evaluates it; ``_source`` is a tree model as an explainer's source.
+``_pruning`` prunes an exact spectrum where SHAP evaluates it.
+
+The names imported here are this subpackage's interface to its siblings (they import from here, never from its
+private modules); public names are in :mod:`torchxplain.fourier`.
 """
+
+from torchxplain.fourier.trees._encoding import TreeEncoding, resolve_encoding
+from torchxplain.fourier.trees._extraction import extract, tree_spectrum
+from torchxplain.fourier.trees._pruning import PruningReport, prune, prune_tree_spectrum
+from torchxplain.fourier.trees.adapters._base import TreeEnsemble, fitted_names
+from torchxplain.fourier.trees.adapters._dispatch import SUPPORTED_MODELS, parse_model, parse_model_outputs, supports

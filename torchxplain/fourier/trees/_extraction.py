@@ -22,8 +22,8 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import check_float_dtype, chunk_bounds, parse_memory, rows_per_chunk, settings
-from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.encoding import ThresholdEncoding
+from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.trees._encoding import TreeEncoding, resolve_encoding
 from torchxplain.fourier.trees._expansion import Expansion
 from torchxplain.fourier.trees._families import assign_families
@@ -32,8 +32,7 @@ from torchxplain.fourier.trees._splits import binary_split_features, check_ensem
 from torchxplain.fourier.trees._terms import TermBuffer
 from torchxplain.fourier.trees.adapters._base import TreeEnsemble
 from torchxplain.fourier.trees.adapters._dispatch import parse_model
-from torchxplain.fourier.values._families import MAX_FAMILY_SIZE, SupportFamilies, from_cover, support_families
-from torchxplain.fourier.values._keys import KeyLayout
+from torchxplain.fourier.values import MAX_FAMILY_SIZE, KeyLayout, SupportFamilies, from_cover, support_families
 
 DEFAULT_MAX_TERMS = 50_000_000
 EncodingArg = ThresholdEncoding | Literal["auto", "binary", "thresholds"] | None

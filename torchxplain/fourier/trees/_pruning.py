@@ -25,7 +25,7 @@ from torch import Tensor
 
 from torchxplain._core import chunk_bounds, parse_memory
 from torchxplain._core.inputs import player_ids, rows
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 
 _REPORT_HYBRIDS = 512  # hybrid rows of the report's R² (standard error about 1e-3 at R² = 0.99)
 

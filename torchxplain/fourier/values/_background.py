@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import parse_memory
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 
 
 class BackgroundTerm:

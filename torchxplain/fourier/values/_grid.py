@@ -24,8 +24,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, rows_per_chunk
-from torchxplain.fourier.spectrum._bitrows import WORD_BITS, pack_rows, unique_rows
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import WORD_BITS, FourierSpectrum, pack_rows, unique_rows
 from torchxplain.fourier.values._weights import TableKind
 
 GRID_MAX_PLAYERS = 14

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from torch import Tensor
 
 from torchxplain._core import parse_memory
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.values._background import BackgroundTerm
 from torchxplain.fourier.values._cost import (
     MAX_SUPPORT,

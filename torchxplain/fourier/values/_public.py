@@ -16,7 +16,7 @@ from torch import Tensor
 from torchxplain._core import check_same_device, settings
 from torchxplain._core.inputs import dense_players, player_ids, rows
 from torchxplain._core.settings import dtype_policy
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.values._background import BackgroundTerm
 from torchxplain.fourier.values._cost import Kernel, check_kernel
 from torchxplain.fourier.values._plan import ValuePlan

@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import make_generator, settings
-from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
+from torchxplain.fourier.encoding import ThresholdEncoding
 from torchxplain.fourier.fit._one_hot import FoundPlayers
 from torchxplain.fourier.fit._options import FitOptions, validation_seed
 from torchxplain.fourier.fit._oracle import Oracle, model_placement
@@ -35,8 +35,8 @@ from torchxplain.fourier.fit.continuous._levels import RawPlayers
 from torchxplain.fourier.fit.hybrid._checks import MAX_ROWS, MIN_ROWS, HeldOut, cheapest_exact
 from torchxplain.fourier.fit.hybrid._ladder import Target
 from torchxplain.fourier.fit.hybrid._sampler import HybridSampler
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
-from torchxplain.fourier.values._plan import ValuePlan
+from torchxplain.fourier.spectrum import FourierSpectrum
+from torchxplain.fourier.values import ValuePlan
 
 MAX_DEGREE = 3
 """Default most players per fitted block (the ladder's triples)."""
@@ -59,7 +59,7 @@ def fit_continuous(
     target_r2: float | None,
     options: FitOptions,
     found: FoundPlayers | None,
-    why: str,
+    reason: str,
 ) -> tuple[ThresholdEncoding, FourierSpectrum, FitReport]:
     """Fit a spectrum on the threshold codes of continuous (or mixed) rows (module docstring).
 
@@ -72,7 +72,7 @@ def fit_continuous(
         seed: the fit's seed (the check's is derived from it); target: output column of a multi-output model.
         target_r2: the estimated SHAP R² the ladder is held to (``None``: the whole ladder, no warning).
         options: batch size, device, dtype, validation budget; found: what ``groups="auto"`` found.
-        why: what made the inputs continuous (for the report's reason).
+        reason: why this route was taken (the router's words, for the report).
 
     Returns:
         ``(encoding, spectrum on its codes, report)``.
@@ -125,12 +125,7 @@ def fit_continuous(
         per_column = torch.bincount(encoding.feature, minlength=encoding.n_features)
         report = FitReport(
             method="continuous",
-            reason=(
-                f"auto: {why}, so each column is encoded by thresholds at the midpoints of its values in data and "
-                f"background (at most {max_thresholds} per column), one player per column or one-hot block, and "
-                "fitted by blocks (main effects at every threshold, screened interactions on coarse bins) on the "
-                "model's values at raw hybrids"
-            ),
+            reason=reason,
             n_features=encoding.n_binary,
             k=None,
             n_terms=len(result.spectrum),

@@ -27,7 +27,7 @@ from torchxplain.fourier.fit.continuous._screen import gains, pairs, select, tri
 from torchxplain.fourier.fit.continuous._solve import block_lstsq, predict
 from torchxplain.fourier.fit.hybrid._ladder import Target
 from torchxplain.fourier.fit.hybrid._sampler import HybridSampler
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from torchxplain.fourier.fit.hybrid._checks import HeldOut
 from torchxplain.fourier.fit.hybrid._regression import TermFit, select_terms
 from torchxplain.fourier.fit.hybrid._sampler import HybridSampler
 from torchxplain.fourier.fit.hybrid._terms import PointDesign, TermPool, count_subsets
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
-from torchxplain.fourier.values._plan import ValuePlan
+from torchxplain.fourier.spectrum import FourierSpectrum
+from torchxplain.fourier.values import ValuePlan
 
 FIRST_SAMPLES = 16384
 """Hybrid samples of the first stage; each stage doubles them."""

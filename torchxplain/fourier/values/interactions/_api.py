@@ -7,7 +7,7 @@ from torch import Tensor
 
 from torchxplain._core import parse_memory, settings
 from torchxplain._core.settings import MIN_MEMORY
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.values._cost import Kernel
 from torchxplain.fourier.values._public import _plan
 from torchxplain.fourier.values.interactions._weights import INDICES, Index

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, parse_memory, progress
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.values._gemm import _group_layout
 from torchxplain.fourier.values.interactions._kernel import (
     _distinct_mask,
