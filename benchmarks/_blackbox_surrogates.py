@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 import torchxplain as tx
-from torchxplain.fourier.fit.residual import AdditiveModel, CorrectionOptions, correct, fit_additive
+from torchxplain.fourier.fit import AdditiveModel, CorrectionOptions, correct, fit_additive
 from torchxplain.fourier.fit.residual._additive import ColumnBasis
 
 SAMPLES = 16_384
@@ -69,11 +69,11 @@ def hybrid_samples(pool: Tensor, background: Tensor, players: Tensor, count: int
 def plain_additive(f: Callable[[Tensor], Tensor], pool: Tensor, background: Tensor, players: Tensor) -> AdditiveModel:
     """The additive basis fitted by least squares on ``2 · SAMPLES`` hybrid values (with an intercept)."""
     m = int(players.max()) + 1
-    basis = ColumnBasis.of(torch.cat((pool, background)), players)
+    basis = ColumnBasis.of(torch.cat((pool, background)))
     z = hybrid_samples(pool, background, players, 2 * SAMPLES, 0)
     design = torch.cat((basis(z), torch.ones(z.shape[0], 1, dtype=torch.float64)), 1)
     coefficients = torch.linalg.lstsq(design, f(z).double()[:, None], driver="gelsd").solution[:-1, 0]
-    return AdditiveModel(basis, coefficients, m, float("nan"), 0.0, 2 * SAMPLES)
+    return AdditiveModel(basis, coefficients, players, m, float("nan"), 0.0, 2 * SAMPLES)
 
 
 def candidates(case: object, binary: bool) -> dict[str, Callable[[], tuple[AdditiveModel | None, Known | None]]]:

@@ -126,7 +126,7 @@ def converged_correction(
     """Two independent runs of the library's unbiased correction (no surrogate; tested against brute force in
     ``tests/fourier/test_residual.py``) at a budget raised until the two halves agree to R² >= ``agree`` (or the
     budget reaches ``cap`` model rows per row); returns their mean and the check as text."""
-    from torchxplain.fourier.fit.residual import CorrectionOptions, correct
+    from torchxplain.fourier.fit import CorrectionOptions, correct
 
     m, checks = int(groups.max()) + 1, []
     while True:

@@ -56,7 +56,7 @@ import _blackbox_surrogates as surrogates  # noqa: E402
 import _blackbox_truth as truth  # noqa: E402
 from _blackbox_peers import PEERS, run_peer  # noqa: E402
 
-from torchxplain.fourier.fit.residual import CorrectedPlan, correct  # noqa: E402
+from torchxplain.fourier.fit import CorrectedPlan, correct  # noqa: E402
 
 BUDGETS = (8, 32, 128)
 SURROGATE_CASES = ("diabetes", "friedman1", "tanh40", "breast_cancer", "sgemm", "gb1_mlp")

@@ -7,23 +7,5 @@ Monte Carlo correction of what it misses, with a standard error on every value.
 * ``_estimate`` — the rounds over all rows: control variates refined per pair, tolerance, budget, standard errors;
 * ``_plan`` — the value provider: fit, pilot, tolerance from a target R², values with standard errors.
 
-What siblings use is exported here (one place).
+What siblings use is exported by :mod:`torchxplain.fourier.fit` (one place).
 """
-
-from torchxplain.fourier.fit.residual._additive import AdditiveModel, fit_additive
-from torchxplain.fourier.fit.residual._design import SIZE_LAWS, SizeLaw
-from torchxplain.fourier.fit.residual._estimate import CorrectionOptions, Estimate, Surrogate, correct
-from torchxplain.fourier.fit.residual._plan import CorrectedPlan, PlanReport
-
-__all__ = [
-    "SIZE_LAWS",
-    "AdditiveModel",
-    "CorrectedPlan",
-    "CorrectionOptions",
-    "Estimate",
-    "PlanReport",
-    "SizeLaw",
-    "Surrogate",
-    "correct",
-    "fit_additive",
-]

@@ -17,12 +17,12 @@ game, which Shapley values never see, is not fitted, and the line between the en
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, rows_per_chunk
+from torchxplain._core import chunk_bounds, rows_per_chunk, settings
 from torchxplain.fourier.fit._enumerate import differing_players
 from torchxplain.fourier.fit.residual._design import draw, size_table
 from torchxplain.fourier.fit.residual._hashing import combine, row_keys
@@ -41,27 +41,27 @@ indicators sum to one, so the differences ``B(x) - B(b)`` have a null direction 
 @dataclass(frozen=True)
 class ColumnBasis:
     """The basis of every column: ``levels`` ``(n_l, L)`` values of the level columns ``level_columns`` (padded
-    with NaN), ``knots`` ``(n_k, K)`` of the continuous columns ``knot_columns``; ``owner`` ``(n_basis,)`` the
-    player of each basis function (level columns first, then knot columns)."""
+    with NaN), ``knots`` ``(n_k, K)`` of the continuous columns ``knot_columns``; ``column`` ``(n_basis,)`` the
+    column of each basis function (level columns first, then knot columns)."""
 
     level_columns: Tensor
     levels: Tensor
     knot_columns: Tensor
     knots: Tensor
-    owner: Tensor
+    column: Tensor
 
     @staticmethod
-    def of(table: Tensor, players: Tensor) -> ColumnBasis:
+    def of(table: Tensor) -> ColumnBasis:
         """The basis of the columns of ``table`` ``(N, n)`` (pool and background rows)."""
         device, values = table.device, table.to(torch.float64)
         level_cols, level_sets, knot_cols = [], [], []
-        for column in range(values.shape[1]):  # once per column at construction: distinct values differ in count
-            distinct = torch.unique(values[:, column])
+        for j in range(values.shape[1]):  # once per column at construction: distinct values differ in count
+            distinct = torch.unique(values[:, j])
             if distinct.numel() <= MAX_LEVELS:
-                level_cols.append(column)
+                level_cols.append(j)
                 level_sets.append(distinct)
             else:
-                knot_cols.append(column)
+                knot_cols.append(j)
         width = max((v.numel() for v in level_sets), default=0)
         levels = torch.full((len(level_sets), width), float("nan"), dtype=torch.float64, device=device)
         for row, distinct in enumerate(level_sets):
@@ -71,17 +71,14 @@ class ColumnBasis:
         knots = torch.quantile(values[:, knot_index], grid, dim=0).T.contiguous() if knot_cols else grid[:0, None]
         level_index = torch.tensor(level_cols, dtype=torch.long, device=device)
         valid = ~torch.isnan(levels)
-        owner = torch.cat(
-            (
-                players[level_index][:, None].expand(-1, width)[valid],
-                players[knot_index].repeat_interleave(knots.shape[1]),
-            )
+        column = torch.cat(
+            (level_index[:, None].expand(-1, width)[valid], knot_index.repeat_interleave(knots.shape[1]))
         )
-        return ColumnBasis(level_index, levels, knot_index, knots, owner)
+        return ColumnBasis(level_index, levels, knot_index, knots, column)
 
     @property
     def size(self) -> int:
-        return int(self.owner.numel())
+        return int(self.column.numel())
 
     def __call__(self, z: Tensor) -> Tensor:
         """``(N, n_basis)`` float64 basis functions at rows ``z`` ``(N, n)``."""
@@ -103,23 +100,30 @@ class ColumnBasis:
 
 @dataclass(frozen=True)
 class AdditiveModel:
-    """A fitted additive surrogate: ``basis``, ``coefficients`` ``(n_basis,)``, ``m`` players, and what the fit
-    measured: ``r2_odd`` (R² of the fitted odd parts on the fit's own samples), ``scale`` (the variance of its
-    Shapley values over the pool's rows and the players: the values' scale), ``n_queries`` (model rows spent)."""
+    """A fitted additive surrogate: ``basis``, ``coefficients`` ``(n_basis,)``, the ``players`` ``(n,)`` of the
+    columns and their number ``m``, and what the fit measured: ``r2_odd`` (R² of the fitted odd parts on the fit's
+    own samples), ``scale`` (the variance of its Shapley values over the pool's rows and the players: the values'
+    scale), ``n_queries`` (model rows spent)."""
 
     basis: ColumnBasis
     coefficients: Tensor
+    players: Tensor
     m: int
     r2_odd: float
     scale: float
     n_queries: int
 
+    def regrouped(self, players: Tensor, m: int) -> AdditiveModel:
+        """The same function with other players (a sum over columns is additive over any grouping of them)."""
+        return replace(self, players=players, m=m)
+
     def contributions(self, z: Tensor) -> Tensor:
         """``(N, m)`` float64 ``g_j(z_j)`` per player at rows ``z`` ``(N, n)``."""
+        owner = self.players[self.basis.column]
         out = torch.zeros(z.shape[0], self.m, dtype=torch.float64, device=z.device)
         for a, c in chunk_bounds(z.shape[0], rows_per_chunk(8 * max(self.basis.size, 1) * 2, z.shape[0])):
             out[a:c] = torch.zeros(c - a, self.m, dtype=torch.float64, device=z.device).index_add_(
-                1, self.basis.owner, self.basis(z[a:c]) * self.coefficients
+                1, owner, self.basis(z[a:c]) * self.coefficients
             )
         return out
 
@@ -149,8 +153,21 @@ def fit_additive(
         samples: paired coalitions to draw (``COALITIONS`` per pair of rows).
         seed: seeds the pairs and coalitions.
     """
+    with settings.using(show_progress=False):  # a handful of small batches of queries: no bar per batch
+        return _fit(query, pool, background, players, m, samples, seed)
+
+
+def _fit(
+    query: Callable[[Tensor], Tensor],
+    pool: Tensor,
+    background: Tensor,
+    players: Tensor,
+    m: int,
+    samples: int,
+    seed: int,
+) -> AdditiveModel:
     device = pool.device
-    basis = ColumnBasis.of(torch.cat((pool, background)), players)
+    basis = ColumnBasis.of(torch.cat((pool, background)))
     n_pairs = max(1, samples // COALITIONS)
     keys = row_keys(torch.arange(n_pairs, device=device, dtype=torch.float64)[:, None], seed)
     pick_x = combine(keys, 11) % pool.shape[0]
@@ -172,12 +189,12 @@ def fit_additive(
         odd = (values[: live.numel()] - values[live.numel() :]) / 2
         y = odd - sample.line[live, 0] * (fx[x_slot[live]] - fb[pick_b[live]])
         w = sample.features[live, 0]  # (L, m)
-        rows_.append(w[:, basis.owner] * delta[live])
+        rows_.append(w[:, players[basis.column]] * delta[live])
         targets.append(y)
     n_queries = 2 * sum(int(t.numel()) for t in targets) + int(used_x.numel()) + background.shape[0]
     if not rows_:
         coefficients = torch.zeros(basis.size, dtype=torch.float64, device=device)
-        return AdditiveModel(basis, coefficients, m, 1.0, 0.0, n_queries)
+        return AdditiveModel(basis, coefficients, players, m, 1.0, 0.0, n_queries)
     design, y = torch.cat(rows_), torch.cat(targets)
     values, vectors = torch.linalg.eigh(design.T @ design)
     keep = values > RCOND * float(values.max().clamp_min(1e-300))
@@ -186,6 +203,6 @@ def fit_additive(
     resid = y - design @ coefficients
     total = float(((y - y.mean()) ** 2).sum())
     r2_odd = 1.0 - float((resid**2).sum()) / total if total > 0 else 1.0
-    model = AdditiveModel(basis, coefficients, m, r2_odd, 0.0, n_queries)
+    model = AdditiveModel(basis, coefficients, players, m, r2_odd, 0.0, n_queries)
     phi = model.shapley(pool[: min(pool.shape[0], 512)], background)
-    return AdditiveModel(basis, coefficients, m, r2_odd, float(phi.var()) if phi.numel() > 1 else 0.0, n_queries)
+    return replace(model, scale=float(phi.var()) if phi.numel() > 1 else 0.0)

@@ -32,7 +32,7 @@ from typing import Literal, Protocol
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, rows_per_chunk
+from torchxplain._core import chunk_bounds, rows_per_chunk, settings
 from torchxplain.fourier.fit._enumerate import PairGames, differing_players
 from torchxplain.fourier.fit.residual._additive import AdditiveModel
 from torchxplain.fourier.fit.residual._design import SizeLaw, draw, hybrids, size_table
@@ -157,6 +157,20 @@ def correct(
         surrogate: a non-additive surrogate subtracted first (``None``: none).
         options: tolerance, budget and design (:class:`CorrectionOptions`).
     """
+    with settings.using(show_progress=False):  # many small batches of queries: no bar per batch
+        return _correct(query, x, background, players, m, additive, surrogate, options)
+
+
+def _correct(
+    query: Callable[[Tensor], Tensor],
+    x: Tensor,
+    background: Tensor,
+    players: Tensor,
+    m: int,
+    additive: AdditiveModel | None,
+    surrogate: Surrogate | None,
+    options: CorrectionOptions,
+) -> Estimate:
     device = x.device
     game = query if surrogate is None else _Residual(query, surrogate)
     table = size_table(m, options.sizes, device)
@@ -236,10 +250,10 @@ class _Rows:
         self.curve_count: list[Tensor] = []
         self.model_rows = torch.zeros(q_rows, dtype=torch.long, device=device)
         self.rounds = torch.zeros(q_rows, dtype=torch.long, device=device)
-        games = 2 ** self.d.clamp(max=62) * (self.d >= 2)  # model rows to enumerate each pair
-        whole = games.sum(1) <= min(options.exact_row_rows, options.budget)  # rows cheaper to enumerate outright
-        cheap = (self.d >= 2) & (games - 2 <= options.exact_pair_rows)
-        paid = (games * cheap).sum(1) <= options.budget  # a row enumerates its cheap pairs within its budget
+        cost = 2 ** self.d.clamp(max=62) * (self.d >= 2)  # model rows to enumerate each pair
+        whole = cost.sum(1) <= min(options.exact_row_rows, options.budget)  # rows cheaper to enumerate outright
+        cheap = (self.d >= 2) & (cost - 2 <= options.exact_pair_rows)
+        paid = (cost * cheap).sum(1) <= options.budget  # a row enumerates its cheap pairs within its budget
         self.enumerated = (cheap & paid[:, None]) | ((self.d >= 2) & whole[:, None])
         self.sampled = (self.d >= 2) & ~self.enumerated
         self.pair_values = torch.zeros(q_rows, d_rows, m, dtype=torch.float64, device=device)

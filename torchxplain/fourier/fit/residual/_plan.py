@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -162,13 +161,17 @@ class CorrectedPlan:
         return self.last
 
     def shapley(self, x: Tensor, relaxed: bool = False) -> Tensor:
-        """``(Q, m)`` Shapley values of rows ``x`` in their dtype (``relaxed`` inputs are refused upstream)."""
-        return self.explain(x).values.to(x.dtype if x.is_floating_point() else torch.float64)
+        """``(Q, m)`` Shapley values of rows ``x`` (``relaxed`` inputs are refused upstream)."""
+        return self.estimate(x, "shapley")[0]
 
-    def shapley_with_errors(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """``(values, standard errors)``, each ``(Q, m)`` float64."""
+    def estimate(self, x: Tensor, kind: str) -> tuple[Tensor, Tensor]:
+        """``(values, standard errors)``, each ``(Q, m)`` in the rows' float dtype (float64 for codes that are
+        not floats); ``kind`` must be ``"shapley"``."""
+        if kind != "shapley":
+            raise ValueError(_NOT_HERE.format(what="Banzhaf values" if kind == "banzhaf" else f"{kind} values"))
         estimate = self.explain(x)
-        return estimate.values, estimate.standard_errors
+        dtype = x.dtype if x.is_floating_point() else torch.float64
+        return estimate.values.to(dtype), estimate.standard_errors.to(dtype)
 
     def banzhaf(self, x: Tensor) -> Tensor:
         """Not estimated by the correction."""
@@ -178,12 +181,15 @@ class CorrectedPlan:
         """Not estimated by the correction."""
         raise ValueError(_NOT_HERE.format(what="interaction values"))
 
-    def describe(self) -> dict[str, Any]:
-        """The plan's numbers for a report."""
-        return {} if self.report is None else dict(self.report.__dict__)
+    def against(self, background: Tensor, players: Tensor, m: int) -> CorrectedPlan:
+        """The same correction (surrogate, tolerance, design) against another background or other players."""
+        if background is self.background and players is self.players:
+            return self
+        additive = None if self.additive is None else self.additive.regrouped(players, m)
+        return CorrectedPlan(self.query, background, players, m, additive, self.options, self.report)
 
 
 _NOT_HERE = (
-    "{what} of a black box are not estimated by the Monte Carlo correction (it estimates Shapley values with "
-    "standard errors); fit a spectrum (tolerance=None) or enumerate (method='enumerate') for them"
+    "{what} of a black box are not estimated by the Monte Carlo correction (method='correct' estimates Shapley "
+    "values with standard errors); enumerate (method='enumerate') or fit a spectrum (method='fit') for them"
 )
