@@ -1,14 +1,18 @@
-"""Black-box SHAP peers for the benchmark: shap's KernelExplainer and PermutationExplainer, shapiq's approximators.
+"""Black-box SHAP peers for the benchmarks: shap's KernelExplainer and PermutationExplainer, shapiq 1.8's
+approximators, each at a given budget.
 
-All explain the same interventional game as FourierSHAP: players are the given groups of binary features (one
-per feature for singletons), absent players take the background row's values, averaged over the background.
+All explain the same interventional game as ours: players are the given groups of features (one per feature for
+singletons), absent players take the background row's values, averaged over the whole background.
 
 * shap works on feature matrices, so grouped players are *coded*: each player's observed patterns become level
   codes, the background and the rows are coded, and the model is wrapped to decode codes back to bits. shap then
-  explains ``m`` coded features interventionally, which is the grouped game exactly.
+  explains ``m`` coded features interventionally, which is the grouped game exactly. ``max_evals`` (Permutation)
+  and ``nsamples`` (Kernel) count evaluations of the masked model, each one model row per background row.
 * shapiq's approximators take a game on coalitions: ``v(S) = mean_b f(where(S, x, b))``; ``budget`` counts
   coalitions (each costs one model row per background row). shapiq has no default budget: KernelExplainer's
-  default ``2m + 2048`` coalitions is used, capped at ``2^m`` (then the approximators are exact).
+  default ``2m + 2048`` coalitions is used when none is given, capped at ``2^m`` (then they are exact).
+* :data:`PEERS` are the issue-30 peers, called with a budget; :func:`run_peer` times one on some rows in CPU
+  seconds and counts the model rows it asked for.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ standard errors, the model rows spent and the rounds. Banzhaf values and interac
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -23,11 +24,11 @@ from torch import Tensor
 from torchxplain.fourier.fit.residual._additive import AdditiveModel, fit_additive
 from torchxplain.fourier.fit.residual._estimate import CorrectionOptions, Estimate, correct
 
-SAFETY = 0.5
+SAFETY = 0.6
 """The tolerance of a target R² is set for an error variance of this fraction of what the target allows."""
 PILOT_ROWS = 32
 """Rows of the pilot correction (from the fit's pool)."""
-PILOT_ROUNDS = 64
+PILOT_ROUNDS = 48
 """Rounds of the pilot correction (its per-round variances become the round weights of every row)."""
 FIT_SAMPLES = 16_384
 """Paired samples of the additive surrogate's fit (two model rows each)."""
@@ -154,10 +155,24 @@ class CorrectedPlan:
         return cls(query, background, players, m, additive, options, report)
 
     def explain(self, x: Tensor) -> Estimate:
-        """Values, standard errors, model rows and rounds of rows ``x`` ``(Q, n)``."""
+        """Values, standard errors, model rows and rounds of rows ``x`` ``(Q, n)``; a :class:`UserWarning` names
+        the rows that spent their budget before their standard errors met the tolerance."""
         self.last = correct(
             self.query, x, self.background, self.players, self.m, additive=self.additive, options=self.options
         )
+        tolerance = self.options.tolerance
+        if tolerance is not None and x.shape[0]:
+            rms = self.last.standard_errors.square().mean(1).sqrt()
+            short = (rms > tolerance * (1 + 1e-9)).nonzero()[:, 0]
+            if short.numel():
+                warnings.warn(
+                    f"{short.numel()} of {x.shape[0]} rows (first: row {int(short[0])}) spent their budget of "
+                    f"{self.options.budget:,} model rows before their standard errors met the tolerance "
+                    f"{tolerance:.3g} (largest RMS standard error {float(rms.max()):.3g}); their standard errors "
+                    "say how far they are: raise budget= for tighter values",
+                    UserWarning,
+                    stacklevel=2,
+                )
         return self.last
 
     def shapley(self, x: Tensor, relaxed: bool = False) -> Tensor:
