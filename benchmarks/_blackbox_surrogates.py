@@ -13,8 +13,10 @@ are compared by what they leave to the correction and what they cost:
 Candidates: none; the additive surrogate fitted on odd parts of pair games (the library's); the same basis fitted
 by least squares on hybrid values (the plain fit); today's continuous fit (``FourierShap(model, background,
 data=pool, n_queries=16384)``, stage one of its ladder) or today's binary hybrid fit (``n_queries=16384``); a
-scikit-learn ``HistGradientBoostingRegressor`` fitted on 60,000 hybrid values, its exact values from our tree
-machinery (``FourierShap.from_trees``), its value at hybrids from ``predict`` (numpy at the edge).
+scikit-learn ``HistGradientBoostingRegressor`` fitted on 60,000 hybrid values (200 trees of 31 leaves; 100 trees of
+15 leaves on 32 bins beyond 20 players, where the larger one's exact values took 21 GB on the tree path), its exact
+values from our tree machinery (``FourierShap.from_trees``), its value at hybrids from ``predict`` (numpy at the
+edge).
 """
 
 from __future__ import annotations
@@ -93,7 +95,14 @@ def candidates(case: object, binary: bool) -> dict[str, Callable[[], tuple[Addit
         from sklearn.ensemble import HistGradientBoostingRegressor
 
         z = hybrid_samples(pool, background, players, HYBRIDS, 1)
-        proxy = HistGradientBoostingRegressor(max_iter=200, max_leaf_nodes=31, early_stopping=False, random_state=0)
+        wide = m > 20  # the tree path's values of 200 trees x 31 leaves over 40 continuous columns took 21 GB
+        proxy = HistGradientBoostingRegressor(
+            max_iter=100 if wide else 200,
+            max_leaf_nodes=15 if wide else 31,
+            max_bins=32 if wide else 255,
+            early_stopping=False,
+            random_state=0,
+        )
         proxy.fit(z.numpy(), f(z).numpy())
         explainer = tx.FourierShap.from_trees(proxy, background.numpy())
 

@@ -38,6 +38,16 @@ RCOND = 1e-10
 indicators sum to one, so the differences ``B(x) - B(b)`` have a null direction per column)."""
 
 
+def quiet(query: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+    """``query`` without progress bars (the fit and the correction query many small batches)."""
+
+    def call(z: Tensor) -> Tensor:
+        with settings.using(show_progress=False):
+            return query(z)
+
+    return call
+
+
 @dataclass(frozen=True)
 class ColumnBasis:
     """The basis of every column: ``levels`` ``(n_l, L)`` values of the level columns ``level_columns`` (padded
@@ -153,20 +163,8 @@ def fit_additive(
         samples: paired coalitions to draw (``COALITIONS`` per pair of rows).
         seed: seeds the pairs and coalitions.
     """
-    with settings.using(show_progress=False):  # a handful of small batches of queries: no bar per batch
-        return _fit(query, pool, background, players, m, samples, seed)
-
-
-def _fit(
-    query: Callable[[Tensor], Tensor],
-    pool: Tensor,
-    background: Tensor,
-    players: Tensor,
-    m: int,
-    samples: int,
-    seed: int,
-) -> AdditiveModel:
     device = pool.device
+    query = quiet(query)  # a handful of small batches of queries: no progress bar per batch
     basis = ColumnBasis.of(torch.cat((pool, background)))
     n_pairs = max(1, samples // COALITIONS)
     keys = row_keys(torch.arange(n_pairs, device=device, dtype=torch.float64)[:, None], seed)

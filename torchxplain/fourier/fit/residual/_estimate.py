@@ -32,9 +32,9 @@ from typing import Literal, Protocol
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, rows_per_chunk, settings
+from torchxplain._core import chunk_bounds, rows_per_chunk
 from torchxplain.fourier.fit._enumerate import PairGames, differing_players
-from torchxplain.fourier.fit.residual._additive import AdditiveModel
+from torchxplain.fourier.fit.residual._additive import AdditiveModel, quiet
 from torchxplain.fourier.fit.residual._design import SizeLaw, draw, hybrids, size_table
 from torchxplain.fourier.fit.residual._hashing import combine, row_keys
 
@@ -157,22 +157,8 @@ def correct(
         surrogate: a non-additive surrogate subtracted first (``None``: none).
         options: tolerance, budget and design (:class:`CorrectionOptions`).
     """
-    with settings.using(show_progress=False):  # many small batches of queries: no bar per batch
-        return _correct(query, x, background, players, m, additive, surrogate, options)
-
-
-def _correct(
-    query: Callable[[Tensor], Tensor],
-    x: Tensor,
-    background: Tensor,
-    players: Tensor,
-    m: int,
-    additive: AdditiveModel | None,
-    surrogate: Surrogate | None,
-    options: CorrectionOptions,
-) -> Estimate:
     device = x.device
-    game = query if surrogate is None else _Residual(query, surrogate)
+    game = quiet(query if surrogate is None else _Residual(query, surrogate))  # many small batches: no bars
     table = size_table(m, options.sizes, device)
     f_background = game(background)
     contributions_b = additive.contributions(background) if additive is not None else None
