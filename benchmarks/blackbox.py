@@ -306,8 +306,8 @@ def main() -> None:
     parser.add_argument("--cache", default=str(Path.home() / ".cache" / "torchxplain-bench"), help="trained models")
     args = parser.parse_args()
     quick = args.quick
-    args.exact_rows, args.truth_rows, args.peer_rows, args.time_rows = (20, 6, 3, 100) if quick else (100, 20, 10, 1000)
-    args.cap_s = 20.0 if quick else 60.0
+    args.exact_rows, args.truth_rows, args.peer_rows, args.time_rows = (20, 6, 3, 100) if quick else (100, 20, 5, 1000)
+    args.cap_s = 20.0 if quick else 30.0
     names = (
         args.cases.split(",")
         if args.cases

@@ -106,24 +106,25 @@ def _mlp(p: int) -> nn.Module:
 
 def test_the_route_is_priced_in_seconds_not_queries():
     """Ten continuous features, 40 background rows, 50 known rows: enumeration needs ~2 M model rows, the
-    correction under 1 M, yet a small MLP answers 2 M rows in about the correction's own algebra: enumeration wins
-    (exact, within twice the correction's price). A model that costs a millisecond per row makes those rows the
-    price: the correction wins."""
+    correction (its rows priced by its pilot) a quarter of that; the route is the one with the lower price in
+    seconds (an exact one within twice the correction's), whatever the rows say. A slow model (here 30 µs
+    per row) makes those rows the price: the correction wins; a knob only the fit takes makes it the fit."""
     x = torch.randn(90, 10, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     fast = route(_problem(_mlp(10), x[:40], x[40:]), "auto", {})
     enumerate_, correct = (next(c for c in fast.candidates if c.method == m) for m in ("enumerate", "correct"))
-    assert enumerate_.model_rows > 2 * correct.model_rows and enumerate_.seconds < 2 * correct.seconds
-    assert isinstance(fast.source, tx.fourier.Enumerate) and "predicted" in fast.reason
+    assert enumerate_.model_rows > 2 * correct.model_rows and "predicted" in fast.reason
+    exact_wins = enumerate_.seconds <= 2 * correct.seconds
+    assert isinstance(fast.source, tx.fourier.Enumerate if exact_wins else tx.fourier.Correct)
     assert "fit" not in {c.method for c in fast.candidates}  # a fit only where the knobs rule the correction out
 
     def slow(z: torch.Tensor) -> torch.Tensor:
-        time.sleep(2e-4 * z.shape[0])
+        time.sleep(3e-5 * z.shape[0])
         return z.sum(1)
 
-    priced = route(_problem(slow, x[:40], x[40:]), "auto", {})
-    assert isinstance(priced.source, tx.fourier.Correct) and priced.seconds_per_row > 1e-4 and priced.slowdown > 0
+    priced = route(_problem(slow, x[:10], x[40:]), "auto", {})  # 10 background rows: a short pilot
+    assert isinstance(priced.source, tx.fourier.Correct) and priced.seconds_per_row > 2e-5 and priced.slowdown > 0
     assert "cheaper than every exact route" in priced.reason
-    fitted = route(_problem(slow, x[:40], x[40:]), "auto", {"n_queries": 4096})  # a knob of the fit only
+    fitted = route(_problem(slow, x[:10], x[40:]), "auto", {"n_queries": 4096})  # a knob of the fit only
     assert isinstance(fitted.source, tx.fourier.Fit)
 
 

@@ -116,30 +116,41 @@ class Correct(BlackBoxSource):
         check_int(self.fit_samples, "fit_samples", minimum=1)
         check_queries(self.batch_size, self.dtype)
 
+    def plan(self, problem: Problem) -> tuple[CorrectedPlan, Oracle]:
+        """The correction for ``problem`` and the oracle it queries: the surrogate fitted on ``problem``'s data
+        (else its background) and the pilot run, once per problem (the router's price and the build share it)."""
+
+        def make() -> tuple[CorrectedPlan, Oracle]:
+            dtype = problem.dtype if self.dtype is None else self.dtype
+            oracle = Oracle(problem.model, problem.n_features, problem.device, dtype, self.batch_size, problem.target)
+            oracle.phase = "values"
+            binary = not problem.continuous
+            codes = problem.background.bool() if binary else problem.background
+            pool = problem.background if problem.data is None else problem.data
+            plan = CorrectedPlan.build(
+                oracle,
+                codes,
+                pool.bool() if binary else pool,
+                problem.players.index,
+                problem.players.m,
+                target_r2=self.target_r2,
+                tolerance=self.tolerance,
+                budget=self.budget,
+                fit_samples=self.fit_samples,
+                seed=problem.seed,
+            )
+            return plan, oracle
+
+        return problem.kept(self, make)
+
     def build(self, problem: Problem, reason: str) -> Built:
-        """Fit the surrogate on ``problem``'s data (else its background), run the pilot, hold the correction."""
+        """Hold the correction (:meth:`plan`) for ``problem``."""
         p = problem.n_features
-        dtype = problem.dtype if self.dtype is None else self.dtype
-        oracle = Oracle(problem.model, p, problem.device, dtype, self.batch_size, problem.target)
-        oracle.phase = "values"
         binary = not problem.continuous
         encoder: BinaryEncoder = BinaryEncoder(p) if binary else RawEncoder(p)
         codes = problem.background.bool() if binary else problem.background
-        pool = problem.background if problem.data is None else problem.data
-        pool = pool.bool() if binary else pool
         players = problem.players
-        plan = CorrectedPlan.build(
-            oracle,
-            codes,
-            pool,
-            players.index,
-            players.m,
-            target_r2=self.target_r2,
-            tolerance=self.tolerance,
-            budget=self.budget,
-            fit_samples=self.fit_samples,
-            seed=problem.seed,
-        )
+        plan, oracle = self.plan(problem)
         assert plan.report is not None
         measured = plan.report
         report = FitReport(

@@ -182,13 +182,15 @@ def _priced(problem: Problem, sources: list[BlackBoxSource]) -> Route:
     seconds_per_row, slowdown = probe(problem) if len(sources) > 1 else (0.0, 1.0)
     prices = Prices(seconds_per_row, slowdown)
     candidates: list[tuple[BlackBoxSource, Candidate]] = []
-    for source in sources:
+    ordered = sorted(sources, key=lambda s: isinstance(s, Correct))  # exact routes first: they bound the correction
+    for source in ordered:
         if isinstance(source, Tabulate):
             candidates.append((source, _tabulate(problem, source, prices)))
         elif isinstance(source, Enumerate):
             candidates.append((source, _enumerate(problem, prices)))
         elif isinstance(source, Correct):
-            candidates.append((source, _correct(problem, source, prices)))
+            priced = [c.seconds for _, c in candidates if c.exact and c.seconds is not None]
+            candidates.append((source, _correct(problem, source, prices, min(priced, default=None))))
         else:
             assert isinstance(source, Fit)
             candidates.append((source, _fit(problem, source, prices)))
@@ -320,26 +322,28 @@ def _enumerate(problem: Problem, prices: Prices) -> Candidate:
     return Candidate("enumerate", True, seconds, rows, f"2^d per (row, background row) pair for {counted}")
 
 
-def _correct(problem: Problem, source: Correct, prices: Prices) -> Candidate:
+def _correct(problem: Problem, source: Correct, prices: Prices, exact: float | None) -> Candidate:
     """The correction: its build (the surrogate's fit and the pilot) and, per explained row, the smaller of the
-    row's enumeration and :data:`CORRECT_COALITIONS` coalitions per player and background row."""
+    row's enumeration and the model rows its pilot predicts for the tolerance. When some exact route costs more than
+    the build alone, the build is made here (its pilot prices the rows; the source reuses it); else the rows are
+    priced at :data:`CORRECT_COALITIONS` coalitions per player and background row (the exact route wins anyway)."""
     players, d_rows = problem.players, problem.background.shape[0]
     x, scale = _rows_to_price(problem)
     background = problem.background if problem.continuous else problem.background.bool()
     sizes = pair_sizes(x if problem.continuous else x.bool(), background, players.index, players.m)
     enumeration = (2.0 ** sizes.clamp(max=62).to(torch.float64)).sum(1)
-    sampled = float(CORRECT_COALITIONS * players.m * d_rows)
-    per_row = enumeration.clamp(max=min(sampled, float(source.budget)))
     build = 2 * source.fit_samples + PILOT_ROWS * PILOT_ROUNDS * 2 * d_rows
-    rows = int(float(per_row.sum()) * scale) + build
     own = (CORRECT_PER_ROW[0] + CORRECT_PER_ROW[1] * players.m) * prices.slowdown
-    seconds = rows * (prices.per_row + own)
-    note = (
-        f"a surrogate and a correction to target_r2={source.target_r2}"
-        if source.tolerance is None
-        else (f"a surrogate and a correction to tolerance {source.tolerance:g}")
-    )
-    return Candidate("correct", False, seconds, rows, f"{note}, with standard errors")
+    per_row = prices.per_row + own
+    sampled, how = float(CORRECT_COALITIONS * players.m * d_rows), "typical"
+    if exact is None or exact > build * per_row:
+        plan, _ = source.plan(problem)
+        assert plan.report is not None
+        sampled, how = plan.report.predicted_rows(), "its pilot's"
+    rows = int(float(enumeration.clamp(max=min(sampled, float(source.budget))).sum()) * scale) + build
+    target = f"target_r2={source.target_r2}" if source.tolerance is None else f"tolerance {source.tolerance:g}"
+    note = f"a surrogate and a correction to {target} at {how} rows per row, with standard errors"
+    return Candidate("correct", False, rows * per_row, rows, note)
 
 
 def _rows_to_price(problem: Problem) -> tuple[Tensor, float]:
