@@ -19,7 +19,7 @@ import torchxplain as tx
 from tests.fourier.brute_force import model_shapley
 from torchxplain._core import settings
 from torchxplain.fourier.fit import CorrectionOptions, correct, fit_additive
-from torchxplain.fourier.fit.residual._design import SIZE_LAWS, coalition_terms, size_table
+from torchxplain.fourier.fit.residual._design import SIZE_LAWS, size_table, slot_terms
 
 
 @pytest.fixture(autouse=True)
@@ -68,7 +68,9 @@ def test_design_weights_give_shapley_values_and_control_variates_in_expectation(
     inside = torch.tensor([[(m >> j) & 1 for j in range(d)] for m in masks], dtype=torch.bool)
     size = inside.sum(1)
     dd = torch.full_like(size, d)
-    weights, features, line = coalition_terms(inside, torch.ones_like(inside), size, dd, table)
+    positive, negative, ratio, line = slot_terms(size, dd, torch.ones_like(size, dtype=torch.bool), table)
+    weights = torch.where(inside, positive[:, None], negative[:, None])  # a_i(S)
+    features = inside.double() - ratio[:, None]  # w_j = [j ∈ S] - s/d
     prob = table[d, size] / torch.tensor([comb(d, int(s)) for s in size], dtype=torch.float64)
     odd = torch.tensor([(v[m] - v[(2**d - 1) ^ m]) / 2 for m in masks], dtype=torch.float64)
     expected = (prob[:, None] * weights * odd[:, None]).sum(0) + (v[-1] - v[0]) / d

@@ -186,7 +186,7 @@ def fit_additive(
         values = query(torch.cat((torch.where(take, x[live], b[live]), torch.where(take, b[live], x[live]))))
         odd = (values[: live.numel()] - values[live.numel() :]) / 2
         y = odd - sample.line[live, 0] * (fx[x_slot[live]] - fb[pick_b[live]])
-        w = sample.features[live, 0]  # (L, m)
+        w = sample.inside[live, 0].to(torch.float64) - sample.ratio[live, 0, None] * sample.on[live, 0]  # (L, m)
         rows_.append(w[:, players[basis.column]] * delta[live])
         targets.append(y)
     n_queries = 2 * sum(int(t.numel()) for t in targets) + int(used_x.numel()) + background.shape[0]

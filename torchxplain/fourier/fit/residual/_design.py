@@ -82,47 +82,49 @@ def _probabilities(u: Tensor, law: SizeLaw) -> Tensor:
 class Draw:
     """One round of samples for ``Q`` rows and ``R`` slots.
 
+    A slot's weights are ``a_i(S) = on_i (negative + inside_i (positive - negative))`` and its control variates'
+    features ``w_j = inside_j - ratio · on_j``: both are kept as these per-slot scalars and the two indicator
+    tensors, never as ``(Q, R, m)`` floats.
+
     Attributes:
         background: ``(Q, R)`` int64 background row of each slot.
         live: ``(Q, R)`` bool: the slot is queried (its pair is sampled and its coalition is neither empty nor all
             of the pair's differing players: those are the known endpoints).
-        inside: ``(Q, R, m)`` bool: the coalition ``S`` (a subset of the pair's differing players).
+        on: ``(Q, R, m)`` bool: the pair's differing players, on live slots only.
+        inside: ``(Q, R, m)`` bool: the coalition ``S`` (a subset of ``on``).
         size: ``(Q, R)`` int64 ``s``; players: ``(Q, R)`` int64 ``d``.
-        weights: ``(Q, R, m)`` float64 ``a_i(S)`` (zero off the differing players and on dead slots).
-        features: ``(Q, R, m)`` float64 ``w_j = [j ∈ S] - s/d`` on the differing players, else zero.
+        positive, negative: ``(Q, R)`` float64 ``1 / (s q_d(s))`` and ``-1 / ((d - s) q_d(s))``.
+        ratio: ``(Q, R)`` float64 ``s / d``.
         line: ``(Q, R)`` float64 ``(2s - d) / (2d)``: the odd part of the straight line per unit of ``f(x) - f(b)``.
+        (All zero on dead slots.)
     """
 
     background: Tensor
     live: Tensor
+    on: Tensor
     inside: Tensor
     size: Tensor
     players: Tensor
-    weights: Tensor
-    features: Tensor
+    positive: Tensor
+    negative: Tensor
+    ratio: Tensor
     line: Tensor
 
 
-def coalition_terms(
-    inside: Tensor, delta: Tensor, size: Tensor, d: Tensor, table: Tensor
-) -> tuple[Tensor, Tensor, Tensor]:
-    """The weights ``a_i(S)`` ``(..., m)``, the control variates' features ``w_j = [j ∈ S] - s/d`` ``(..., m)`` and
-    the line's factor ``(2s - d) / (2d)`` ``(...)`` of coalitions ``inside`` of sizes ``size`` among the players
-    ``delta`` (``d`` of them; all zero where ``delta`` is empty).
+def slot_terms(size: Tensor, d: Tensor, live: Tensor, table: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Per slot ``(positive, negative, ratio, line)`` (:class:`Draw`) of coalitions of sizes ``size`` among ``d``
+    players, zero where ``live`` is false.
 
     Args:
-        inside, delta: ``(..., m)`` bool; size, d: ``(...)`` int64; table: :func:`size_table`.
+        size, d: ``(...)`` int64; live: ``(...)`` bool; table: :func:`size_table`.
     """
     q_s = table[d, size]
     dd = d.to(torch.float64).clamp_min(1.0)
     ss = size.to(torch.float64)
-    on = delta.to(torch.float64)
-    positive = 1.0 / (ss * q_s).clamp_min(1e-300)
-    negative = -1.0 / ((dd - ss) * q_s).clamp_min(1e-300)
-    weights = (negative[..., None] + inside * (positive - negative)[..., None]) * on
-    features = (inside.to(torch.float64) - (ss / dd)[..., None]) * on
-    line = torch.where(delta.any(-1), (2.0 * ss - dd) / (2.0 * dd), 0.0)
-    return weights, features, line
+    on = live.to(torch.float64)
+    positive = on / (ss * q_s).clamp_min(1e-300)
+    negative = -on / ((dd - ss) * q_s).clamp_min(1e-300)
+    return positive, negative, on * ss / dd, on * (2.0 * ss - dd) / (2.0 * dd)
 
 
 def _scramble(h: Tensor) -> Tensor:
@@ -172,9 +174,10 @@ def draw(
     inside = (uniform(player_keys) < p[..., None]) & delta & live[..., None]
     size = inside.sum(2)
     live = live & (size >= 1) & (size <= d - 1)
+    on = delta & live[..., None]
     inside = inside & live[..., None]
-    weights, features, line = coalition_terms(inside, delta & live[..., None], size, d, table)
-    return Draw(background, live, inside, size, d, weights, features, line)
+    positive, negative, ratio, line = slot_terms(size, d, live, table)
+    return Draw(background, live, on, inside, size, d, positive, negative, ratio, line)
 
 
 def hybrids(x: Tensor, background: Tensor, sample: Draw, players: Tensor, rows: Tensor) -> tuple[Tensor, Tensor]:

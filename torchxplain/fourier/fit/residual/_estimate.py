@@ -312,10 +312,16 @@ class _Rows:
         y = odd.reshape(-1, slots) - sample.line * delta_f
         index = sample.background[:, :, None].expand(-1, -1, self.m)
         beta = torch.gather(self.beta[rows], 1, index)  # (A k, R, m)
-        resid = y - (sample.features * beta).sum(2)
-        terms = sample.weights * resid[..., None]  # (A k, R, m)
-        mean = terms.mean(1)
-        spread = (terms.square().sum(1) - slots * mean.square()) / (slots * (slots - 1)) if slots > 1 else 0 * mean
+        inside, on = sample.inside.to(torch.float64), sample.on.to(torch.float64)
+        resid = y - (inside * beta).sum(2) + sample.ratio * (on * beta).sum(2)  # y - Σ_j w_j β_j
+        # Σ_k a_ik r_k and Σ_k a_ik² r_k² as batched products (a = on·N + inside·(P - N); inside ⊆ on)
+        low = sample.negative * resid
+        high = sample.positive * resid
+        by_on = on.transpose(1, 2) @ torch.stack((low, low.square()), 2)  # (A k, m, 2)
+        by_inside = inside.transpose(1, 2) @ torch.stack((high - low, high.square() - low.square()), 2)
+        mean = (by_on[..., 0] + by_inside[..., 0]) / slots
+        square = by_on[..., 1] + by_inside[..., 1]
+        spread = (square - slots * mean.square()) / (slots * (slots - 1)) if slots > 1 else 0 * mean
         w_t = round_weights(self.options.round_weights, t, k, device)
         weight = (taken.reshape(a_rows, k).to(torch.float64) * w_t).reshape(-1, 1)
         self.sum[ids] += (mean * weight).reshape(a_rows, k, self.m).sum(1)
@@ -328,10 +334,9 @@ class _Rows:
         self.curve_count.append(ran.sum(0))
         self.model_rows[ids] += 2 * sample.live.reshape(a_rows, -1).sum(1)
         if self.regression:  # slot j is background row j: one sample per pair and round, kept for the refit
-            target = (
-                resid + (sample.features * (beta - torch.gather(self.beta0[rows], 1, index))).sum(2)
-            ) * sample.live
-            ratio = (sample.size / sample.players.clamp(min=1)).to(torch.float64) * sample.live
+            gap = beta - torch.gather(self.beta0[rows], 1, index)  # the regression's part of β
+            target = (resid + (inside * gap).sum(2) - sample.ratio * (on * gap).sum(2)) * sample.live
+            ratio = sample.ratio
             self.buffer.append(
                 (
                     ids,
@@ -352,9 +357,12 @@ class _Rows:
         c = torch.cat([part[2][i] for part, i in zip(self.buffer, at)], 2)  # (A, D, n)
         y = torch.cat([part[3][i] for part, i in zip(self.buffer, at)], 2)  # (A, D, n)
         self.buffer = []
+        # one product for Σ I Iᵀ, u = Σ c I and Σ y I (float32: exact counts; the others only steer the control
+        # variates, which any β keeps unbiased)
+        right = torch.cat((inside, c[..., None].to(torch.float32), y[..., None].to(torch.float32)), 3)
+        products = (inside.transpose(2, 3) @ right).to(torch.float64)  # (A, D, m, m + 2)
+        counts, u, iy = products[..., : self.m], products[..., self.m], products[..., self.m + 1]
         on = self.differ[ids].to(torch.float64)
-        counts = (inside.transpose(2, 3) @ inside).to(torch.float64)
-        u = (inside.transpose(2, 3).to(torch.float64) @ c[..., None])[..., 0]
         cross = u[..., :, None] * on[..., None, :]
         self.gram[ids] += (
             counts
@@ -362,7 +370,6 @@ class _Rows:
             - cross.transpose(2, 3)
             + c.square().sum(2)[..., None, None] * (on[..., :, None] * on[..., None, :])
         )
-        iy = (inside.transpose(2, 3).to(torch.float64) @ y[..., None])[..., 0]
         self.moment[ids] += iy - (c * y).sum(2)[..., None] * on
         gram, moment = self.gram[ids], self.moment[ids]
         eye = torch.eye(self.m, dtype=torch.float64, device=self.x.device)

@@ -30,6 +30,8 @@ PILOT_ROWS = 32
 """Rows of the pilot correction (from the fit's pool)."""
 PILOT_ROUNDS = 48
 """Rounds of the pilot correction (its per-round variances become the round weights of every row)."""
+MAX_WEIGHT = 10.0
+"""The largest round weight, the first round's being one (:func:`weights_of`)."""
 FIT_SAMPLES = 16_384
 """Paired samples of the additive surrogate's fit (two model rows each)."""
 
@@ -57,14 +59,17 @@ class PlanReport:
 
 def weights_of(variance: Tensor) -> tuple[float, ...]:
     """Round weights from a pilot's per-round variances: their running minimum (the control variates only get
-    better), smoothed over neighbouring rounds, inverted and scaled to start at one."""
+    better), smoothed over neighbouring rounds, inverted, scaled to start at one and capped at
+    :data:`MAX_WEIGHT` (a row's standard errors are estimated from its own rounds: weights that put nearly all the
+    mass on a few rounds leave too few to estimate them; a tiny binary game whose pair games the control variates
+    fit exactly reached 1 : 7,400 and intervals half as wide as the truth)."""
     if variance.numel() == 0 or not bool((variance > 0).any()):
         return ()
     v = variance.clamp_min(float(variance[variance > 0].min()))
     v = torch.cummin(v, 0).values
     kernel = torch.ones(1, 1, 5, dtype=v.dtype, device=v.device) / 5
     smooth = torch.nn.functional.conv1d(torch.nn.functional.pad(v[None, None], (2, 2), mode="replicate"), kernel)[0, 0]
-    return tuple((smooth[0] / smooth).tolist())
+    return tuple((smooth[0] / smooth).clamp(max=MAX_WEIGHT).tolist())
 
 
 class CorrectedPlan:
@@ -140,7 +145,8 @@ class CorrectedPlan:
         if tolerance is None and target_r2 is not None:
             tolerance = math.sqrt((1.0 - target_r2) * SAFETY * scale)
         per_pair = rows_per_unit / max(tolerance or 0.0, 1e-300) ** 2 / background.shape[0]
-        exact_pair_rows = int(min(per_pair, 2**16)) if tolerance else 0
+        # a sampled pair costs at least two rows a round for min_rounds rounds: below that, enumerating is cheaper
+        exact_pair_rows = int(min(max(per_pair, 2 * base.min_rounds), 2**16)) if tolerance else 0
         predicted = rows_per_unit / max(tolerance or 0.0, 1e-300) ** 2 if tolerance else float(base.budget)
         options = replace(
             base,
