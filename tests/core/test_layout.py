@@ -1,4 +1,4 @@
-"""The package's layout rules (issue 21): one concept per module, ``_core`` at the bottom, no import cycles,
+"""The package's layout rules: one concept per module, ``_core`` at the bottom, no import cycles,
 internals underscored, and every public object at one public path.
 
 The import graph is read from the source with :mod:`ast` (every ``import``/``from ... import`` of a

@@ -1,4 +1,4 @@
-"""``FourierShap(model, background, data=)`` on continuous and mixed rows (issue 23).
+"""``FourierShap(model, background, data=)`` on continuous and mixed rows.
 
 References, independent of the library's value code: ``brute_force.model_shapley`` (numpy: every coalition of the
 players, the model evaluated at the raw hybrids ``where(S, x, b)``, averaged over the background, and the Shapley
@@ -150,7 +150,7 @@ def test_the_reports_estimate_is_calibrated_against_the_exact_shap_r2():
     model = _MLP()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tx.fourier.FitQualityWarning)
-        explainer = tx.FourierShap(model, bg, data=data, show_progress=False)
+        explainer = tx.FourierShap(model, bg, data=data, method="fit", show_progress=False)
     report = explainer.fit_report
 
     def numpy_model(z):

@@ -23,3 +23,10 @@ def test_fourier_files_of_round_3_load_with_the_same_values(name):
     expected = torch.load(FIXTURES / f"{name}.expected.pt", weights_only=True)
     torch.testing.assert_close(explainer.attribute(expected["x"]), expected["values"], rtol=0, atol=1e-12)
     assert explainer.fit_report is None or explainer.fit_report.route == ()  # saved before the router's records
+
+
+@pytest.mark.parametrize("name", ["fourier_tabulated", "fourier_hybrid", "fourier_continuous"])
+def test_black_boxes_of_round_3_load_without_a_domain_or_a_checksum(name):
+    """Saved before the fit's domain and the file checksum: loaded with the field checks alone, no range warning."""
+    explainer = tx.FourierShap.load(FIXTURES / f"{name}.pt")
+    assert explainer.encoder.domain is None

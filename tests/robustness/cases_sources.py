@@ -98,3 +98,16 @@ exempt(
     F + "Candidate",
     F + "Route",
 )
+
+
+@result_case(F + "FourierExplanation", "the result of a grouped call: views agree with brute force and each other")
+def _():
+    background, x = bits(10, 3), bits(4, 4)
+    groups = torch.tensor([0, 0, 1, 2])
+    explainer = tx.FourierShap(model, background, groups=groups, method="enumerate")
+    explanation = explainer.explain(x, player_names=["ab", "c", "d"])
+    want = interventional_shap(model, x, background)  # per feature
+    # features 0 and 1 never interact (the model is x0 - 2 x1 x2 + x3/2), so the group {0, 1} gets their sum
+    torch.testing.assert_close(explanation.values[:, 0], want[:, 0] + want[:, 1], rtol=0, atol=1e-12)
+    torch.testing.assert_close(explanation.per_feature(), explanation.attribution(), rtol=0, atol=0)
+    assert explanation.player_names == ("ab", "c", "d") and explanation.to_frame().shape == (4, 4)

@@ -11,6 +11,7 @@ import pytest
 import torchxplain
 from tests.robustness import (  # noqa: F401  (they register their cases)
     cases_blackbox,
+    cases_continuous,
     cases_core,
     cases_fourier,
     cases_goals,

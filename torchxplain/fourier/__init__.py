@@ -27,6 +27,7 @@ from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder, 
 from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
 from torchxplain.fourier.explainer._bridges import to_shap_explanation, to_shapiq_values
 from torchxplain.fourier.explainer._player_values import PlayerValues
+from torchxplain.fourier.explainer._result import FourierExplanation
 from torchxplain.fourier.fit._options import FitOptions
 from torchxplain.fourier.fit._report import FitQualityWarning, FitReport
 from torchxplain.fourier.sources._correct import Correct
@@ -64,6 +65,7 @@ __all__ = [
     "FitOptions",
     "FitQualityWarning",
     "FitReport",
+    "FourierExplanation",
     "InputEncoder",
     "KnownSpectrum",
     "PlayerValues",

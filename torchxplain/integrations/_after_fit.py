@@ -33,6 +33,15 @@ class AfterFitResult:
         explainer: the fitted explainer (``None`` for IDX, which has no explainer object).
         attributions: ``(Q, n)`` local attributions of ``X_test`` (FourierSHAP values or GOALS local scores);
             for IDX, the list of :class:`~torchxplain.idx.Explanation` objects.
+
+    Example:
+        >>> import torchxplain as tx
+        >>> from torchxplain import idx
+        >>> result = tx.explain_after_fit(idx.datasets.play_outside(), None, {"w": "l", "t": "l", "p": "l"})
+        >>> result.method, result.explainer, result.reason
+        ('idx', None, 'a Bayesian network classifier: influence-driven explanations')
+        >>> result.attributions[0].assignment["o"]  # one idx.Explanation per input
+        '-'
     """
 
     method: str
@@ -67,7 +76,7 @@ def explain_after_fit(
         model: the fitted model.
         X_train: ``(N, n)`` training inputs; a seeded sample of ``n_background`` rows is the background (not used
             by GOALS, which reads the model's own training inputs, nor by IDX).
-        X_test: ``(Q, n)`` rows to explain (for IDX: any input form :func:`torchxplain.idx._explain` takes). When
+        X_test: ``(Q, n)`` rows to explain (for IDX: any input form :func:`torchxplain.idx.explain` takes). When
             both are DataFrames their columns must agree (same names, same order); GOALS takes them as its
             ``feature_names``.
         method: ``"auto"`` or one of ``"trees"``, ``"fourier"``, ``"goals"``, ``"idx"``; or a black-box source
@@ -77,6 +86,16 @@ def explain_after_fit(
         n_background: background size for the SHAP methods.
         seed: seed of the background sample and of the spectrum fit.
         **options: passed to the chosen explainer (e.g. ``k`` for FourierSHAP, ``xi`` for GOALS, ``kit`` for IDX).
+
+    Example:
+        >>> import numpy as np
+        >>> import torchxplain as tx
+        >>> from sklearn.tree import DecisionTreeRegressor
+        >>> X = np.array([[0.0, 1.0], [1.0, 3.0], [2.0, 0.0], [3.0, 2.0]])
+        >>> tree = DecisionTreeRegressor(max_depth=2, random_state=0).fit(X, [1.0, 2.0, 4.0, 8.0])
+        >>> result = tx.explain_after_fit(tree, X, X[:1])
+        >>> result.method, result.attributions  # exact interventional TreeSHAP values against X
+        ('trees', tensor([[-2.2500,  0.0000]], dtype=torch.float64))
     """
     source = method if isinstance(method, Source) else None
     if source is None and method not in METHODS:
@@ -90,8 +109,8 @@ def explain_after_fit(
         return AfterFitResult("idx", reason, None, idx_explain(model, X_test, **options))
     converted_test, converted_train = to_tensor(X_test, "X_test", ndim=2), to_tensor(X_train, "X_train", ndim=2)
     test, train = converted_test.tensor, converted_train.tensor
-    check_finite(check_matrix(test, "X_test"), "X_test")
-    check_finite(check_matrix(train, "X_train", test.shape[1]), "X_train")
+    check_finite(check_matrix(train, "X_train"), "X_train")
+    check_finite(check_matrix(test, "X_test", train.shape[1]), "X_test")  # the model was fitted on X_train's width
     check_feature_names(converted_train.feature_names, converted_test.feature_names, "X_test")
     if source is not None:
         chosen, reason, forward = "fourier", "requested", _black_box(model, type(model).__name__)

@@ -11,7 +11,7 @@ box, spectrum, trees) and persistence.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import torch
@@ -29,6 +29,7 @@ from torchxplain._core.inputs import (
 )
 from torchxplain.fourier.encoding import BinaryEncoder, InputEncoder
 from torchxplain.fourier.explainer._bridges import to_shapiq_values
+from torchxplain.fourier.explainer._domain import warn_outside_domain
 from torchxplain.fourier.explainer._forward_args import as_args, model_output, same_args, same_snapshot, snapshot
 from torchxplain.fourier.explainer._plan_cache import PlanCache
 from torchxplain.fourier.explainer._player_values import PlayerValues
@@ -175,7 +176,7 @@ class FourierExplainerCore(ExplainerBase):
     # --- what it explains --------------------------------------------------------------------------------
     @property
     def spectrum(self) -> FourierSpectrum:
-        """The explained spectrum (on the encoder's binary features); one per output: :meth:`output_spectrum`."""
+        """The explained spectrum, on the encoder's binary features (:meth:`output_spectrum` gives each output's)."""
         self._refuse("spectrum")
         return self.surrogate.spectrum
 
@@ -192,7 +193,7 @@ class FourierExplainerCore(ExplainerBase):
 
     @property
     def n_features(self) -> int:
-        """Number of input features (raw columns: original features of a tree model, or binary inputs)."""
+        """The number of input features (raw columns), e.g. a tree model's original features or the binary inputs."""
         return self.encoder.n_inputs
 
     @property
@@ -204,6 +205,7 @@ class FourierExplainerCore(ExplainerBase):
         """The explained function on raw inputs ``(B, n_features)`` -> ``(B,)``, or ``(B, C)`` for ``C`` outputs
         (the model itself for an exact spectrum). No autograd graph unless the explainer is ``differentiable``."""
         x, _ = self._inputs((self._convert(inputs),))
+        warn_outside_domain(self, x)
         bits = self.encoder.encode(x, self.dtype)
         if self.provider is not None:
             return self._provided(bits)
@@ -267,11 +269,12 @@ class FourierExplainerCore(ExplainerBase):
         if kind not in ("shapley", "banzhaf"):
             raise ValueError(f"kind must be 'shapley' or 'banzhaf', got {kind!r:.40}")
         amplitudes = self.surrogate.amplitudes
-        arguments = (inputs_t, is_tuple, baselines, target, feature_mask, background, internal_batch_size, player_names)
-        key = snapshot((*arguments, kind)) + (amplitudes.data_ptr(), amplitudes._version)
+        arguments = (inputs_t, baselines, target, feature_mask, background, internal_batch_size, player_names, kind)
+        key = snapshot(arguments) + (amplitudes.data_ptr(), amplitudes._version)
         last = self.__dict__.get("_last")
         if last is not None and not self.differentiable and same_snapshot(last[0], key):
-            return cast(FourierExplanation, last[1])
+            cached = cast(FourierExplanation, last[1])  # the same call: only Captum's tuple-ness may differ
+            return cached if cached._is_tuple == is_tuple else replace(cached, _is_tuple=is_tuple)
         result = self._compute(kind, inputs_t, feature_mask, baselines, background, target, internal_batch_size)
         players = result.players
         several = len(result.columns) > 1 and result.pick is None
@@ -585,6 +588,7 @@ class FourierExplainerCore(ExplainerBase):
                 )
             players = self._players(mask, shapes)
             ref = reference(baselines, background, inputs, self.encoder, self.feature_names, self.dtype)
+            warn_outside_domain(self, x, ref.raw)  # rows the fit never saw: a FitQualityWarning with the effect
             if ref.paired:
                 self._refuse("paired")
             bits = self.encoder.encode(x, self.dtype)

@@ -31,7 +31,7 @@ from torch import Tensor
 from torchxplain._core import settings
 from torchxplain._core.validation import check_int
 from torchxplain.fourier.explainer._core import FourierExplainerCore
-from torchxplain.fourier.explainer._forward_args import as_args, bind
+from torchxplain.fourier.explainer._forward_args import as_args, bind, refuse_per_row
 from torchxplain.fourier.explainer._persistence import explainer_config, explainer_from_config
 from torchxplain.fourier.fit import FitOptions
 from torchxplain.fourier.sources import (
@@ -88,7 +88,7 @@ class FourierShap(FourierExplainerCore):
     What each input is explained against: ``background=`` (any method) is a set of rows every input is explained
     against (default: the constructor's background); Captum's ``baselines=`` give one reference per input row — a
     scalar, a ``(1, n)`` row for all, or an ``(N, n)`` tensor whose row ``i`` is input ``i``'s reference — and any
-    other row count is refused (see :mod:`~torchxplain.fourier.explainer._references`). ``player_values`` gives one
+    other row count is refused. ``player_values`` gives one
     value per player with the players' names.
 
     Args:
@@ -134,9 +134,21 @@ class FourierShap(FourierExplainerCore):
             refused, not moved). It must exist on this machine.
 
     Attributes:
-        spectrum: the explained spectrum; ``encoder``: the input encoding; ``fit_report``: the black-box fit's
-        report (``None`` otherwise); ``pruning``: a :class:`PruningReport` when a tree spectrum was pruned;
-        ``feature_names``: the background DataFrame's columns, if any.
+        encoder: the input encoding (an :class:`~torchxplain.fourier.InputEncoder`).
+        fit_report: the black-box fit's :class:`~torchxplain.fourier.FitReport` (``None`` otherwise).
+        pruning: a :class:`~torchxplain.fourier.PruningReport` when a tree spectrum was pruned, else ``None``.
+        feature_names: the background DataFrame's columns, if any.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> def model(x):  # a black box on 3 binary features
+        ...     return 2 * x[:, 0] + x[:, 0] * x[:, 1]
+        >>> explainer = tx.FourierShap(model, background=torch.zeros(1, 3))
+        >>> explainer.fit_report.method  # 2^3 combinations: tabulated, so exact
+        'tabulate'
+        >>> explainer.attribute(torch.tensor([[1.0, 1.0, 0.0]]))  # sums to model(x) - model(background) = 3
+        tensor([[2.5000, 0.5000, 0.0000]])
     """
 
     def __init__(
@@ -224,6 +236,7 @@ class FourierShap(FourierExplainerCore):
         if isinstance(target, Tensor) and target.numel() == 1 and not target.is_floating_point():
             target = int(target)
         args = as_args(additional_forward_args)
+        refuse_per_row(args, {"background": background, "data": data})  # Captum's per-example arguments
         with settings.using(max_memory=max_memory, show_progress=show_progress):
             problem = black_box_problem(
                 bind(forward_func, args),

@@ -4,9 +4,12 @@
 :mod:`torchxplain._core.persistence`'s. A loaded file is checked as strictly as the constructors' arguments, through
 :class:`~torchxplain._core.saved_fields.SavedFields`: every flag a JSON bool, every size bound by the tensors that
 have it (a crafted ``n`` cannot allocate), dense tensors only (a stride-0 background cannot grow at first use),
-finite amplitudes, binary frequencies, the background's width and values as the encoder takes them, and its saved
-encoding recomputed from the background rows — so a damaged or edited file is refused at load with one
-:class:`~torchxplain._core.saved_fields.SavedFieldError`, never at first use and never with a wrong number.
+finite amplitudes, binary frequencies, the background's width and values as the encoder takes them, its saved
+encoding recomputed from the background rows, and every encoder field through one reader
+(:func:`~torchxplain.fourier.encoding._encoders.encoder_from_fields`: splits sorted and distinct, flags those of the
+saved route) — so a damaged or edited file is refused at load with one
+:class:`~torchxplain._core.saved_fields.SavedFieldError`, never at first use and never with a wrong number. An edit
+that leaves each field valid on its own is caught by the file's checksum (:mod:`torchxplain._core.persistence`).
 """
 
 from __future__ import annotations
@@ -77,7 +80,9 @@ def explainer_from_config(
     background = fields.tensor("background", ("B", "n_inputs"), "float", finite=binary, binary=binary)
     fields.require(background.shape[0] >= 1, "background", "has no rows")
     bits = fields.tensor("background_bits", ("B", "n_binary"), "bool")
-    encoder = encoder_from_fields(fields)
+    saved_report = fields.value("fit_report", optional=True)
+    continuous = isinstance(saved_report, dict) and saved_report.get("method") == "continuous"
+    encoder = encoder_from_fields(fields, fitted=continuous)  # its flags must be those of the saved route
     if getattr(encoder, "finite", False):  # a continuous black box takes finite rows only: so does its file
         fields.require(bool(torch.isfinite(background).all()), "background", "holds NaN or infinite values")
     _check_encoding(fields, encoder, background, bits)

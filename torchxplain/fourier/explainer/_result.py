@@ -33,6 +33,17 @@ class FourierExplanation:
         kind: ``"shapley"`` or ``"banzhaf"``.
         route: what produced the values (``"spectrum"``, ``"enumerate"``, ...).
         output_names: the ``C`` outputs' names when several are explained, else ``None``.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> model = lambda x: x[:, 0] * x[:, 1] + x[:, 2]
+        >>> explainer = tx.FourierShap(model, torch.zeros(1, 3), method="enumerate")
+        >>> explanation = explainer.explain(torch.ones(2, 3))
+        >>> explanation.values[0], explanation.base_values, explanation.player_names
+        (tensor([0.5000, 0.5000, 1.0000]), tensor(0.), ('player 0', 'player 1', 'player 2'))
+        >>> explanation.stderr is None  # exact values
+        True
     """
 
     values: Tensor

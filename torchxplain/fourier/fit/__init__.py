@@ -34,9 +34,12 @@ from torchxplain.fourier.fit._report import (
     FitQualityWarning,
     FitReport,
     TargetMetric,
+    domain_note,
     enumeration_report,
+    fitted_range,
     r2_score,
 )
+from torchxplain.fourier.fit._tabulate import check_tabulation, tabulation_bytes
 from torchxplain.fourier.fit.continuous._api import fit_continuous
 from torchxplain.fourier.fit.continuous._ladder import STAGES as CONTINUOUS_STAGES
 from torchxplain.fourier.fit.cube._regression import LS_MAX_COLUMNS

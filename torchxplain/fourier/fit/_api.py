@@ -32,8 +32,15 @@ from torchxplain.fourier.fit._levels import PlayerLevels
 from torchxplain.fourier.fit._one_hot import FoundPlayers, check_one_hot
 from torchxplain.fourier.fit._options import FitOptions, binary_rows, validation_seed
 from torchxplain.fourier.fit._oracle import Oracle, model_placement
-from torchxplain.fourier.fit._report import FitReport, TargetMetric, r2_score, warn_if_below_target
-from torchxplain.fourier.fit._tabulate import grid_index, table_spectrum, tabulate
+from torchxplain.fourier.fit._report import (
+    FitReport,
+    TargetMetric,
+    domain_note,
+    fitted_range,
+    r2_score,
+    warn_if_below_target,
+)
+from torchxplain.fourier.fit._tabulate import check_tabulation, grid_index, table_spectrum, tabulate
 from torchxplain.fourier.fit._walsh import UnitWalsh
 from torchxplain.fourier.fit.cube._regression import uniform_inputs
 from torchxplain.fourier.fit.cube._uniform import fit_uniform
@@ -271,6 +278,14 @@ class _HybridRegime:
         oracle.rows, oracle.seconds, oracle.cpu_seconds = 0, 0.0, 0.0  # the fit's counts start here
         return check
 
+    def _domain(self, method: str) -> str:
+        """:attr:`FitReport.domain`: the check's rows, and the fitted rows' range (the whole cube for a cube fit)."""
+        rows = f"{'held-out ' if self.held_out else ''}rows of {'data' if self.has_data else 'the background'}"
+        within = method in ("tabulate", "hybrid")
+        domain = fitted_range(torch.float64, self.fit_rows, self.check_rows, self.background) if within else None
+        over = "data and background" if self.has_data else "the background (each constant bit also at its other value)"
+        return domain_note(domain, f"hybrids of {self.check_rows.shape[0]} {rows} with the background", "bit", over)
+
     def fit(
         self,
         k: int | None,
@@ -288,6 +303,8 @@ class _HybridRegime:
                 f"method='tabulate' queries all {self.made.describe_grid()} but n_queries={n_queries:,}; raise "
                 "n_queries or use method='auto'"
             )
+        if method == "tabulate":
+            check_tabulation(self.levels)  # its tables must fit max_memory: refused before any query
         budget = self.options.n_validation
         self.check = self._held_out(min(budget, TABULATE_CHECK) if method == "tabulate" else budget)
         self.oracle.phase = "fit"
@@ -368,6 +385,7 @@ class _HybridRegime:
             "players": None if self.found is None else self.found.description,
             "n_players": self.m,
             "scores": scores,
+            "domain": self._domain(method),
         }
         return cut, fields, hint
 

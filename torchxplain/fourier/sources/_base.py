@@ -42,7 +42,7 @@ class Source:
 
     @classmethod
     def from_name(cls, name: str, knobs: dict[str, Any]) -> Source:
-        """The source selected by ``method=name`` with these knobs (checked by :func:`source_from`)."""
+        """The source selected by ``method=name`` with these knobs (already checked against its fields)."""
         return cls(**knobs)
 
     def given(self) -> dict[str, Any]:

@@ -73,6 +73,14 @@ class Enumerate(BlackBoxSource):
     Args:
         batch_size: model rows per call of the model.
         dtype: dtype of the query tensors (default: the model's, else the rows').
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> model = lambda x: x[:, 0] * x[:, 1] + x[:, 2]
+        >>> explainer = tx.FourierShap(model, torch.zeros(1, 3), method=tx.fourier.Enumerate())
+        >>> explainer.attribute(torch.ones(1, 3))  # the product's 1 split evenly; x2's 1 to x2
+        tensor([[0.5000, 0.5000, 1.0000]])
     """
 
     names: ClassVar[tuple[str, ...]] = ("enumerate",)
@@ -94,7 +102,7 @@ class Enumerate(BlackBoxSource):
         p = problem.n_features
         dtype = problem.dtype if self.dtype is None else self.dtype
         oracle = Oracle(problem.model, p, problem.device, dtype, self.batch_size, problem.target)
-        oracle.phase = "values"  # queried only when values are asked for
+        oracle.phase = "enumeration"  # queried only when values are asked for
         if problem.continuous:
             encoder: BinaryEncoder = RawEncoder(p)
             codes = problem.background

@@ -22,7 +22,7 @@ import torch
 
 from torchxplain._core.validation import check_int, check_number
 from torchxplain.fourier.encoding import BinaryEncoder, ThresholdEncoder
-from torchxplain.fourier.fit import FitOptions, TargetMetric, fit_continuous, fit_validated
+from torchxplain.fourier.fit import FitOptions, TargetMetric, fit_continuous, fit_validated, fitted_range
 from torchxplain.fourier.sources._base import BlackBoxSource, Source, check_queries
 from torchxplain.fourier.sources._built import Built
 from torchxplain.fourier.sources._outputs import single_output
@@ -71,6 +71,15 @@ class Fit(BlackBoxSource):
         threshold: binary rows: drop terms with ``|a_f| < threshold`` after the fit.
         one_hot: ``True`` declares every multi-column player one-hot and checks it on the rows.
         batch_size: model rows per call; dtype: dtype of the query tensors.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> model = lambda x: x[:, 0] * x[:, 1] + x[:, 2]
+        >>> background = torch.tensor([[0.0, 0, 0], [1, 0, 1], [0, 1, 1], [1, 1, 0]])
+        >>> explainer = tx.FourierShap(model, background, method=tx.fourier.Fit(max_degree=2))
+        >>> explainer.fit_report.method, explainer.attribute(torch.ones(1, 3))
+        ('hybrid', tensor([[0.3750, 0.3750, 0.5000]]))
     """
 
     names: ClassVar[tuple[str, ...]] = ("fit", "hybrid")
@@ -144,7 +153,8 @@ class Fit(BlackBoxSource):
                 found=players.found,
                 reason=reason,
             )
-            encoder = ThresholdEncoder(encoding, finite=True).to(problem.background.device)
+            domain = fitted_range(encoding.input_dtype, problem.background, problem.data)  # values warn outside
+            encoder = ThresholdEncoder(encoding, finite=True, domain=domain).to(problem.background.device)
             codes = encoder.encode(problem.background, torch.float32).bool()
             return self._built(problem, encoder, codes, spectrum, report)
         if self.max_thresholds != Fit.max_thresholds:
@@ -172,7 +182,7 @@ class Fit(BlackBoxSource):
             found=players.found,
             rows=problem.hybrid_rows(self.one_hot),
         )
-        return self._built(problem, BinaryEncoder(problem.n_features), problem.background.bool(), spectrum, report)
+        return self._built(problem, fitted_bits(problem), problem.background.bool(), spectrum, report)
 
     @staticmethod
     def _built(problem: Problem, encoder: Any, codes: Any, spectrum: Any, report: Any) -> Built:
@@ -187,6 +197,14 @@ class Fit(BlackBoxSource):
             names=problem.names,
             report=report,
         )
+
+
+def fitted_bits(problem: Problem) -> BinaryEncoder:
+    """The encoder of a binary fit held to hybrids of ``data`` with the background: it holds each bit's range over
+    them (a bit constant there has no fitted effect: values of rows holding its other value warn). Without
+    ``data`` the fit also queried every constant bit at its other value: no domain."""
+    domain = None if problem.data is None else fitted_range(torch.float64, problem.background, problem.data)
+    return BinaryEncoder(problem.n_features, domain=domain)
 
 
 def options_check(source: Any) -> None:

@@ -60,7 +60,7 @@ def fit_sparse_fourier(
 
     Args:
         f: any callable mapping a ``(B, n)`` float tensor of 0/1 inputs to ``(B,)`` or ``(B, C)`` outputs, called
-            under ``no_grad`` in batches (dtype policy of :mod:`~torchxplain.fourier.fit._oracle`).
+            under ``no_grad`` in batches, in the dtype of :class:`~torchxplain.settings.dtype_policy`.
         n_features: ``n``, the number of binary inputs.
         k: most Walsh terms kept (``None``: as many as the fit finds).
         max_degree: most players per term (``None``: the fit's ladder, 2 to 4); a degree cap of the cube methods.
@@ -89,6 +89,13 @@ def fit_sparse_fourier(
     Raises:
         ValueError: continuous rows (``FourierShap(f, background, data=...)`` fits them and keeps the threshold
             encoding the spectrum is on), or a knob the chosen route does not take.
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> spec = tx.fit_sparse_fourier(lambda x: 1 + 2 * x[:, 0], n_features=3)  # = 2 - (-1)^x0
+        >>> spec.frequencies.int(), spec.amplitudes
+        (tensor([[0, 0, 0],
+                [1, 0, 0]], dtype=torch.int32), tensor([ 2., -1.]))
     """
     if not callable(f):
         raise TypeError(f"f must be callable on a (B, n) tensor, got {type(f).__name__}")

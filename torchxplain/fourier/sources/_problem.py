@@ -19,7 +19,14 @@ from torch import Tensor
 from torchxplain._core.devices import check_device
 from torchxplain._core.inputs import FeatureNames, check_feature_names, dense_players, player_ids, rows
 from torchxplain._core.validation import check_finite
-from torchxplain.fourier.fit import FoundPlayers, HybridRows, find_one_hot_blocks, hybrid_rows, model_placement
+from torchxplain.fourier.fit import (
+    FoundPlayers,
+    HybridRows,
+    find_one_hot_blocks,
+    fitted_range,
+    hybrid_rows,
+    model_placement,
+)
 
 
 @dataclass(frozen=True)
@@ -153,9 +160,25 @@ def black_box_problem(
         for table, label in ((raw, "background"), (data_rows, "data"), (explained, "rows to explain")):
             if table is not None:
                 check_rows(table, label)
+    data_rows = covering_rows(data_rows, raw, explained)
     query_device, query_dtype = model_placement(model, raw.device, dtype, raw)
     players = resolve_players(groups, raw, data_rows, names, continuous=why is not None)
     return Problem(model, raw, data_rows, names, why, players, target, seed, query_device, query_dtype, explained)
+
+
+def covering_rows(data: Tensor | None, background: Tensor, explained: Tensor | None) -> Tensor | None:
+    """``data`` with the rows to explain that hold a value outside its range (and the background's) in some
+    column appended: a fit is held to hybrids of ``data``, so those rows' values get codes of their own instead of
+    the nearest end of the range (a column constant in ``data`` would explain every change there as zero).
+    ``data`` itself when they all lie within it, or when either is ``None``."""
+    if data is None or explained is None or explained.shape[0] == 0:
+        return data
+    span = fitted_range(torch.float64, data, background)
+    beyond = ((explained.double() < span[0]) | (explained.double() > span[1])).any(1)
+    if not bool(beyond.any()):
+        return data
+    dtype = torch.promote_types(data.dtype, explained.dtype)
+    return torch.cat((data.to(dtype), explained[beyond].to(dtype)))
 
 
 def resolve_players(

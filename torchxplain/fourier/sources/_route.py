@@ -40,6 +40,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core.seeding import make_generator
+from torchxplain._core.settings import parse_memory
 from torchxplain.fourier.fit import (
     AUTO_EXACT_MAX_FEATURES,
     CONTINUOUS_STAGES,
@@ -51,6 +52,7 @@ from torchxplain.fourier.fit import (
     Oracle,
     pair_sizes,
     regression_sizes,
+    tabulation_bytes,
 )
 from torchxplain.fourier.sources._base import BlackBoxSource, Source, refuse_foreign, source_from
 from torchxplain.fourier.sources._correct import Correct
@@ -129,7 +131,8 @@ class Candidate:
 @dataclass(frozen=True)
 class Route:
     """The router's decision: the source, why, the candidates it priced, the model's measured seconds per row and
-    the machine's speed factor (the reference workload's time over :data:`REFERENCE_SECONDS`)."""
+    the machine's speed factor (the reference workload's time now over its time where the cost constants were
+    measured)."""
 
     source: BlackBoxSource
     reason: str
@@ -295,29 +298,46 @@ def _tabulate(problem: Problem, source: Tabulate, prices: Prices) -> Candidate:
         return Candidate("tabulate", True, None, grid, f"{made.describe_grid()}, over the {source.limit:,} limit")
     if not (GridKernel.fits(m) or grid <= GRID_CHECK):
         return Candidate("tabulate", True, None, grid, f"{m} players: tabulated values need at most 14")
+    if tabulation_bytes(made.levels) > parse_memory():  # priced: its tables must fit max_memory
+        return Candidate("tabulate", True, None, grid, f"the tables of {made.describe_grid()} exceed max_memory")
     rows = grid + min(source.n_validation, GRID_CHECK)
     seconds = rows * prices.per_row + grid * m * TABULATE_PER_POINT * prices.slowdown
     return Candidate("tabulate", True, seconds, rows, f"every one of {made.describe_grid()}, once")
 
 
 def _enumerate(problem: Problem, prices: Prices) -> Candidate:
-    players = problem.players
-    x, scale = _rows_to_price(problem)
-    if problem.rows is not None:
-        counted = "the rows to explain"
+    players, background = problem.players, problem.background
+    if problem.rows is None and problem.data is None:  # nothing says which rows come: any may differ everywhere
+        if players.m > MAX_DIFFERING:
+            return Candidate(
+                "enumerate", True, None, None, f"{players.m} players, without data= to say how many a row changes"
+            )
+        rows = ASSUMED_ROWS * background.shape[0] * 2**players.m
+        counted = f"{ASSUMED_ROWS:,} rows differing from the background in every player (no data= given)"
     else:
-        counted = f"{ASSUMED_ROWS:,} rows like {'data' if problem.data is not None else 'the background'}"
-    x = x if problem.continuous else x.bool()
-    background = problem.background if problem.continuous else problem.background.bool()
-    if x.shape[0] == 0:
-        return Candidate("enumerate", True, 0.0, 0, "no rows")
-    sizes = pair_sizes(x, background, players.index, players.m)
-    widest = int(sizes.max())
-    if widest > MAX_DIFFERING:
-        return Candidate(
-            "enumerate", True, None, None, f"a pair differs in {widest} players (enumeration stops at {MAX_DIFFERING})"
-        )
-    rows = int(float((2.0**sizes).sum()) * scale)
+        if problem.rows is not None:
+            x, scale, counted = problem.rows, 1.0, "the rows to explain"
+        else:
+            assert problem.data is not None
+            pool = problem.data
+            pick = torch.randperm(pool.shape[0], generator=make_generator(problem.seed), device="cpu")[:SAMPLED_ROWS]
+            x, scale = pool[pick.to(pool.device)], ASSUMED_ROWS / min(SAMPLED_ROWS, pool.shape[0])
+            counted = f"{ASSUMED_ROWS:,} rows like data"
+        if x.shape[0] == 0:
+            return Candidate("enumerate", True, 0.0, 0, "no rows")
+        if not problem.continuous:
+            x, background = x.bool(), background.bool()
+        sizes = pair_sizes(x, background, players.index, players.m)
+        widest = int(sizes.max())
+        if widest > MAX_DIFFERING:
+            return Candidate(
+                "enumerate",
+                True,
+                None,
+                None,
+                f"a pair differs in {widest} players (enumeration stops at {MAX_DIFFERING})",
+            )
+        rows = int(float((2.0**sizes).sum()) * scale)
     seconds = rows * (prices.per_row + ENUMERATE_PER_ROW * problem.n_features * prices.slowdown)
     return Candidate("enumerate", True, seconds, rows, f"2^d per (row, background row) pair for {counted}")
 
@@ -328,10 +348,14 @@ def _correct(problem: Problem, source: Correct, prices: Prices, exact: float | N
     the build alone, the build is made here (its pilot prices the rows; the source reuses it); else the rows are
     priced at :data:`CORRECT_COALITIONS` coalitions per player and background row (the exact route wins anyway)."""
     players, d_rows = problem.players, problem.background.shape[0]
-    x, scale = _rows_to_price(problem)
-    background = problem.background if problem.continuous else problem.background.bool()
-    sizes = pair_sizes(x if problem.continuous else x.bool(), background, players.index, players.m)
-    enumeration = (2.0 ** sizes.clamp(max=62).to(torch.float64)).sum(1)
+    if problem.rows is None and problem.data is None:  # as for enumeration: any row may differ everywhere
+        scale = float(ASSUMED_ROWS)
+        enumeration = torch.full((1,), float(d_rows) * 2.0 ** min(players.m, 62), dtype=torch.float64)
+    else:
+        rows_, scale = _rows_to_price(problem)
+        background = problem.background if problem.continuous else problem.background.bool()
+        sizes = pair_sizes(rows_ if problem.continuous else rows_.bool(), background, players.index, players.m)
+        enumeration = (2.0 ** sizes.clamp(max=62).to(torch.float64)).sum(1)
     build = 2 * source.fit_samples + PILOT_ROWS * PILOT_ROUNDS * 2 * d_rows
     own = (CORRECT_PER_ROW[0] + CORRECT_PER_ROW[1] * players.m) * prices.slowdown
     per_row = prices.per_row + own
@@ -347,10 +371,11 @@ def _correct(problem: Problem, source: Correct, prices: Prices, exact: float | N
 
 
 def _rows_to_price(problem: Problem) -> tuple[Tensor, float]:
-    """The rows a route is priced on and the factor to the rows it will explain (:func:`_enumerate`)."""
+    """The rows the correction is priced on and the factor to the rows it will explain (as :func:`_enumerate`)."""
     if problem.rows is not None:
         return problem.rows, 1.0
-    pool = problem.background if problem.data is None else problem.data
+    assert problem.data is not None
+    pool = problem.data
     pick = torch.randperm(pool.shape[0], generator=make_generator(problem.seed), device="cpu")[:SAMPLED_ROWS]
     return pool[pick.to(pool.device)], ASSUMED_ROWS / min(SAMPLED_ROWS, pool.shape[0])
 

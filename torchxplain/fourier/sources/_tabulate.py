@@ -15,11 +15,10 @@ from typing import ClassVar
 import torch
 
 from torchxplain._core.validation import check_int
-from torchxplain.fourier.encoding import BinaryEncoder
 from torchxplain.fourier.fit import TargetMetric, fit_validated
 from torchxplain.fourier.sources._base import BlackBoxSource, check_queries
 from torchxplain.fourier.sources._built import Built
-from torchxplain.fourier.sources._fit import Fit, check_target_r2, options_check, options_of
+from torchxplain.fourier.sources._fit import Fit, check_target_r2, fitted_bits, options_check, options_of
 from torchxplain.fourier.sources._problem import Problem
 
 TABULATE_LIMIT = 2**20
@@ -31,7 +30,7 @@ class Tabulate(BlackBoxSource):
     """Every combination of the players' observed levels queried once: an exact spectrum (module docstring).
 
     Args:
-        n_queries: largest grid to query (``None``: :data:`TABULATE_LIMIT`); a larger grid is refused.
+        n_queries: largest grid to query (``None``: ``2^20`` combinations); a larger grid is refused.
         k: keep the ``k`` largest terms of the exact spectrum (``None``: all of them).
         threshold: drop terms with ``|a_f| < threshold``.
         target_r2: the held-out check's target (exact on the grid: a miss means the model is not deterministic).
@@ -39,6 +38,15 @@ class Tabulate(BlackBoxSource):
         n_validation: queries of the held-out check (at most 4,096 are used).
         one_hot: ``True`` declares every multi-column player one-hot and checks it on the rows.
         batch_size: model rows per call; dtype: dtype of the query tensors.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> model = lambda x: x[:, 0] * x[:, 1] + x[:, 2]
+        >>> background = torch.tensor([[0.0, 0, 0], [1, 0, 1], [0, 1, 1], [1, 1, 0]])
+        >>> explainer = tx.FourierShap(model, background, method=tx.fourier.Tabulate())
+        >>> explainer.fit_report.method, explainer.attribute(torch.ones(1, 3))
+        ('tabulate', tensor([[0.3750, 0.3750, 0.5000]]))
     """
 
     names: ClassVar[tuple[str, ...]] = ("tabulate",)
@@ -105,4 +113,4 @@ class Tabulate(BlackBoxSource):
             found=players.found,
             rows=made,
         )
-        return Fit._built(problem, BinaryEncoder(problem.n_features), problem.background.bool(), spectrum, report)
+        return Fit._built(problem, fitted_bits(problem), problem.background.bool(), spectrum, report)

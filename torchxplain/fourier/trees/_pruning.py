@@ -35,7 +35,8 @@ class PruningReport:
     """What pruning kept of an exact tree spectrum.
 
     Attributes:
-        total_terms, kept_terms: frequencies before and after pruning.
+        total_terms: frequencies before pruning.
+        kept_terms: frequencies after pruning.
         kept_energy: ``Σ a_f²`` kept over the total, both without the constant term (which does not affect
             SHAP values).
         r2_background: R² of the pruned spectrum against the exact one on the background rows

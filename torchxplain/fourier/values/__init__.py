@@ -1,6 +1,6 @@
 """Closed-form game values of a sparse spectrum against a background (interventional), batched.
 
-Two exact kernels compute the same values: the dense two-GEMM form of the paper's Eq. 5 (``_gemm``,
+Two exact kernels compute the same values (see the design page): the dense two-GEMM form of Eq. 5 (``_gemm``,
 ``Θ(Q·|D|·k·n)``, the dense/GPU path) and the small-support kernel (``_support``: tables over the patterns of support
 families, ``_families``, for trees and low-degree spectra); with few players the level-grid kernel (``_grid``). A
 ``ValuePlan`` (``_plan``) picks one by its cost model (``_cost``); the public functions (``_public``) validate their

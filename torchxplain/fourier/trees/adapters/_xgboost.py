@@ -85,6 +85,18 @@ def _tree_arrays(tree: dict[str, Any], name: str) -> dict[str, np.ndarray]:
     }
 
 
+def _not_fitted() -> type[Exception]:
+    """scikit-learn's ``NotFittedError`` (what an unfitted wrapper raises since xgboost 3), or ``XGBoostError``
+    when scikit-learn is not installed (xgboost 2 raised that)."""
+    import xgboost
+
+    try:
+        from sklearn.exceptions import NotFittedError
+    except ImportError:  # pragma: no cover - the wrappers need scikit-learn
+        return xgboost.core.XGBoostError
+    return NotFittedError
+
+
 def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
     """Read an XGBoost tree model into one :class:`TreeEnsemble` per explained output, each the raw margin
     ``predict(output_margin=True)`` of one output (class; see :mod:`~torchxplain.fourier.trees.adapters._targets`).
@@ -99,9 +111,10 @@ def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
     wrapper = isinstance(model, xgboost.XGBModel)
     try:
         booster = model.get_booster() if wrapper else model
-    except xgboost.core.XGBoostError as err:
+        saved = booster.save_raw("json")  # an empty Booster() fails here ("0 feature is supplied")
+    except (xgboost.core.XGBoostError, _not_fitted()) as err:  # xgboost 3 raises scikit-learn's NotFittedError
         raise ValueError(f"{type(model).__name__} is not fitted; call .fit() first") from err
-    learner = json.loads(booster.save_raw("json"))["learner"]
+    learner = json.loads(saved)["learner"]
     gbm = learner["gradient_booster"]
     weight_drop = None
     if gbm["name"] == "dart":
