@@ -116,7 +116,7 @@ class FitReport:
     @property
     def met_target(self) -> bool | None:
         """Whether the checked R² reached ``target_r2`` (``None`` when there is no target or no R²); for the SHAP
-        values, whether its one-sided 97.5% lower bound did (:data:`LOWER_BOUND_Z`)."""
+        values, whether its one-sided 97.5% lower bound did (``r2_shap - 1.96 r2_shap_se``)."""
         value = self.checked[1]
         if self.target_r2 is None or value is None:
             return None
