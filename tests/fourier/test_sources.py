@@ -20,6 +20,7 @@ from torchxplain.fourier.sources import SOURCES, black_box_problem, route
 BLACK_BOX = {
     "enumerate": tx.fourier.Enumerate,
     "tabulate": tx.fourier.Tabulate,
+    "correct": tx.fourier.Correct,
     "fit": tx.fourier.Fit,
     "hashing": tx.fourier.CubeFit,
 }
@@ -104,22 +105,27 @@ def _mlp(p: int) -> nn.Module:
 
 
 def test_the_route_is_priced_in_seconds_not_queries():
-    """Ten continuous features, 40 background rows, 50 known rows: enumeration needs ~2 M model rows, the fit
-    ~200 k, yet a small MLP answers 2 M rows in a fraction of the fit's own algebra: enumeration wins. A model
-    that costs a millisecond per row makes those rows the price: the fit wins."""
+    """Ten continuous features, 40 background rows, 50 known rows: enumeration needs ~2 M model rows, the
+    correction (its rows priced by its pilot) a quarter of that; the route is the one with the lower price in
+    seconds (an exact one within twice the correction's), whatever the rows say. A slow model (here 30 µs
+    per row) makes those rows the price: the correction wins; a knob only the fit takes makes it the fit."""
     x = torch.randn(90, 10, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     fast = route(_problem(_mlp(10), x[:40], x[40:]), "auto", {})
-    enumerate_, fit = (next(c for c in fast.candidates if c.method == m) for m in ("enumerate", "fit"))
-    assert enumerate_.model_rows > 5 * fit.model_rows and enumerate_.seconds < fit.seconds
-    assert isinstance(fast.source, tx.fourier.Enumerate) and "predicted" in fast.reason
+    enumerate_, correct = (next(c for c in fast.candidates if c.method == m) for m in ("enumerate", "correct"))
+    assert enumerate_.model_rows > 2 * correct.model_rows and "predicted" in fast.reason
+    exact_wins = enumerate_.seconds <= 2 * correct.seconds
+    assert isinstance(fast.source, tx.fourier.Enumerate if exact_wins else tx.fourier.Correct)
+    assert "fit" not in {c.method for c in fast.candidates}  # a fit only where the knobs rule the correction out
 
     def slow(z: torch.Tensor) -> torch.Tensor:
-        time.sleep(2e-4 * z.shape[0])
+        time.sleep(3e-5 * z.shape[0])
         return z.sum(1)
 
-    priced = route(_problem(slow, x[:40], x[40:]), "auto", {})
-    assert isinstance(priced.source, tx.fourier.Fit) and priced.seconds_per_row > 1e-4 and priced.slowdown > 0
+    priced = route(_problem(slow, x[:10], x[40:]), "auto", {})  # 10 background rows: a short pilot
+    assert isinstance(priced.source, tx.fourier.Correct) and priced.seconds_per_row > 2e-5 and priced.slowdown > 0
     assert "cheaper than every exact route" in priced.reason
+    fitted = route(_problem(slow, x[:10], x[40:]), "auto", {"n_queries": 4096})  # a knob of the fit only
+    assert isinstance(fitted.source, tx.fourier.Fit)
 
 
 def test_explain_after_fit_takes_the_exact_route_when_cheapest_and_says_why():
@@ -127,7 +133,7 @@ def test_explain_after_fit_takes_the_exact_route_when_cheapest_and_says_why():
     net = _mlp(8)
     result = tx.explain_after_fit(net, x[:60], x[60:], n_background=12)
     assert result.explainer.fit_report.method == "enumerate"
-    for method in ("enumerate", "fit"):
+    for method in ("enumerate", "correct"):
         assert f"{method}: " in result.reason and "s predicted" in result.reason
     background = result.explainer.background.numpy()
     truth = brute_force.model_shapley(

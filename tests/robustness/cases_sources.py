@@ -31,6 +31,28 @@ def _():
     tx.FourierShap(model, bits(20), method=tx.fourier.Tabulate(n_queries=8))
 
 
+@case(F + "Correct", "neither a tolerance nor a target", ValueError, r"needs a tolerance= or a target_r2=")
+def _():
+    tx.fourier.Correct(target_r2=None)
+
+
+@case(F + "Correct", "Banzhaf values", ValueError, r"Banzhaf values .* not estimated .*method='enumerate'")
+def _():
+    rows = torch.randn(40, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    explainer = tx.FourierShap(lambda z: z.prod(1), rows[:8], data=rows, method="correct", show_progress=False)
+    explainer.banzhaf(rows[:2])
+
+
+@result_case(F + "Correct", "values within their intervals of brute force, with standard errors")
+def _():
+    background, x = bits(12, 1), bits(5, 2)
+    want = interventional_shap(model, x, background)
+    explainer = tx.FourierShap(model, background, method="correct", tolerance=0.02, show_progress=False)
+    explanation = explainer.explain(x)
+    assert explanation.stderr is not None and explanation.route == "correct"
+    assert bool(((explanation.values - want).abs() <= 5 * explanation.stderr + 1e-10).all())
+
+
 @case(F + "Fit", "max_degree=0 on continuous rows", ValueError, r"max_degree=0 would fit a constant.*max_degree >= 1")
 def _():
     rows = torch.randn(30, 3, dtype=torch.float64)

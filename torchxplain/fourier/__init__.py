@@ -7,10 +7,12 @@ The code is arranged by concept; each subpackage's modules are private:
 
 * ``spectrum/`` — the spectrum, its differentiable surrogate, the fast Walsh–Hadamard transform, bit rows;
 * ``sources/`` — where a spectrum (or exact values) comes from: one module per source, each with its own knobs
-  (:class:`Enumerate`, :class:`Tabulate`, :class:`Fit`, :class:`CubeFit`, :class:`Trees`, :class:`KnownSpectrum`),
+  (:class:`Enumerate`, :class:`Tabulate`, :class:`Correct`, :class:`Fit`, :class:`CubeFit`, :class:`Trees`,
+  :class:`KnownSpectrum`),
   and the one router that picks a black box's source, priced in predicted seconds;
 * ``fit/`` — the fitting engines: the report, the oracle, tabulation and enumeration, uniform fits on the cube
-  (``cube/``), fits on hybrid points (``hybrid/``) and on threshold codes of continuous columns (``continuous/``);
+  (``cube/``), fits on hybrid points (``hybrid/``) and on threshold codes of continuous columns (``continuous/``),
+  values to a stated accuracy with standard errors (``residual/``);
 * ``encoding/`` — input encoders: binary rows, thresholds of continuous features;
 * ``trees/`` — exact spectra of tree ensembles: adapters per library, extraction, pruning;
 * ``values/`` — the closed forms: value plan and cost model, the dense and small-support kernels, players,
@@ -28,6 +30,7 @@ from torchxplain.fourier.explainer._player_values import PlayerValues
 from torchxplain.fourier.explainer._result import FourierExplanation
 from torchxplain.fourier.fit._options import FitOptions
 from torchxplain.fourier.fit._report import FitQualityWarning, FitReport
+from torchxplain.fourier.sources._correct import Correct
 from torchxplain.fourier.sources._enumerate import Enumerate
 from torchxplain.fourier.sources._fit import CubeFit, Fit
 from torchxplain.fourier.sources._route import Candidate, Route
@@ -56,6 +59,7 @@ __all__ = [
     "BinaryEncoder",
     "Candidate",
     "CubeFit",
+    "Correct",
     "Enumerate",
     "Fit",
     "FitOptions",

@@ -8,7 +8,9 @@
 * the exact engines: tabulation of a small level grid (``_tabulate``) and enumeration of coalitions through the
   model, the library's reference (``_enumerate``);
 * ``cube/`` — fits on uniform inputs of the cube; ``hybrid/`` — fits where SHAP looks (samples, sparse design,
-  regression, ladder, held-out check); ``continuous/`` — the same on threshold codes of continuous columns.
+  regression, ladder, held-out check); ``continuous/`` — the same on threshold codes of continuous columns;
+  ``residual/`` — values to a stated accuracy: an additive surrogate fitted once and an unbiased per-row Monte
+  Carlo correction with standard errors.
 
 The names imported here are this subpackage's interface to its siblings (they import from here, never from its
 private modules); public names are in :mod:`torchxplain.fourier`.
@@ -42,3 +44,6 @@ from torchxplain.fourier.fit.continuous._api import fit_continuous
 from torchxplain.fourier.fit.continuous._ladder import STAGES as CONTINUOUS_STAGES
 from torchxplain.fourier.fit.cube._regression import LS_MAX_COLUMNS
 from torchxplain.fourier.fit.cube._uniform import AUTO_EXACT_MAX_FEATURES, regression_sizes
+from torchxplain.fourier.fit.residual._additive import AdditiveModel, fit_additive
+from torchxplain.fourier.fit.residual._estimate import CorrectionOptions, Estimate, correct
+from torchxplain.fourier.fit.residual._plan import PILOT_ROUNDS, PILOT_ROWS, CorrectedPlan, PlanReport

@@ -15,6 +15,7 @@ private modules); public names are in :mod:`torchxplain.fourier`.
 
 from torchxplain.fourier.sources._base import Source, refuse_foreign
 from torchxplain.fourier.sources._built import Built, Plan, Provider
+from torchxplain.fourier.sources._correct import Correct, CorrectedValues
 from torchxplain.fourier.sources._enumerate import Enumerate, ModelValues
 from torchxplain.fourier.sources._fit import CubeFit, Fit
 from torchxplain.fourier.sources._fit_sparse import fit_sparse_fourier

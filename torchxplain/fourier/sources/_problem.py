@@ -98,6 +98,14 @@ class Problem:
             )
         return cache[one_hot]
 
+    def kept(self, key: Any, make: Callable[[], Any]) -> Any:
+        """``make()``, made once per ``key`` for this problem and kept (what the router built to price a route,
+        the route's source reuses)."""
+        cache: dict[Any, Any] = self.__dict__.setdefault("_kept", {})
+        if key not in cache:
+            cache[key] = make()
+        return cache[key]
+
     def binary(self, table: Tensor | None) -> Tensor | None:
         """A table of these binary rows as bool (``None`` stays ``None``)."""
         return None if table is None else table.bool()

@@ -7,11 +7,14 @@ players found once) and ``method``:
   source it belongs to);
 * ``"auto"`` → every source that takes the given knobs is a candidate — :class:`Tabulate` (binary rows whose level
   grid is small), :class:`Enumerate` (each (row, background row) pair's coalitions through the model) and
-  :class:`Fit` — and each is priced in seconds: the model's cost per row, measured on a small probe batch on its
-  device, times the model rows the route needs, plus our own algebra's time from its cost model. The exact
-  candidates cost what they cost; the fit is priced at its full ladder (it may stop earlier, but it may also miss
-  its target). The cheapest exact candidate wins whenever it costs no more than the fit; the report lists every
-  candidate with its predicted seconds and says why the winner won.
+  :class:`Correct` (Shapley values to a tolerance, with standard errors) — and each is priced in seconds: the model's
+  cost per row, measured on a small probe batch on its device, times the model rows the route needs, plus our own
+  algebra's time from its cost model. The exact candidates cost what they cost; the correction is priced at its
+  build plus a typical number of coalitions per row (it stops earlier where its surrogate is good). The cheapest
+  exact candidate wins whenever it costs no more than :data:`EXACT_PREMIUM` times the correction; the report lists
+  every candidate with its predicted seconds and says why the winner won. :class:`Fit` (a surrogate whose accuracy
+  is checked, not guaranteed; priced at its full ladder) is a candidate only when the knobs rule the correction out
+  (``k=``, ``max_degree=``, ...); then the exact route wins when it costs no more than the fit.
 
 The rows to be explained are known to ``explain_after_fit`` (``problem.rows``); a constructor prices enumeration
 for :data:`ASSUMED_ROWS` rows like ``data`` (pass ``method=`` to choose another route).
@@ -44,12 +47,15 @@ from torchxplain.fourier.fit import (
     DEFAULT_QUERIES,
     LS_MAX_COLUMNS,
     MAX_DIFFERING,
+    PILOT_ROUNDS,
+    PILOT_ROWS,
     Oracle,
     pair_sizes,
     regression_sizes,
     tabulation_bytes,
 )
 from torchxplain.fourier.sources._base import BlackBoxSource, Source, refuse_foreign, source_from
+from torchxplain.fourier.sources._correct import Correct
 from torchxplain.fourier.sources._enumerate import Enumerate
 from torchxplain.fourier.sources._fit import CubeFit, Fit
 from torchxplain.fourier.sources._problem import Problem
@@ -59,12 +65,14 @@ from torchxplain.fourier.sources._trees import Trees
 from torchxplain.fourier.spectrum import EXACT_MAX_FEATURES, count_low_degree
 from torchxplain.fourier.values import GridKernel
 
-SOURCES: tuple[type[Source], ...] = (Enumerate, Tabulate, Fit, CubeFit, Trees, KnownSpectrum)
+SOURCES: tuple[type[Source], ...] = (Enumerate, Tabulate, Correct, Fit, CubeFit, Trees, KnownSpectrum)
 """Every source, in the order messages list them."""
-BLACK_BOX: tuple[type[Source], ...] = (Enumerate, Tabulate, Fit, CubeFit)
+BLACK_BOX: tuple[type[Source], ...] = (Enumerate, Tabulate, Correct, Fit, CubeFit)
 """The sources of ``FourierShap(model, background, method=...)``."""
-AUTO: tuple[type[Source], ...] = (Tabulate, Enumerate, Fit)
-"""The candidates of ``method="auto"``."""
+AUTO: tuple[type[Source], ...] = (Tabulate, Enumerate, Correct, Fit)
+"""The candidates of ``method="auto"``: the routes that meet the accuracy target (exact ones, and :class:`Correct`,
+to its tolerance); :class:`Fit` only when the knobs rule :class:`Correct` out (its surrogate's accuracy is checked,
+not guaranteed)."""
 ASSUMED_ROWS = 1_000
 """Rows a constructor prices enumeration for when the rows to explain are not known yet."""
 PROBE_ROWS = 1024
@@ -85,6 +93,15 @@ TABULATE_PER_POINT = 1.2e-6
 """Expanding a level table into Walsh terms, per grid point and per player."""
 FIT_PER_SAMPLE = {False: 3.6e-4, True: 3.2e-4}
 """A fit's own work per hybrid sample (binary, continuous), over its whole ladder."""
+CORRECT_PER_ROW = (2.5e-7, 4e-8)
+"""The correction's own work per model row: a constant and a part per player (draws, weights, control variates;
+measured on the benchmark's MLPs, ``benchmarks/blackbox.py``)."""
+EXACT_PREMIUM = 2.0
+"""An exact route wins over the correction when it costs at most this many times as much (exact values carry no
+error bar to read; the correction's price is itself a forecast)."""
+CORRECT_COALITIONS = 32
+"""Coalitions per player and background row the correction is priced at per explained row (what it spent at
+``target_r2=0.999`` on the benchmark's MLPs ranged from 4 to 130; it stops earlier where the surrogate is good)."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +166,8 @@ def route(problem: Problem, method: Any, knobs: dict[str, Any], spectral: bool =
     allowed = [s for s in candidates if set(knobs) <= set(s.knobs())]
     if not allowed:
         _refuse_auto(knobs, candidates)
+    if Correct in allowed and Fit in allowed:
+        allowed.remove(Fit)  # the fit only where the knobs rule the correction out (AUTO)
     return _priced(problem, [cast(BlackBoxSource, s(**knobs)) for s in allowed])
 
 
@@ -166,11 +185,15 @@ def _priced(problem: Problem, sources: list[BlackBoxSource]) -> Route:
     seconds_per_row, slowdown = probe(problem) if len(sources) > 1 else (0.0, 1.0)
     prices = Prices(seconds_per_row, slowdown)
     candidates: list[tuple[BlackBoxSource, Candidate]] = []
-    for source in sources:
+    ordered = sorted(sources, key=lambda s: isinstance(s, Correct))  # exact routes first: they bound the correction
+    for source in ordered:
         if isinstance(source, Tabulate):
             candidates.append((source, _tabulate(problem, source, prices)))
         elif isinstance(source, Enumerate):
             candidates.append((source, _enumerate(problem, prices)))
+        elif isinstance(source, Correct):
+            priced = [c.seconds for _, c in candidates if c.exact and c.seconds is not None]
+            candidates.append((source, _correct(problem, source, prices, min(priced, default=None))))
         else:
             assert isinstance(source, Fit)
             candidates.append((source, _fit(problem, source, prices)))
@@ -180,16 +203,20 @@ def _priced(problem: Problem, sources: list[BlackBoxSource]) -> Route:
             "no route can explain this black box: " + "; ".join(c.describe() for _, c in candidates) + ". Group "
             "the features into fewer players, or allow a fit (drop the knobs that rule it out)"
         )
-    fit = next(((s, c) for s, c in feasible if not c.exact), None)
+    accurate = [(s, c) for s, c in feasible if isinstance(s, Correct)]
+    fit = accurate[0] if accurate else next(((s, c) for s, c in feasible if not c.exact), None)
     exact = min(((s, c) for s, c in feasible if c.exact), key=lambda sc: sc[1].seconds or 0.0, default=None)
     fit_seconds = None if fit is None else fit[1].seconds
-    if exact is not None and (fit_seconds is None or (exact[1].seconds or 0.0) <= fit_seconds):
+    premium = EXACT_PREMIUM if accurate else 1.0
+    if exact is not None and (fit_seconds is None or (exact[1].seconds or 0.0) <= premium * fit_seconds):
         chosen, why = exact, "the cheapest exact route"
         if fit_seconds and exact[1].seconds:
             why += f", {fit_seconds / exact[1].seconds:.3g}x cheaper than a fit"
     else:
         assert fit is not None
         chosen, why = fit, "cheaper than every exact route" if exact is not None else "no exact route applies"
+        if accurate and any(not c.exact and s is not chosen[0] for s, c in feasible):
+            why += " (and held to its tolerance: a fit's accuracy is only checked)"
     listed = "; ".join(c.describe() for _, c in candidates)
     speed = "" if len(sources) == 1 else f"; the model answers in {seconds_per_row * 1e6:.3g} µs per row"
     explained = "the rows to explain" if problem.rows is not None else f"{ASSUMED_ROWS:,} rows like data"
@@ -313,6 +340,44 @@ def _enumerate(problem: Problem, prices: Prices) -> Candidate:
         rows = int(float((2.0**sizes).sum()) * scale)
     seconds = rows * (prices.per_row + ENUMERATE_PER_ROW * problem.n_features * prices.slowdown)
     return Candidate("enumerate", True, seconds, rows, f"2^d per (row, background row) pair for {counted}")
+
+
+def _correct(problem: Problem, source: Correct, prices: Prices, exact: float | None) -> Candidate:
+    """The correction: its build (the surrogate's fit and the pilot) and, per explained row, the smaller of the
+    row's enumeration and the model rows its pilot predicts for the tolerance. When some exact route costs more than
+    the build alone, the build is made here (its pilot prices the rows; the source reuses it); else the rows are
+    priced at :data:`CORRECT_COALITIONS` coalitions per player and background row (the exact route wins anyway)."""
+    players, d_rows = problem.players, problem.background.shape[0]
+    if problem.rows is None and problem.data is None:  # as for enumeration: any row may differ everywhere
+        scale = float(ASSUMED_ROWS)
+        enumeration = torch.full((1,), float(d_rows) * 2.0 ** min(players.m, 62), dtype=torch.float64)
+    else:
+        rows_, scale = _rows_to_price(problem)
+        background = problem.background if problem.continuous else problem.background.bool()
+        sizes = pair_sizes(rows_ if problem.continuous else rows_.bool(), background, players.index, players.m)
+        enumeration = (2.0 ** sizes.clamp(max=62).to(torch.float64)).sum(1)
+    build = 2 * source.fit_samples + PILOT_ROWS * PILOT_ROUNDS * 2 * d_rows
+    own = (CORRECT_PER_ROW[0] + CORRECT_PER_ROW[1] * players.m) * prices.slowdown
+    per_row = prices.per_row + own
+    sampled, how = float(CORRECT_COALITIONS * players.m * d_rows), "typical"
+    if exact is None or exact > build * per_row:
+        plan, _ = source.plan(problem)
+        assert plan.report is not None
+        sampled, how = plan.report.predicted_rows(), "its pilot's"
+    rows = int(float(enumeration.clamp(max=min(sampled, float(source.budget))).sum()) * scale) + build
+    target = f"target_r2={source.target_r2}" if source.tolerance is None else f"tolerance {source.tolerance:g}"
+    note = f"a surrogate and a correction to {target} at {how} rows per row, with standard errors"
+    return Candidate("correct", False, rows * per_row, rows, note)
+
+
+def _rows_to_price(problem: Problem) -> tuple[Tensor, float]:
+    """The rows the correction is priced on and the factor to the rows it will explain (as :func:`_enumerate`)."""
+    if problem.rows is not None:
+        return problem.rows, 1.0
+    assert problem.data is not None
+    pool = problem.data
+    pick = torch.randperm(pool.shape[0], generator=make_generator(problem.seed), device="cpu")[:SAMPLED_ROWS]
+    return pool[pick.to(pool.device)], ASSUMED_ROWS / min(SAMPLED_ROWS, pool.shape[0])
 
 
 def _fit(problem: Problem, source: Fit, prices: Prices) -> Candidate:

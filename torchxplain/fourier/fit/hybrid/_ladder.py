@@ -52,7 +52,8 @@ class Target:
         return float(stage["r2_shap" if self.metric == "shap" else "r2"])
 
     def met(self, stage: dict[str, Any]) -> bool:
-        """Hybrid: the R² reaches the value; SHAP: so does its one-sided 90% lower bound (over rows)."""
+        """Hybrid: the R² reaches the value; SHAP: so does its one-sided 97.5% lower bound (over rows), never the
+        estimate alone."""
         if self.value is None:
             return False
         if self.metric == "hybrid":
