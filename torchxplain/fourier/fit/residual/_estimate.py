@@ -269,8 +269,9 @@ class _Rows:
         self.beta = self.beta0.clone()
         if self.regression:
             q_rows, d_rows, w = self.members.shape
-            self.gram = torch.zeros(q_rows, d_rows, w, w, dtype=torch.float64, device=self.x.device)
-            self.moment = torch.zeros(q_rows, d_rows, w, dtype=torch.float64, device=self.x.device)
+            # float32: the regression only steers the control variates, which keep the estimate unbiased for any β
+            self.gram = torch.zeros(q_rows, d_rows, w, w, dtype=torch.float32, device=self.x.device)
+            self.moment = torch.zeros(q_rows, d_rows, w, dtype=torch.float32, device=self.x.device)
             # rounds since the last refit: (ids, coalitions, s/d, targets), each (A, D, n, ...) with n rounds
             self.buffer: list[tuple[Tensor, Tensor, Tensor, Tensor]] = []
 
@@ -363,16 +364,15 @@ class _Rows:
         inside = torch.cat([part[1][i] for part, i in zip(self.buffer, at)], 2)  # (A, D, n, m)
         index = members[:, :, None, :].expand(-1, -1, inside.shape[2], -1)
         inside = (torch.gather(inside, 3, index) & on_bool[:, :, None, :]).to(torch.float32)  # (A, D, n, w)
-        c = torch.cat([part[2][i] for part, i in zip(self.buffer, at)], 2)  # (A, D, n)
-        y = torch.cat([part[3][i] for part, i in zip(self.buffer, at)], 2)  # (A, D, n)
+        c = torch.cat([part[2][i] for part, i in zip(self.buffer, at)], 2).to(torch.float32)  # (A, D, n)
+        y = torch.cat([part[3][i] for part, i in zip(self.buffer, at)], 2).to(torch.float32)  # (A, D, n)
         self.buffer = []
-        # one product for Σ I Iᵀ, u = Σ c I and Σ y I (float32: exact counts; the others only steer the control
-        # variates, which any β keeps unbiased)
-        right = torch.cat((inside, c[..., None].to(torch.float32), y[..., None].to(torch.float32)), 3)
+        # one product for Σ I Iᵀ, u = Σ c I and Σ y I (float32: exact counts; the rest only steers)
+        right = torch.cat((inside, c[..., None], y[..., None]), 3)
         w = members.shape[2]
-        products = (inside.transpose(2, 3) @ right).to(torch.float64)  # (A, D, w, w + 2)
+        products = inside.transpose(2, 3) @ right  # (A, D, w, w + 2)
         counts, u, iy = products[..., :w], products[..., w], products[..., w + 1]
-        on = on_bool.to(torch.float64)
+        on = on_bool.to(torch.float32)
         cross = u[..., :, None] * on[..., None, :]
         self.gram[ids] += (
             counts
@@ -382,13 +382,14 @@ class _Rows:
         )
         self.moment[ids] += iy - (c * y).sum(2)[..., None] * on
         gram, moment = self.gram[ids], self.moment[ids]
-        eye = torch.eye(w, dtype=torch.float64, device=self.x.device)
-        d = self.d[ids].clamp(min=1).to(torch.float64)
+        d = self.d[ids].clamp(min=1).to(torch.float32)
         scale = gram.diagonal(dim1=2, dim2=3).sum(2) / d
         ridge = self.options.ridge * scale + 1e-12
-        factor, _ = torch.linalg.cholesky_ex(gram + ridge[..., None, None] * eye)  # positive definite: ridge > 0
-        solved = torch.cholesky_solve(moment[..., None], factor)[..., 0]
-        gap = torch.zeros_like(self.beta0[ids]).scatter_add_(2, members, solved * on)
+        gram.diagonal(dim1=2, dim2=3).add_(ridge[..., None])  # a copy (advanced indexing): self.gram unchanged
+        factor, info = torch.linalg.cholesky_ex(gram)  # positive definite (ridge > 0) unless float32 rounding
+        solved = torch.cholesky_solve(moment[..., None], factor)[..., 0] * on
+        solved = torch.where((info == 0)[..., None], solved, 0.0)  # a failed factor keeps the pair's β_0
+        gap = torch.zeros_like(self.beta0[ids]).scatter_add_(2, members, solved.to(torch.float64))
         self.beta[ids] = self.beta0[ids] + gap
 
     def _continues(self, ids: Tensor, t: int) -> Tensor:
