@@ -318,7 +318,8 @@ class _Rows:
         delta_f = torch.gather(self.delta_f[rows], 1, sample.background)  # (A k, R)
         y = odd.reshape(-1, slots) - sample.line * delta_f
         index = sample.background[:, :, None].expand(-1, -1, self.m)
-        beta = torch.gather(self.beta[rows], 1, index)  # (A k, R, m)
+        every = slots == self.background.shape[0]  # slot j is background row j (slot_backgrounds)
+        beta = self.beta[rows] if every else torch.gather(self.beta[rows], 1, index)  # (A k, R, m)
         inside, on = sample.inside.to(torch.float64), sample.on.to(torch.float64)
         resid = y - (inside * beta).sum(2) + sample.ratio * (on * beta).sum(2)  # y - Σ_j w_j β_j
         # Σ_k a_ik r_k and Σ_k a_ik² r_k² as batched products (a = on·N + inside·(P - N); inside ⊆ on)
@@ -341,7 +342,7 @@ class _Rows:
         self.curve_count.append(ran.sum(0))
         self.model_rows[ids] += 2 * sample.live.reshape(a_rows, -1).sum(1)
         if self.regression:  # slot j is background row j: one sample per pair and round, kept for the refit
-            gap = beta - torch.gather(self.beta0[rows], 1, index)  # the regression's part of β
+            gap = beta - self.beta0[rows]  # the regression's part of β (every slot: slot j is background row j)
             target = (resid + (inside * gap).sum(2) - sample.ratio * (on * gap).sum(2)) * sample.live
             ratio = sample.ratio
             self.buffer.append(
