@@ -31,6 +31,8 @@ inflates every time, so read the ratios, measured side by side.
 ``--surrogates`` compares instead the surrogates the correction can start from (``_blackbox_surrogates.py``).
 
     ~/.peers312/bin/python benchmarks/blackbox.py [--quick] [--cases a,b] [--json out.json] [--png out.png]
+    ~/.peers312/bin/python benchmarks/blackbox.py --quick --cases avgfp --budgets 8,32 \
+        --peers "shap Permutation,shapiq LeverageSHAP,shapiq PermutationSamplingSV,shapiq OddSHAP"
     ~/.peers312/bin/python benchmarks/blackbox.py --surrogates [--cases a,b]
 """
 
@@ -191,13 +193,13 @@ def run_case(name: str, args: argparse.Namespace) -> dict:
     mine, plan = ours_default(case, timed, ref)
     cells: list[dict] = [mine]
     curves: dict[str, list[tuple[float, float]]] = {}
-    for k in BUDGETS:
+    for k in args.budgets:
         budget = k * case.m * d_rows
         cell = ours_at(case, plan, peer_rows, ref[: peer_rows.shape[0]], budget)
         cell["budget"] = f"{k}p"
         cells.append(cell)
         curves.setdefault("ours", []).append((cell["model_rows"], cell["mse"]))
-        for peer in PEERS:
+        for peer in args.peers:
             cell = peer_at(peer, case, peer_rows, ref, k * case.m, args.cap_s)
             cell["budget"] = f"{k}p"
             cells.append(cell)
@@ -241,9 +243,9 @@ def summarize(name: str, cells: list[dict], ref: Tensor) -> dict:
     out["error_ratios"] = {}
     for k in BUDGETS:
         at = [c for c in cells[1:] if c["budget"] == f"{k}p"]
-        ours = next(c for c in at if c["contender"] == "ours")
+        ours = next((c for c in at if c["contender"] == "ours"), None)
         rivals = [c for c in at if c["contender"] != "ours" and c["mse"] == c["mse"]]
-        if not rivals:
+        if ours is None or not rivals:  # a budget not run (--budgets)
             continue
         best = min(rivals, key=lambda c: c["mse"])
         ratio = max(best["mse"], ROUNDING_MSE) / max(ours["mse"], ROUNDING_MSE)
@@ -309,8 +311,19 @@ def main() -> None:
     parser.add_argument("--json", help="write the numbers to this file")
     parser.add_argument("--png", default="blackbox_curves.png", help="error-vs-model-rows curves")
     parser.add_argument("--surrogates", action="store_true", help="compare the surrogates instead")
+    parser.add_argument(
+        "--peers",
+        default=",".join(PEERS),
+        help="comma-separated peers to run (all by default; at hundreds of players some take tens of minutes)",
+    )
+    parser.add_argument("--budgets", default="8,32,128", help="coalition budgets per player (comma-separated)")
     parser.add_argument("--cache", default=str(Path.home() / ".cache" / "torchxplain-bench"), help="trained models")
     args = parser.parse_args()
+    args.peers = [name.strip() for name in args.peers.split(",")]
+    unknown = [name for name in args.peers if name not in PEERS]
+    if unknown:
+        parser.error(f"unknown peers {unknown}; choose from {', '.join(PEERS)}")
+    args.budgets = tuple(int(k) for k in args.budgets.split(","))
     quick = args.quick
     args.exact_rows, args.truth_rows, args.peer_rows, args.time_rows = (20, 6, 3, 100) if quick else (100, 20, 5, 1000)
     args.cap_s = 20.0 if quick else 30.0
