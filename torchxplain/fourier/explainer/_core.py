@@ -90,6 +90,7 @@ class FourierExplainerCore(ExplainerBase):
     background: Tensor
     background_bits: Tensor
     enumerator: Oracle | None = None  # FourierShap(model, ..., method="enumerate"): values through the model
+    leaves: Any = None  # FourierShap.from_trees(..., route="leaves"): a LeafSource, values from the leaf tables
     groups: Tensor | None
     encoder: InputEncoder
     additional_forward_args: tuple[Any, ...] | None
@@ -171,10 +172,16 @@ class FourierExplainerCore(ExplainerBase):
         """The explained spectrum (on the encoder's binary features); one per output: :meth:`output_spectrum`."""
         if self.enumerator is not None:
             raise ValueError("an explainer with method='enumerate' enumerates coalitions: it holds no spectrum")
+        if self.leaves is not None:  # the leaf route extracts it on demand (priced; refused when it cannot fit)
+            if len(self.outputs) != 1:
+                raise ValueError("this explainer takes the leaf route for several outputs: see output_spectrum(i)")
+            return self.output_spectrum(0)
         return self.surrogate.spectrum
 
     def output_spectrum(self, output: int) -> FourierSpectrum:
         """The spectrum of the ``output``-th explained output (see ``outputs``)."""
+        if self.leaves is not None:
+            return cast(FourierSpectrum, self.leaves.spectrum(output)[0])
         return self.surrogate.output_spectrum(output)
 
     @property
@@ -201,6 +208,8 @@ class FourierExplainerCore(ExplainerBase):
         bits = self.encoder.encode(x, self.dtype)
         if self.enumerator is not None:  # the model itself
             return self._enumerated(bits)
+        if self.leaves is not None:  # the ensemble from its leaf tables
+            return cast(Tensor, self.leaves.predict(bits)).to(self.dtype)
         out = self.surrogate.evaluate_checked(bits)
         return out if self.differentiable else out.detach()
 
@@ -510,6 +519,7 @@ class FourierExplainerCore(ExplainerBase):
                     "one int for every row"
                 )
             players = self._players(mask, shapes)
+            background, baselines = self._frame(background, "background"), self._frame(baselines, "baselines")
             ref = reference(baselines, background, inputs, self.encoder, self.feature_names, self.dtype)
             if ref.paired and self.enumerator is not None:
                 raise ValueError(
@@ -559,6 +569,9 @@ class FourierExplainerCore(ExplainerBase):
         """One output's values of a block of rows: the cached plan of a background set, or the paired kernel."""
         # dummies add nothing: above the active players' count every index is 0 (expanded below)
         kernel_order = min(order, players.m_active)
+        if ref.paired and self.leaves is not None:
+            assert ref.bits is not None
+            return self.leaves.paired(kind, bits, ref.bits, players, column)
         if ref.paired:
             assert ref.bits is not None
             name, top = {"shapley": ("SV", 1), "banzhaf": ("BV", 1), "interactions": ("SII", 2)}.get(
@@ -576,7 +589,7 @@ class FourierExplainerCore(ExplainerBase):
                 return plan.banzhaf(bits)
             if kind == "interactions":
                 return plan.interactions(bits)
-            assert isinstance(plan, ValuePlan)  # enumeration was refused above
+            assert not isinstance(plan, EnumerationPlan)  # enumeration was refused above
             result = plan.interaction_values(bits, index, kernel_order)
         for t in range(kernel_order + 1, order + 1):
             result[t] = bits.new_zeros((bits.shape[0],) + (players.m_active,) * t)
@@ -600,6 +613,8 @@ class FourierExplainerCore(ExplainerBase):
         ``method="enumerate"`` always the model."""
         if self.enumerator is not None:
             return self._enumerated(bits)
+        if self.leaves is not None:
+            return cast(Tensor, self.leaves.predict(bits)).to(self.dtype)
         if model and self.fit_report is not None and not self.owns_forward_func:
             model_func = cast(Callable[..., Tensor], self.forward_func)
             device, dtype = model_placement(model_func, self.background.device, None, self.background)
@@ -674,9 +689,20 @@ class FourierExplainerCore(ExplainerBase):
         keep = amplitudes[:, column] != 0
         return FourierSpectrum.trusted(self.surrogate.frequencies[keep], amplitudes[keep, column])
 
-    def _plan(self, players: PlayerMap, baselines_bits: Tensor | None, column: int) -> ValuePlan | EnumerationPlan:
+    def _plan(self, players: PlayerMap, baselines_bits: Tensor | None, column: int) -> Any:
         """The closed forms of output ``column`` against the background (cached) or explicit rows (per call); with
-        ``method="enumerate"``, enumeration through the model instead."""
+        ``method="enumerate"``, enumeration through the model instead; on the leaf route, the leaf tables."""
+        if self.leaves is not None:
+            rows = self.background_bits if baselines_bits is None else baselines_bits
+
+            def leaf_plan() -> Any:
+                return self.leaves.plan(column, rows, players, self.dtype, self.kernel)
+
+            if baselines_bits is not None:
+                return leaf_plan()
+            return self._plans.get(
+                (0, self.background_bits.data_ptr(), 0, self.dtype), (players.key, column), leaf_plan
+            )
         if self.enumerator is not None:
             bits = self.background_bits if baselines_bits is None else baselines_bits
             binary = self.encoder.binary_codes
@@ -697,8 +723,12 @@ class FourierExplainerCore(ExplainerBase):
         state = (raw.data_ptr(), raw._version, bits.data_ptr(), self.dtype)
         return self._plans.get(state, (players.key, self.kernel, column), build)
 
+    def _frame(self, x: Any, name: str) -> Any:
+        """A DataFrame's ``category`` columns as the model's category ids on the leaf route (else ``x``)."""
+        return x if self.leaves is None or x is None else self.leaves.encode_frame(x, name)
+
     def _convert(self, x: Any) -> Tensor:
-        converted = to_tensor(x, "inputs", device=self.background.device)
+        converted = to_tensor(self._frame(x, "inputs"), "inputs", device=self.background.device)
         check_feature_names(self.feature_names, converted.feature_names, "inputs")
         return converted.tensor
 

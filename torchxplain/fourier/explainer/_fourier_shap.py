@@ -35,14 +35,17 @@ from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder
 from torchxplain.fourier.explainer._continuous import continuous_source, non_binary
 from torchxplain.fourier.explainer._core import FourierExplainerCore
 from torchxplain.fourier.explainer._forward_args import as_args, bind
-from torchxplain.fourier.explainer._outputs import single_output
+from torchxplain.fourier.explainer._outputs import Outputs, single_output
 from torchxplain.fourier.explainer._persistence import explainer_config, explainer_from_config
 from torchxplain.fourier.fit._api import Method, checked_sizes, fit_validated, resolve_auto_groups
 from torchxplain.fourier.fit._options import FitOptions, fit_options_from
 from torchxplain.fourier.fit._oracle import Oracle, model_placement
 from torchxplain.fourier.fit._report import FitReport, enumeration_report
 from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.trees._leaf_source import Route, check_route, choose_route, empty_spectra, leaf_route
+from torchxplain.fourier.trees._leaves import leaf_table
 from torchxplain.fourier.trees._source import tree_source
+from torchxplain.fourier.trees.adapters._dispatch import parse_model_outputs
 from torchxplain.fourier.values._plan import Kernel
 
 
@@ -344,8 +347,9 @@ class FourierShap(FourierExplainerCore):
         relaxed: bool = False,
         max_memory: int | str | None = None,
         kernel: Kernel = "auto",
+        route: Route = "auto",
     ) -> FourierShap:
-        """An explainer of a tree ensemble's exact spectrum; its values equal interventional TreeSHAP's.
+        """An explainer of a tree ensemble; its values equal interventional TreeSHAP's, exactly.
 
         Args:
             model: a fitted scikit-learn, XGBoost, LightGBM (or other supported) tree model.
@@ -361,13 +365,44 @@ class FourierShap(FourierExplainerCore):
             relaxed: binary encoding only: accept real-valued queries on the multilinear extension.
             max_memory: budget for chunked intermediates.
             kernel: as in the constructor.
+            route: ``"spectrum"`` (the exact Fourier spectrum: interactions of every order, pruning, relaxed inputs,
+                saving; its size grows as ``2^depth`` per leaf), ``"leaves"`` (Shapley and Banzhaf values straight from
+                the leaves for trees of any depth and native categorical splits, in memory that grows with the leaves
+                and the rows; pairwise interactions and ``spectrum`` extract the spectrum on first use when it fits
+                ``max_memory``, and saving is refused), or ``"auto"``: the spectrum when it is small (at most
+                2,048 terms) or a spectrum-only option is set, else the leaves.
 
         Returns:
             An explainer whose ``attribute`` gives the interventional SHAP values of the model output, per input
             feature, in the background's float dtype (float32 for integer backgrounds).
         """
+        route = check_route(route)
         with settings.using(max_memory=max_memory):
-            source = tree_source(model, background, target, encoding, energy, threshold, relaxed)
+            ensembles = parse_model_outputs(model, target, background)
+            asked = [n for n, v in (("energy", energy), ("threshold", threshold), ("relaxed", relaxed)) if v]
+            asked += ["encoding"] if not (encoding is None or isinstance(encoding, str) and encoding == "auto") else []
+            tables = [leaf_table(e) for e in ensembles]
+            if choose_route(route, ensembles, tables, asked) == "leaves":
+                found = leaf_route(ensembles, background, tables)
+                spectra, families = empty_spectra(found.background.shape[1], len(ensembles))
+                explainer = cls._assemble(
+                    spectra,  # the leaf route holds no spectrum
+                    found.source.encoder,
+                    found.background,
+                    found.background,
+                    names=found.feature_names,
+                    outputs=Outputs(found.targets, found.output_names),
+                    groups=feature_groups,
+                    groups_name="feature_groups",
+                    relaxed=False,
+                    max_memory=max_memory,
+                    differentiable=False,
+                    kernel=kernel,
+                    families=families,
+                )
+                explainer.__dict__["leaves"] = found.source  # plain attribute: tensors the value plans read
+                return cast(FourierShap, explainer)
+            source = tree_source(model, background, target, encoding, energy, threshold, relaxed, ensembles)
         return cls._assemble(
             source.spectra,
             source.encoder,
@@ -391,6 +426,12 @@ class FourierShap(FourierExplainerCore):
             raise ValueError(
                 "an explainer with method='enumerate' holds no spectrum to save (it queries the model); save the "
                 "model, or fit a spectrum (method='auto') to save the explainer"
+            )
+        if self.leaves is not None:
+            raise ValueError(
+                "this explainer takes the leaf route (route='leaves'): it reads the model's leaf tables and holds no "
+                "spectrum to save. Save the model itself and rebuild with FourierShap.from_trees(model, background), "
+                "or build it with route='spectrum' when the spectrum fits memory"
             )
         return explainer_config(self)
 

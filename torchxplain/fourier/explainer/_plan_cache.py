@@ -1,10 +1,10 @@
-"""A cache of :class:`~torchxplain.fourier.values._plan.ValuePlan` s: one per players grouping and explainer state."""
+"""A cache of value providers (:class:`~torchxplain.fourier.values._plan.ValuePlan` s, or the leaf route's): one per
+players grouping and explainer state."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-
-from torchxplain.fourier.values._plan import ValuePlan
+from typing import Any
 
 
 class PlanCache:
@@ -17,9 +17,9 @@ class PlanCache:
 
     def __init__(self) -> None:
         self._state: Hashable = None
-        self._plans: dict[Hashable, ValuePlan] = {}
+        self._plans: dict[Hashable, Any] = {}
 
-    def get(self, state: Hashable, key: Hashable, build: Callable[[], ValuePlan]) -> ValuePlan:
+    def get(self, state: Hashable, key: Hashable, build: Callable[[], Any]) -> Any:
         """The plan for ``key`` under ``state``, built by ``build()`` on a miss."""
         if state != self._state:
             self.clear()

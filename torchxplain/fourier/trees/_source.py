@@ -15,13 +15,18 @@ from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
 from torchxplain.fourier.trees._encoding import TreeEncoding, resolve_encoding
 from torchxplain.fourier.trees._extraction import extract
 from torchxplain.fourier.trees._pruning import PruningReport, prune
-from torchxplain.fourier.trees.adapters._base import fitted_names
+from torchxplain.fourier.trees.adapters._base import TreeEnsemble, fitted_names
 from torchxplain.fourier.trees.adapters._dispatch import parse_model_outputs
 from torchxplain.fourier.values._families import SupportFamilies
 
 
 def tree_encoder(
-    model: Any, raw: Tensor, target: int | None, encoding: Any, names: FeatureNames | None = None
+    model: Any,
+    raw: Tensor,
+    target: int | None,
+    encoding: Any,
+    names: FeatureNames | None = None,
+    ensembles: list[TreeEnsemble] | None = None,
 ) -> tuple[InputEncoder, list[FourierSpectrum], list[SupportFamilies], Outputs]:
     """The encoder of ``model``'s inputs, the exact float64 spectrum of each explained output with its support
     families, and the outputs.
@@ -34,12 +39,13 @@ def tree_encoder(
             positive class, every class of a multiclass model).
         encoding: ``"auto"``, ``"binary"``, ``"thresholds"`` or a :class:`TreeEncoding`.
         names: the background DataFrame's columns, checked against the names the model was fitted with.
+        ensembles: ``parse_model_outputs(model, target)`` when the caller has it already.
 
     Raises:
         TypeError / ValueError: unsupported model, unknown encoding, a background of the wrong width or with
             other columns (or another column order) than the model's, or non-binary rows under the binary encoding.
     """
-    ensembles = parse_model_outputs(model, target)
+    ensembles = parse_model_outputs(model, target) if ensembles is None else ensembles
     outputs = Outputs(tuple(e.target for e in ensembles), tuple(e.output or e.description for e in ensembles))
     if raw.shape[1] != ensembles[0].n_features:
         raise ValueError(
@@ -88,11 +94,13 @@ def tree_source(
     energy: float | None,
     threshold: float | None,
     relaxed: bool,
+    ensembles: list[TreeEnsemble] | None = None,
 ) -> TreeSource:
-    """Validate the background once, encode it once, extract (and optionally prune) the spectrum."""
+    """Validate the background once, encode it once, extract (and optionally prune) the spectrum (of the parsed
+    ``ensembles`` when given)."""
     converted = rows(background, "background")
     raw, names = converted.tensor, converted.feature_names
-    encoder, spectra, extracted, outputs = tree_encoder(model, raw, target, encoding, names)
+    encoder, spectra, extracted, outputs = tree_encoder(model, raw, target, encoding, names, ensembles)
     families: list[SupportFamilies | None] = list(extracted)
     if relaxed and not isinstance(encoder, BinaryEncoder):
         raise ValueError("relaxed=True applies to binary inputs; continuous inputs are explained exactly")

@@ -123,7 +123,7 @@ def _boosting(model: Any, target: int | None, meta: dict[str, Any]) -> list[Tree
     return out
 
 
-def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
+def parse(model: Any, target: int | None, frame: Any = None) -> list[TreeEnsemble]:
     """Read a fitted scikit-learn tree model into one :class:`TreeEnsemble` per explained output.
 
     Outputs (see :mod:`~torchxplain.fourier.trees.adapters._targets` for the default): regressors explain

@@ -1,0 +1,203 @@
+"""The leaf route (``from_trees(..., route="leaves")``): exact values of deep trees against brute force over coalitions.
+
+References are independent of the leaf machinery: the leaf game against enumeration of its coalitions, and every
+model against ``coalition_values`` — the library's own ``predict`` at all ``2^p`` hybrids of a query and each
+background row.
+"""
+
+from __future__ import annotations
+
+import itertools
+from math import factorial
+
+import numpy as np
+import pytest
+import torch
+
+import torchxplain as tx
+from tests.fourier.tree_cases import brute_force_values, coalition_values, model_output
+from torchxplain.fourier.trees._leaf_games import weight_tables
+from torchxplain.fourier.trees._leaf_values import LeafPlan
+from torchxplain.fourier.trees._leaves import leaf_table
+from torchxplain.fourier.trees.adapters._dispatch import parse_model
+
+
+def _data(rows: int = 600, p: int = 6, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, p))
+    y = x[:, 0] * x[:, 1] + np.sin(3 * x[:, 2]) + (x[:, 3] > 0) * x[:, 4] + 0.3 * x[:, -1] + 0.1 * rng.normal(size=rows)
+    return x, y
+
+
+@pytest.mark.parametrize("kind", ["shapley", "banzhaf"])
+def test_leaf_game_weights_match_enumeration(kind):
+    """The pair game ``v [G ⊆ S][F ∩ S = ∅]`` (x supplies G, b supplies F): its values by enumeration of all
+    coalitions equal the closed-form weights, for every split of up to 7 players into G, F and the rest."""
+    n = 7
+    g, h = weight_tables(kind, n)
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        roles = rng.integers(0, 3, n)  # 0: G (x must supply), 1: F (b must supply), 2: neither side fails
+        G, F = set(np.flatnonzero(roles == 0)), set(np.flatnonzero(roles == 1))
+
+        def game(s: set) -> float:
+            return float(G <= s and not (F & s))
+
+        phi = np.zeros(n)
+        for i in range(n):
+            for size in range(n):
+                for rest in itertools.combinations([j for j in range(n) if j != i], size):
+                    s = set(rest)
+                    w = factorial(size) * factorial(n - size - 1) / factorial(n) if kind == "shapley" else 2.0 ** (1 - n)
+                    phi[i] += w * (game(s | {i}) - game(s))
+        want = np.where(roles == 0, float(h[len(G), len(F)]), np.where(roles == 1, -float(g[len(G), len(F)]), 0.0))
+        np.testing.assert_allclose(phi, want, atol=1e-14)
+
+
+def _models():
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.tree import DecisionTreeRegressor
+
+    x, y = _data()
+    out = [
+        ("tree_reg", DecisionTreeRegressor(max_depth=18, random_state=0).fit(x, y)),
+        ("rf_reg", RandomForestRegressor(n_estimators=3, max_depth=14, random_state=0).fit(x, y)),
+    ]
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    out.append(("xgb_reg", xgb.XGBRegressor(n_estimators=4, max_depth=12, learning_rate=0.5, n_jobs=1).fit(x, y)))
+    leafwise = lgb.LGBMRegressor(n_estimators=4, num_leaves=64, min_child_samples=2, verbose=-1, n_jobs=1)
+    out.append(("lgb_reg", leafwise.fit(x, y)))
+    return x, out
+
+
+def _tolerance(kind: str, values: np.ndarray) -> float:
+    """XGBoost predicts in float32 (the brute force inherits its rounding): 1e-6 of the values' scale; float64
+    libraries 1e-10."""
+    return 1e-6 * float(np.abs(values).max()) if kind.startswith("xgb") else 1e-10
+
+
+@pytest.fixture(scope="module")
+def deep_models():
+    return _models()
+
+
+def test_deep_trees_match_brute_force(deep_models):
+    """Depth 12–18 trees (sklearn, XGBoost, LightGBM leaf-wise) on 6 features: Shapley and Banzhaf values of the
+    leaf route equal enumeration of all 64 coalitions through the model's own predict."""
+    x, models = deep_models
+    query, background = x[:3], x[100:116]
+    for kind, model in models:
+        assert parse_model(model).max_depth >= 12 or kind == "lgb_reg"
+        explainer = tx.FourierShap.from_trees(model, torch.from_numpy(background), route="leaves")
+        v = coalition_values(lambda z, m=model, k=kind: model_output(m, k, z), query, background)
+        phi = explainer.attribute(torch.from_numpy(query)).numpy()
+        tol = _tolerance(kind, phi)
+        np.testing.assert_allclose(phi, brute_force_values(v), atol=tol, rtol=0, err_msg=kind)
+        beta = explainer.banzhaf(torch.from_numpy(query)).numpy()
+        np.testing.assert_allclose(beta, brute_force_values(v, "banzhaf"), atol=tol, rtol=0, err_msg=kind)
+
+
+def test_dense_and_pair_forms_agree(deep_models):
+    """The two forms of the leaf values (tables over fail patterns, pairs followed down the trees) give the same
+    values, whatever the cost model picks."""
+    x, models = deep_models
+    for _, model in models:
+        table = leaf_table(parse_model(model))
+        plan = LeafPlan(table, torch.from_numpy(x[200:230]), None, x.shape[1])
+        rows = torch.from_numpy(x[:20])
+        for kind in ("shapley", "banzhaf"):
+            dense = torch.zeros(x.shape[1], 20, dtype=torch.float64)
+            pairs = torch.zeros_like(dense)
+            for chunk in range(len(plan._chunks)):
+                plan._dense_values(kind, chunk, rows, dense)
+                plan._pair_values(kind, chunk, rows, pairs)
+            torch.testing.assert_close(dense, pairs, atol=1e-12, rtol=0)
+
+
+def test_efficiency_against_the_model(deep_models):
+    """Values sum to the model's own output minus its background mean (``predict`` of the library)."""
+    x, models = deep_models
+    background, query = x[300:350], x[:40]
+    for kind, model in models:
+        explainer = tx.FourierShap.from_trees(model, background, route="leaves")
+        phi = explainer.attribute(torch.from_numpy(query)).numpy()
+        gap = phi.sum(1) - (model_output(model, kind, query) - model_output(model, kind, background).mean())
+        assert np.abs(gap).max() < 1e-5 * max(1.0, np.abs(phi).max()), kind
+
+
+def test_groups_pairs_and_missing_values():
+    """Grouped players, per-row baselines and NaN inputs (routed as XGBoost routes them) against brute force."""
+    xgb = pytest.importorskip("xgboost")
+    x, y = _data(p=5)
+    x[np.random.default_rng(2).random(x.shape) < 0.1] = np.nan
+    model = xgb.XGBRegressor(n_estimators=4, max_depth=8, n_jobs=1).fit(x, y)
+    query, background = x[:3], x[50:62]
+    predict = lambda z: model_output(model, "xgb_reg", z)  # noqa: E731
+    groups = torch.tensor([0, 0, 1, 2, 2])
+    explainer = tx.FourierShap.from_trees(model, background, feature_groups=groups, route="leaves")
+    values = explainer.player_values(torch.from_numpy(query)).values.numpy()
+    masks = np.array([[(s >> g) & 1 for g in range(3)] for s in range(8)], dtype=bool)[:, groups.numpy()]
+    hybrid = np.where(masks[None, :, None, :], query[:, None, None, :], background[None, None])
+    v = predict(hybrid.reshape(-1, 5)).reshape(3, 8, len(background)).mean(2)
+    np.testing.assert_allclose(values, brute_force_values(v), atol=_tolerance("xgb", values), rtol=0)
+    paired = tx.FourierShap.from_trees(model, background, route="leaves")
+    base = background[:3]
+    phi = paired.attribute(torch.from_numpy(query), baselines=torch.from_numpy(base)).numpy()
+    for i in range(3):
+        v = coalition_values(predict, query[i : i + 1], base[i : i + 1])
+        np.testing.assert_allclose(phi[i], brute_force_values(v)[0], atol=_tolerance("xgb", phi), rtol=0)
+
+
+def test_small_memory_budget_completes_by_chunking(deep_models):
+    """Under the smallest budget (1 MiB) the leaf route splits trees and rows into many chunks and returns the
+    same values."""
+    x, models = deep_models
+    model = models[1][1]  # the forest: several trees, deep leaves
+    background, query = x[300:400], torch.from_numpy(x[:300])
+    want = tx.FourierShap.from_trees(model, background, route="leaves").attribute(query)
+    with tx.settings.max_memory(2**20):
+        explainer = tx.FourierShap.from_trees(model, background, route="leaves")
+        plan = explainer._plan(explainer._players(None, [query.shape]), None, 0).leaves
+        got = explainer.attribute(query)
+    assert len(plan._chunks) > 1
+    torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
+
+
+def test_interactions_fall_back_to_the_spectrum_or_refuse(deep_models):
+    """Pairwise interactions of a leaf-route explainer come from the spectrum (equal to the spectrum route's);
+    when the spectrum cannot fit the budget the call is refused with its size."""
+    x, models = deep_models
+    model = models[2][1]  # XGBoost depth 12
+    background, query = x[300:320], torch.from_numpy(x[:4])
+    leaves = tx.FourierShap.from_trees(model, background, route="leaves")
+    spectrum = tx.FourierShap.from_trees(model, background, route="spectrum")
+    torch.testing.assert_close(leaves.interactions(query), spectrum.interactions(query), atol=1e-10, rtol=0)
+    deep = tx.FourierShap.from_trees(models[0][1], background, route="leaves", max_memory=2**20)
+    with pytest.raises(ValueError, match="need its Fourier spectrum.*more than max_memory"):
+        deep.interactions(query)
+
+
+def test_route_argument_and_saving(tmp_path, deep_models):
+    x, models = deep_models
+    model = models[0][1]
+    with pytest.raises(ValueError, match="route must be one of"):
+        tx.FourierShap.from_trees(model, x[:10], route="fast")
+    with pytest.raises(ValueError, match="energy act on a Fourier spectrum"):
+        tx.FourierShap.from_trees(model, x[:10], route="leaves", energy=0.99)
+    explainer = tx.FourierShap.from_trees(model, x[:10])  # auto: a depth-18 tree takes the leaves
+    assert explainer.leaves is not None
+    with pytest.raises(ValueError, match="leaf route"):
+        explainer.save(tmp_path / "tree.pt")
+
+
+def test_oblivious_trees_on_both_routes():
+    """CatBoost's oblivious trees become node tables on the leaf route: same values as the spectrum route."""
+    cb = pytest.importorskip("catboost")
+    x, y = _data(p=5)
+    model = cb.CatBoostRegressor(iterations=6, depth=5, verbose=0, thread_count=1, allow_writing_files=False)
+    model.fit(x, y)
+    background, query = torch.from_numpy(x[50:70]), torch.from_numpy(x[:10])
+    leaves = tx.FourierShap.from_trees(model, background, route="leaves").attribute(query)
+    spectrum = tx.FourierShap.from_trees(model, background, route="spectrum").attribute(query)
+    torch.testing.assert_close(leaves, spectrum, atol=1e-10, rtol=0)
