@@ -38,19 +38,19 @@ def test_leaf_game_weights_match_enumeration(kind):
     rng = np.random.default_rng(1)
     for _ in range(40):
         roles = rng.integers(0, 3, n)  # 0: G (x must supply), 1: F (b must supply), 2: neither side fails
-        G, F = set(np.flatnonzero(roles == 0)), set(np.flatnonzero(roles == 1))
+        x_side, b_side = set(np.flatnonzero(roles == 0)), set(np.flatnonzero(roles == 1))
 
-        def game(s: set) -> float:
-            return float(G <= s and not (F & s))
+        def game(s: set, x_side: set = x_side, b_side: set = b_side) -> float:
+            return float(x_side <= s and not (b_side & s))
 
         phi = np.zeros(n)
         for i in range(n):
             for size in range(n):
+                w = factorial(size) * factorial(n - size - 1) / factorial(n) if kind == "shapley" else 2.0 ** (1 - n)
                 for rest in itertools.combinations([j for j in range(n) if j != i], size):
-                    s = set(rest)
-                    w = factorial(size) * factorial(n - size - 1) / factorial(n) if kind == "shapley" else 2.0 ** (1 - n)
-                    phi[i] += w * (game(s | {i}) - game(s))
-        want = np.where(roles == 0, float(h[len(G), len(F)]), np.where(roles == 1, -float(g[len(G), len(F)]), 0.0))
+                    phi[i] += w * (game(set(rest) | {i}) - game(set(rest)))
+        a, b = len(x_side), len(b_side)
+        want = np.where(roles == 0, float(h[a, b]), np.where(roles == 1, -float(g[a, b]), 0.0))
         np.testing.assert_allclose(phi, want, atol=1e-14)
 
 
@@ -111,7 +111,7 @@ def test_dense_and_pair_forms_agree(deep_models):
             pairs = torch.zeros_like(dense)
             for chunk in range(len(plan._chunks)):
                 plan._dense_values(kind, chunk, rows, dense)
-                plan._pair_values(kind, chunk, rows, pairs)
+            plan._pair_values(kind, rows, pairs)
             torch.testing.assert_close(dense, pairs, atol=1e-12, rtol=0)
 
 
@@ -201,3 +201,107 @@ def test_oblivious_trees_on_both_routes():
     leaves = tx.FourierShap.from_trees(model, background, route="leaves").attribute(query)
     spectrum = tx.FourierShap.from_trees(model, background, route="spectrum").attribute(query)
     torch.testing.assert_close(leaves, spectrum, atol=1e-10, rtol=0)
+
+
+# --- native categorical splits ---------------------------------------------------------------------------------
+def _category_frame(rows: int = 1500, seed: int = 3):
+    """Two numeric and three ``category`` columns (strings, integers, and a NaN-holding one), a target that needs
+    the categories."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {
+            "a": rng.normal(size=rows),
+            "colour": pd.Categorical(rng.choice(["red", "green", "blue", "grey", "pink"], rows)),
+            "size": pd.Categorical(rng.integers(0, 9, rows)),
+            "b": rng.normal(size=rows),
+            "shape": pd.Categorical(rng.choice(["round", "square", "star"], rows)),
+        }
+    )
+    y = (
+        frame.a
+        + 2.0 * (frame.colour == "green")
+        + 1.5 * (frame["size"].astype(int) % 3 == 0) * frame.b
+        + (frame["shape"] == "star") * (frame.colour == "red")
+        + 0.1 * rng.normal(size=rows)
+    )
+    return frame, y.to_numpy()
+
+
+def _frame_coalitions(predict, query, background) -> np.ndarray:
+    """``v[q, S]``: the model's mean output over hybrids that take the columns of ``S`` from query row ``q`` and
+    the others from each background row, every column kept in its own dtype (one ``predict`` call)."""
+    import pandas as pd
+
+    p = query.shape[1]
+    masks = np.array(list(itertools.product([0, 1], repeat=p)), dtype=bool)[:, ::-1]
+    pieces = []
+    for i in range(len(query)):
+        for mask in masks:
+            hybrid = background.copy()
+            for j in np.flatnonzero(mask):
+                hybrid.iloc[:, j] = query.iloc[i, j]
+            pieces.append(hybrid)
+    values = predict(pd.concat(pieces, ignore_index=True))
+    return np.asarray(values, dtype=np.float64).reshape(len(query), len(masks), len(background)).mean(2)
+
+
+def _categorical_models(frame, y):
+    """The four libraries' native categorical models; all but CatBoost (which refuses NaN categories) fitted on a
+    copy of ``frame`` whose ``colour`` misses every 17th value. Returns ``(name, model, predict, its frame)``."""
+    lgb = pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    cb = pytest.importorskip("catboost")
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    holed = frame.copy()
+    holed.loc[holed.index[::17], "colour"] = np.nan
+    columns = ["colour", "size", "shape"]
+    gbm = lgb.LGBMRegressor(n_estimators=6, min_data_per_group=5, cat_smooth=1, verbose=-1, n_jobs=1)
+    boost = xgb.XGBRegressor(n_estimators=6, max_depth=5, enable_categorical=True, max_cat_to_onehot=1, n_jobs=1)
+    cat = cb.CatBoostRegressor(
+        iterations=8, depth=4, verbose=0, thread_count=1, allow_writing_files=False, cat_features=columns
+    )
+    hist = HistGradientBoostingRegressor(max_iter=6, random_state=0)
+    return [
+        ("lightgbm", gbm.fit(holed, y), lambda m, z: m.predict(z, raw_score=True), holed),
+        ("xgboost", boost.fit(holed, y), lambda m, z: m.predict(z, output_margin=True), holed),
+        ("catboost", cat.fit(frame, y), lambda m, z: m.predict(z, prediction_type="RawFormulaVal"), frame),
+        ("histgb", hist.fit(holed, y), lambda m, z: m.predict(z), holed),
+    ]
+
+
+def test_native_categorical_splits_match_brute_force():
+    """LightGBM, XGBoost, CatBoost and HistGradientBoosting fitted on a DataFrame with ``category`` columns,
+    explained from that DataFrame: one value per column, equal to enumeration of the 32 coalitions of its
+    columns through the library's own predict; the leaf table's output equals predict."""
+    frame, y = _category_frame()
+    for name, model, predict, rows in _categorical_models(frame, y):
+        query, background = rows.iloc[[0, 1, 17]], rows.iloc[200:212]  # row 17 misses its colour (but CatBoost's)
+        explainer = tx.FourierShap.from_trees(model, background)
+        assert explainer.leaves is not None and explainer.leaves.categorical, name
+        v = _frame_coalitions(lambda z, m=model, f=predict: f(m, z), query, background)
+        phi = explainer.attribute(query).numpy()
+        tol = 1e-6 * float(np.abs(phi).max()) if name == "xgboost" else 1e-10
+        np.testing.assert_allclose(phi, brute_force_values(v), atol=tol, rtol=0, err_msg=name)
+        out = explainer.predict(rows.iloc[:50]).numpy()
+        np.testing.assert_allclose(out, predict(model, rows.iloc[:50]), atol=1e-5, rtol=0, err_msg=name)
+
+
+def test_categorical_boundary():
+    """Categorical models refuse the spectrum route and interactions with the reason, and categories their
+    library refuses."""
+    import pandas as pd
+
+    frame, y = _category_frame(rows=600)
+    _, model, _, _ = _categorical_models(frame, y)[1]  # XGBoost: refuses an unseen category
+    explainer = tx.FourierShap.from_trees(model, frame.iloc[:20])
+    with pytest.raises(ValueError, match="categorical splits.*route='leaves'"):
+        tx.FourierShap.from_trees(model, frame.iloc[:20], route="spectrum")
+    with pytest.raises(ValueError, match="categorical splits"):
+        explainer.interactions(frame.iloc[:2])
+    other = frame.iloc[:2].copy()
+    other["shape"] = pd.Categorical(["hexagon", "star"])
+    with pytest.raises(ValueError, match="'shape' holds 'hexagon', a category"):
+        explainer.attribute(other)

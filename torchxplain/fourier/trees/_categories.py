@@ -66,7 +66,7 @@ class CategoryCodec:
             given = frame.iloc[:, column]
             if not (self.by_value or isinstance(given.dtype, pd.CategoricalDtype)):
                 continue
-            codes = pd.Categorical(given, categories=list(values)).codes.astype(np.float64)
+            codes = pd.Index(list(values)).get_indexer(given.astype(object)).astype(np.float64)
             unknown = (codes < 0) & given.notna().to_numpy()
             if unknown.any() and self.unseen == "refuse":
                 bad = given[unknown].iloc[0]

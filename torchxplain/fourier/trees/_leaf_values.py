@@ -36,7 +36,7 @@ from torch import Tensor
 
 from torchxplain._core import chunk_bounds, parse_memory
 from torchxplain.fourier.trees._leaf_games import Kind, popcount, weight_tables
-from torchxplain.fourier.trees._leaf_pairs import pair_leaves, pair_values
+from torchxplain.fourier.trees._leaf_pairs import WORDS, pair_leaves, pair_values
 from torchxplain.fourier.trees._leaves import (
     FeatureCodes,
     LeafTable,
@@ -174,9 +174,9 @@ class LeafPlan:
         self._cache: dict[tuple[Kind, int], list[_Group]] = {}
         self._schedules: dict[int, Traversal] = {}
         self._rows: dict[int, Tensor] = {}  # per tree chunk, rows of ``slots.leaves`` in its leaf-block order
-        self._visits: dict[int, tuple[float, float]] = {}  # per chunk: visits and peak live pairs per pair and tree
-        self.routes: dict[int, str] = {}
-        """The form each tree chunk took in the last call (``"dense"`` or ``"pairs"``)."""
+        self._visits: tuple[float, float] | None = None  # the pair form's visits and peak entries per row and tree
+        self.route = "dense"
+        """The form the last call took (``"dense"`` or ``"pairs"``)."""
 
     # --- the public provider interface --------------------------------------------------------------------
     def shapley(self, x: Tensor, relaxed: bool = False) -> Tensor:
@@ -195,10 +195,9 @@ class LeafPlan:
 
     # --- chunks of trees -------------------------------------------------------------------------------------
     def _tree_chunks(self) -> list[tuple[int, int]]:
-        """Tree ranges whose dense arrays (leaves of at most :data:`MAX_DENSE_SLOTS` players; deeper ones count
-        their background patterns) fit half the budget, each at least one tree."""
+        """Tree ranges of the dense form whose arrays (leaves of at most :data:`MAX_DENSE_SLOTS` players; deeper
+        ones count their background patterns) fit half the budget, each at least one tree."""
         table, slot = self.table, self.slots
-        budget = parse_memory()
         d = slot.n_slots
         per_leaf = torch.where(
             d <= MAX_DENSE_SLOTS,
@@ -207,27 +206,34 @@ class LeafPlan:
         ) + 16 * (self.background.shape[0] + 1)
         cost = torch.zeros(table.n_trees, dtype=torch.float64, device=d.device)
         cost.index_add_(0, table.tree[slot.leaves], per_leaf)
-        chunks, start, used = [], 0, 0.0
-        for tree, c in enumerate(cost.tolist()):
-            if tree > start and used + c > budget / 2:
-                chunks.append((start, tree))
-                start, used = tree, 0.0
-            used += c
-        chunks.append((start, table.n_trees))
-        return chunks
+        return _ranges(cost.tolist(), parse_memory() / 2)
+
+    def _pair_chunks(self, rows: int) -> list[tuple[int, int]]:
+        """Tree ranges of the pair form whose frontiers (rows and one pass of background rows, three buffers
+        each) fit half the budget for ``rows`` rows per chunk."""
+        table = self.table
+        widths = torch.bincount(table.tree * (table.max_depth + 1) + table.depth)
+        widths = torch.nn.functional.pad(widths, (0, table.n_trees * (table.max_depth + 1) - widths.numel()))
+        widest = widths.view(table.n_trees, -1).max(1).values.double()
+        per_tree = 48.0 * widest * (rows + min(self.background.shape[0], 64 * WORDS))
+        return _ranges(per_tree.tolist(), parse_memory() / 2)
 
     def _schedule(self, chunk: int) -> Traversal:
-        """The traversal of tree chunk ``chunk``, its leaves ordered by number of players (groups contiguous)."""
+        """The traversal of dense tree chunk ``chunk``, its leaves ordered by number of players (groups
+        contiguous)."""
         if chunk not in self._schedules:
             first, last = self._chunks[chunk]
-            lo, hi = int(self.table.tree_start[first]), int(self.table.tree_start[last])
-            leaves = self.slots.leaves
-            inside = (leaves >= lo) & (leaves < hi)
-            rows = torch.nonzero(inside).flatten()
-            rows = rows[torch.argsort(self.slots.n_slots[rows], stable=True)]
-            self._schedules[chunk] = traversal(self.table, self.slots, (first, last), leaves[rows])
-            self._rows[chunk] = rows
+            self._schedules[chunk], self._rows[chunk] = self._traversal(first, last)
         return self._schedules[chunk]
+
+    def _traversal(self, first: int, last: int) -> tuple[Traversal, Tensor]:
+        """The traversal of trees ``first..last-1`` and the rows of ``slots.leaves`` in its leaf order (by number
+        of players)."""
+        lo, hi = int(self.table.tree_start[first]), int(self.table.tree_start[last])
+        leaves = self.slots.leaves
+        rows = torch.nonzero((leaves >= lo) & (leaves < hi)).flatten()
+        rows = rows[torch.argsort(self.slots.n_slots[rows], stable=True)]
+        return traversal(self.table, self.slots, (first, last), leaves[rows]), rows
 
     def _groups(self, kind: Kind, chunk: int) -> list[_Group]:
         """The leaf groups of tree chunk ``chunk`` with their background arrays (cached when all chunks fit)."""
@@ -260,52 +266,49 @@ class LeafPlan:
         return groups
 
     # --- the cost model ----------------------------------------------------------------------------------------
-    def _route(self, chunk: int, x: Tensor) -> str:
-        """``"dense"`` or ``"pairs"`` for tree chunk ``chunk`` and ``Q = len(x)`` rows (nanoseconds priced)."""
-        if (self._cache.get(("shapley", chunk)) or self._cache.get(("banzhaf", chunk))) is not None:
+    def _route(self, x: Tensor) -> str:
+        """``"dense"`` or ``"pairs"`` for ``Q = len(x)`` rows, whichever is priced lower (nanoseconds, measured on
+        this kind of machine: a table entry built, a node and a (leaf, slot) per row, a visit per row)."""
+        if any(key[1] == 0 for key in self._cache) or not x.shape[0]:
             return "dense"  # the tables are built already: rows cost the same either way
-        plan = self._schedule(chunk)
-        rows = self._rows[chunk]
-        d = self.slots.n_slots[rows].double()
+        d = self.slots.n_slots.double()
         q, n_bg = x.shape[0], self.background.shape[0]
-        n_nodes = sum(n.numel() for n in plan.inner_nodes)
-        patterns = float(torch.pow(2.0, d).sum())
-        dense = 40.0 * patterns + (q + n_bg) * 8.0 * n_nodes + q * 4.0 * float(d.sum())
+        n_nodes = self.table.n_nodes
+        dense = 40.0 * float(torch.pow(2.0, d).sum()) + (q + n_bg) * 8.0 * n_nodes + q * 4.0 * float(d.sum())
         if bool((d > MAX_DENSE_SLOTS).any()):
             dense = float("inf")
         if dense < 1e7:  # small either way: no probe
             return "dense"
-        visits, _ = self._probe(chunk, x)
-        first, last = self._chunks[chunk]
-        pairs = 40.0 * visits * q * n_bg * (last - first)
+        visits = self._probe(x)[0] * self.table.n_trees * q
+        pairs = visits * (60.0 + 10.0 * n_bg / 64) + 40.0 * visits * min(n_bg, 64 * WORDS) / 64
         return "dense" if dense <= pairs else "pairs"
 
-    def _probe(self, chunk: int, x: Tensor) -> tuple[float, float]:
-        """Visits and peak live pairs per (pair, tree) of chunk ``chunk``, measured on up to 4 × 8 pairs."""
-        if chunk not in self._visits:
-            plan = self._schedule(chunk)
-            first, last = self._chunks[chunk]
-            few_x, few_b = x[: min(4, x.shape[0])], self.background[: min(8, self.background.shape[0])]
+    def _probe(self, x: Tensor) -> tuple[float, float]:
+        """(row, node) visits and peak live entries per (row, tree) of the pair form, measured on up to 4 rows
+        against the first background rows on the first trees."""
+        if self._visits is None:
+            trees = min(self.table.n_trees, 8)
+            plan, _ = self._traversal(0, trees)
+            few_x, few_b = x[: min(4, x.shape[0])], self.background[: 64 * WORDS]
             leaves = pair_leaves(self.table, self.slots, plan, self.m)
             weights = weight_tables("shapley", max(self.slots.max_slots, 1))
             scratch = torch.zeros(few_x.shape[0], self.m + 1, dtype=torch.float64, device=x.device)
-            stats = pair_values(
-                self.table, plan, leaves, self.table.codes(few_x), self.table.codes(few_b), weights, scratch
-            )
-            per = max(1, few_x.shape[0] * few_b.shape[0] * (last - first))
-            self._visits[chunk] = (stats[0] / per, stats[1] / per)
-        return self._visits[chunk]
+            codes = self.table.codes(few_x), self.table.codes(few_b)
+            stats = pair_values(self.table, plan, leaves, *codes, weights, scratch)
+            per = max(1, few_x.shape[0] * trees)
+            self._visits = (stats[0] / per, stats[1] / per)
+        return self._visits
 
     # --- values ----------------------------------------------------------------------------------------------
     def _values(self, kind: Kind, x: Tensor) -> Tensor:
         device = self.table.left.device
         x = x.to(device)
         out = torch.zeros(self.m, x.shape[0], dtype=torch.float64, device=device)
-        for chunk in range(len(self._chunks)):
-            self.routes[chunk] = self._route(chunk, x) if x.shape[0] else "dense"
-            if self.routes[chunk] == "pairs":
-                self._pair_values(kind, chunk, x, out)
-            else:
+        self.route = self._route(x)
+        if self.route == "pairs":
+            self._pair_values(kind, x, out)
+        else:
+            for chunk in range(len(self._chunks)):
                 self._dense_values(kind, chunk, x, out)
         return out.T.to(self.dtype)
 
@@ -326,31 +329,28 @@ class LeafPlan:
                     hi = min(lo + part, group.stop)
                     self._accumulate(kind, group, lo, hi, patterns[lo:hi], out[:, a:b])
 
-    def _pair_values(self, kind: Kind, chunk: int, x: Tensor, out: Tensor) -> None:
-        """Tree chunk ``chunk``'s values at rows ``x`` by the pair route, added to ``out`` ``(m, Q)``, in chunks of
-        rows and background rows whose live pairs fit the budget."""
-        plan = self._schedule(chunk)
-        first, last = self._chunks[chunk]
-        _, peak = self._probe(chunk, x)
-        leaves = pair_leaves(self.table, self.slots, plan, self.m)
+    def _pair_values(self, kind: Kind, x: Tensor, out: Tensor) -> None:
+        """The values at rows ``x`` by the pair form, added to ``out`` ``(m, Q)``: chunks of rows whose live
+        entries fit the budget, of trees whose frontiers fit it, and of ``64 · WORDS`` background rows."""
+        _, peak = self._probe(x)
         g, h = weight_tables(kind, max(self.slots.max_slots, 1))
         n_bg = self.background.shape[0]
         weights = (g / n_bg, h / n_bg)
-        per_pair = 64.0 * (last - first) * max(peak, 1.0) + 16.0 * (plan.widest + 1)
-        pairs = max(1, int(parse_memory() / 2 // per_pair))
-        bg_step = max(1, min(n_bg, pairs))
-        row_step = max(1, min(x.shape[0], pairs // bg_step))
-        for a, c in chunk_bounds(x.shape[0], row_step):
-            part = torch.zeros(c - a, self.m + 1, dtype=torch.float64, device=x.device)
-            codes = self.table.codes(x[a:c])
-            for lo, hi in chunk_bounds(n_bg, bg_step):
-                background = FeatureCodes(
-                    self._codes.code[:, lo:hi],
-                    None if self._codes.missing is None else self._codes.missing[:, lo:hi],
-                    None if self._codes.zero is None else self._codes.zero[:, lo:hi],
-                )
-                pair_values(self.table, plan, leaves, codes, background, weights, part)
-            out[:, a:c] += part[:, : self.m].T
+        row_step = max(1, min(x.shape[0], int(parse_memory() / 2 // (8.0 * (WORDS + 4) * max(peak, 1.0) * 64))))
+        for first, last in self._pair_chunks(row_step):
+            plan, _ = self._traversal(first, last)
+            leaves = pair_leaves(self.table, self.slots, plan, self.m)
+            for a, c in chunk_bounds(x.shape[0], row_step):
+                part = torch.zeros(c - a, self.m + 1, dtype=torch.float64, device=x.device)
+                codes = self.table.codes(x[a:c])
+                for lo, hi in chunk_bounds(n_bg, 64 * WORDS):
+                    background = FeatureCodes(
+                        self._codes.code[:, lo:hi],
+                        None if self._codes.missing is None else self._codes.missing[:, lo:hi],
+                        None if self._codes.zero is None else self._codes.zero[:, lo:hi],
+                    )
+                    pair_values(self.table, plan, leaves, codes, background, weights, part)
+                out[:, a:c] += part[:, : self.m].T
 
     def _accumulate(self, kind: Kind, group: _Group, lo: int, hi: int, fail: Tensor, out: Tensor) -> None:
         """Add the values of the group's leaves ``lo..hi`` (rows of the chunk's leaf block) at rows with fail
@@ -455,3 +455,15 @@ def paired_values(table: LeafTable, slot: Slots, x: Tensor, b: Tensor, kind: Kin
             players = slot.players[order[lo:stop], :d]
             out[:, a:c].index_add_(0, players.reshape(-1), values.reshape(-1, c - a))
     return out.T
+
+
+def _ranges(costs: list[float], budget: float) -> list[tuple[int, int]]:
+    """Consecutive ranges of items whose summed ``costs`` stay within ``budget`` (each at least one item)."""
+    ranges, start, used = [], 0, 0.0
+    for item, cost in enumerate(costs):
+        if item > start and used + cost > budget:
+            ranges.append((start, item))
+            start, used = item, 0.0
+        used += cost
+    ranges.append((start, len(costs)))
+    return ranges
