@@ -370,7 +370,8 @@ class FourierShap(FourierExplainerCore):
                 the leaves for trees of any depth and native categorical splits, in memory that grows with the leaves
                 and the rows; pairwise interactions and ``spectrum`` extract the spectrum on first use when it fits
                 ``max_memory``, and saving is refused), or ``"auto"``: the spectrum when it is small (at most
-                2,048 terms) or a spectrum-only option is set, else the leaves.
+                2,048 terms; 65,536 for oblivious trees, CatBoost's) or a spectrum-only option is set, else the
+                leaves.
 
         Returns:
             An explainer whose ``attribute`` gives the interventional SHAP values of the model output, per input

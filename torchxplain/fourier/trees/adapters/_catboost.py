@@ -155,8 +155,9 @@ def _probe(model: Any, dump: dict[str, Any], frame: Any, name: str) -> dict[tupl
         )
     if frame is None or not hasattr(frame, "iloc"):
         raise ValueError(
-            f"{name} has categorical features: pass the background as a pandas DataFrame whose categorical columns "
-            "have dtype 'category' (their categories are what the explainer reads the splits for)"
+            f"{name} has categorical features, whose splits are read by probing the model with each category of "
+            "a DataFrame: explain it with FourierShap.from_trees(model, background) on a background DataFrame whose "
+            "categorical columns have dtype 'category' (a Fourier spectrum does not represent these splits)"
         )
     trees = dump.get("oblivious_trees", [])
     sides: dict[int, np.ndarray] = {}
