@@ -98,9 +98,9 @@ def test_deep_trees_match_brute_force(deep_models):
         np.testing.assert_allclose(beta, brute_force_values(v, "banzhaf"), atol=tol, rtol=0, err_msg=kind)
 
 
-def test_dense_and_pair_forms_agree(deep_models):
-    """The two forms of the leaf values (tables over fail patterns, pairs followed down the trees) give the same
-    values, whatever the cost model picks."""
+def test_dense_units_and_pair_forms_agree(deep_models):
+    """The forms of the leaf values — tables over each leaf's fail patterns, units of one or two levels of leaves
+    tabulated together, pairs followed down the trees — give the same values, whatever the cost model picks."""
     x, models = deep_models
     for _, model in models:
         table = leaf_table(parse_model(model))
@@ -108,11 +108,16 @@ def test_dense_and_pair_forms_agree(deep_models):
         rows = torch.from_numpy(x[:20])
         for kind in ("shapley", "banzhaf"):
             dense = torch.zeros(x.shape[1], 20, dtype=torch.float64)
-            pairs = torch.zeros_like(dense)
             for chunk in range(len(plan._chunks)):
                 plan._dense_values(kind, chunk, rows, dense)
+            for height in (1, 2):
+                units = torch.zeros_like(dense)
+                for chunk in range(len(plan._chunks)):
+                    plan._unit_values(kind, chunk, rows, units, height)
+                torch.testing.assert_close(units, dense, atol=1e-12, rtol=0)
+            pairs = torch.zeros_like(dense)
             plan._pair_values(kind, rows, pairs)
-            torch.testing.assert_close(dense, pairs, atol=1e-12, rtol=0)
+            torch.testing.assert_close(pairs, dense, atol=1e-12, rtol=0)
 
 
 def test_efficiency_against_the_model(deep_models):

@@ -324,6 +324,7 @@ class Slots:
         n_slots: ``(L,)`` int64 number of players on each leaf's path.
         players: ``(L, D)`` int64 player of each slot of a leaf (``-1`` past ``n_slots``), ``D`` the most slots.
         leaf_of_node: ``(N,)`` int64 row of each leaf in ``leaves`` (``-1`` at internal nodes).
+        node_slots: ``(N,)`` int64 number of players on each node's path from the root (its own split excluded).
     """
 
     bit: Tensor
@@ -331,6 +332,7 @@ class Slots:
     n_slots: Tensor
     players: Tensor
     leaf_of_node: Tensor
+    node_slots: Tensor
 
     @property
     def max_slots(self) -> int:
@@ -382,7 +384,7 @@ def slots(table: LeafTable, player: Tensor, description: str = "the model") -> S
     most = int(n_slots.max()) if leaves.numel() else 0
     leaf_of_node = torch.full((n,), -1, dtype=torch.int64, device=device)
     leaf_of_node[leaves] = torch.arange(leaves.numel(), device=device)
-    return Slots(bit, leaves, n_slots, paths[leaves, :most].contiguous(), leaf_of_node)
+    return Slots(bit, leaves, n_slots, paths[leaves, :most].contiguous(), leaf_of_node, count)
 
 
 @dataclass(frozen=True)
@@ -409,9 +411,12 @@ class Traversal:
     widest: int
 
 
-def traversal(table: LeafTable, slot: Slots, trees: tuple[int, int], leaves: Tensor) -> Traversal:
+def traversal(
+    table: LeafTable, slot: Slots, trees: tuple[int, int], leaves: Tensor, stop: Tensor | None = None
+) -> Traversal:
     """The :class:`Traversal` of trees ``trees[0]..trees[1]-1`` whose leaf block lists ``leaves`` (node ids of
-    exactly the range's leaves, in any order)."""
+    exactly the range's terminal nodes, in any order): its leaves, or where ``stop`` (``(N,)`` bool) marks internal
+    nodes to end at, those instead of the leaves below them."""
     device = table.left.device
     position = torch.full((table.n_nodes,), -1, dtype=torch.int64, device=device)
     position[leaves] = torch.arange(leaves.numel(), device=device)
@@ -421,6 +426,8 @@ def traversal(table: LeafTable, slot: Slots, trees: tuple[int, int], leaves: Ten
     while frontier.numel():
         widest = max(widest, int(frontier.numel()))
         is_inner = table.left[frontier] >= 0
+        if stop is not None:
+            is_inner &= ~stop[frontier]
         rows = torch.arange(frontier.numel(), device=device)
         nodes = frontier[is_inner]
         inner_rows.append(rows[is_inner])
