@@ -310,3 +310,32 @@ def test_categorical_boundary():
     other["shape"] = pd.Categorical(["hexagon", "star"])
     with pytest.raises(ValueError, match="'shape' holds 'hexagon', a category"):
         explainer.attribute(other)
+
+
+def test_outputs_targets_masks_and_dtypes_match_the_spectrum_route():
+    """A multiclass forest and a binary XGBoost classifier: every output, a per-row target, a feature_mask and a
+    float32 background give on the leaf route what the spectrum route gives (small models: both fit)."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    xgb = pytest.importorskip("xgboost")
+    x, y = _data(rows=400, p=5)
+    labels = np.digitize(y, np.quantile(y, [0.33, 0.66]))
+    models = [
+        RandomForestClassifier(n_estimators=3, max_depth=4, random_state=0).fit(x, labels),
+        xgb.XGBClassifier(n_estimators=3, max_depth=3, n_jobs=1).fit(x, labels > 0),
+    ]
+    background, query = x[100:120], torch.from_numpy(x[:6])
+    mask = torch.tensor([0, 0, 1, 2, 2])
+    for model in models:
+        leaves = tx.FourierShap.from_trees(model, background, route="leaves")
+        spectrum = tx.FourierShap.from_trees(model, background, route="spectrum")
+        torch.testing.assert_close(leaves.attribute(query), spectrum.attribute(query), atol=1e-10, rtol=0)
+        target = None if len(leaves.outputs) == 1 else [0, 2, 1, 0, 1, 2]
+        got = leaves.player_values(query, feature_mask=mask, target=target)
+        want = spectrum.player_values(query, feature_mask=mask, target=target)
+        torch.testing.assert_close(got.values, want.values, atol=1e-10, rtol=0)
+        torch.testing.assert_close(got.base_values, want.base_values, atol=1e-10, rtol=0)
+        _, delta = leaves.attribute(query, return_convergence_delta=True)
+        assert float(delta.abs().max()) < 1e-10
+    single = tx.FourierShap.from_trees(models[1], background.astype(np.float32), route="leaves")
+    assert single.attribute(query.float()).dtype == torch.float32

@@ -149,6 +149,17 @@ class LeafSource:
     binary: bool
     codec: CategoryCodec | None = None
     _spectra: dict[int, tuple[FourierSpectrum, InputEncoder, SupportFamilies]] = field(default_factory=dict)
+    _moved: dict[tuple[int, str], LeafTable] = field(default_factory=dict)
+
+    def table(self, column: int, device: torch.device) -> LeafTable:
+        """Output ``column``'s leaf table on ``device`` (moved once, then kept)."""
+        table = self.tables[column]
+        if table.left.device == device:
+            return table
+        key = (column, str(device))
+        if key not in self._moved:
+            self._moved[key] = table.to(device)
+        return self._moved[key]
 
     def encode_frame(self, x: Any, name: str) -> Any:
         """``x`` with a DataFrame's ``category`` columns as the model's category ids (anything else unchanged)."""
@@ -171,8 +182,7 @@ class LeafSource:
 
     def predict(self, rows: Tensor) -> Tensor:
         """The explained outputs at raw rows ``(R, p)``: ``(R,)``, or ``(R, C)`` for several outputs (float64)."""
-        device = self.tables[0].left.device
-        out = [outputs(t, rows.to(device)) for t in self.tables]
+        out = [outputs(self.table(c, rows.device), rows) for c in range(len(self.tables))]
         return out[0] if len(out) == 1 else torch.stack(out, 1)
 
     def plan(
@@ -188,7 +198,7 @@ class LeafSource:
                 "per-row baselines on the leaf route give Shapley and Banzhaf values; for interactions pass the "
                 "references as background= (a set every row is explained against)"
             )
-        table = self.tables[column]
+        table = self.table(column, x.device)
         slot = self._slots(table, players)
         return paired_values(table, slot, x, b, kind, players.m_active).to(x.dtype)  # type: ignore[arg-type]
 
@@ -253,7 +263,7 @@ class LeafProvider:
     ) -> None:
         self.source, self.column, self.players, self.kernel = source, column, players, kernel
         self.background = background
-        table = source.tables[column]
+        table = source.table(column, background.device)
         self.m = players.m_active
         self.leaves = LeafPlan(
             table, background, players.binary_groups, self.m, dtype, table_description(source, column)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from torchxplain._core import parse_memory
 from torchxplain.fourier.trees._leaves import LeafTable, Slots
 
 MAX_UNIT_BITS = 10
@@ -156,7 +157,7 @@ def unit_groups(
         pick = torch.nonzero(bits == b).flatten()
         players, columns = _columns(slot, sub[pick], is_leaf[pick], d_root[pick], m)
         tables = torch.zeros(pick.numel(), players.shape[1], 1 << b, dtype=torch.float64, device=device)
-        step = max(1, (1 << 22) // (width << b))
+        step = max(1, min(parse_memory(), 1 << 25) // (8 * (4 + players.shape[1]) * width << b))
         for a in range(0, pick.numel(), step):
             rows = pick[a : a + step]
             _fill(

@@ -1,15 +1,12 @@
 """Exact interventional Shapley and Banzhaf values of tree ensembles from leaf patterns, without Fourier terms.
 
-**The leaf game.** A leaf with value ``v`` whose path conditions on the players ``U`` (``d = |U|``) contributes
-``v`` to a hybrid ``(x_S, b_{~S})`` exactly when every player's condition holds on the row it is taken from. For a
-row ``x`` and a background row ``b`` let ``F`` be the players whose condition ``x`` fails and ``q`` those ``b``
-satisfies: the pair counts only when ``F ⊆ q`` (each failed condition must come from ``b``), and then its game is
-``v [A ⊆ S][F ∩ S = ∅]`` with ``A = U \\ q`` (players ``b`` fails, so ``x`` must supply them). Its Shapley values
-are ``v·h(|A|, |F|)`` on ``A`` and ``−v·g(|A|, |F|)`` on ``F``, with
-``h(a, b) = (a−1)! b!/(a+b)!`` and ``g(a, b) = a! (b−1)!/(a+b)!``; its Banzhaf values ``±v / 2^{a+b−1}``.
+**One leaf.** A leaf's game for a (row, background row) pair is closed-form in the sets ``F`` (players the row
+fails) and ``G`` (players the background row fails), zero unless they are disjoint
+(:mod:`~torchxplain.fourier.trees._leaf_games`): ``h(|G|, |F|)`` on ``G``, ``−g(|G|, |F|)`` on ``F``, times the
+leaf value.
 
-**Sums over the background.** ``|A| = d − |q|`` depends on ``q`` alone and ``|F|`` on ``x`` alone, so for a fail
-pattern ``F`` (``|F| = b``), with ``N_q`` background rows of satisfied pattern ``q``:
+**Sums over the background (dense form).** ``|G|`` depends on the background row alone and ``|F|`` on the row
+alone, so with ``N_q`` background rows of satisfied pattern ``q`` (``q`` is ``U`` minus ``G``, ``d = |U|``):
 
     value on j ∈ F:   −(v/|D|) G[F],                 G[m]  = Σ_{q ⊇ m} N_q g(d − |q|, |m|)
     value on j ∉ F:   (v/|D|) (H[F] − H↑[F ∪ {j}]),  H[m]  = Σ_{q ⊇ m} N_q h(d − |q|, |m|),
@@ -17,14 +14,22 @@ pattern ``F`` (``|F| = b``), with ``N_q`` background rows of satisfied pattern `
 
 (``H[F] − H↑[F ∪ {j}]`` sums over the ``q ⊇ F`` that fail ``j``). The three arrays over all ``2^d`` patterns are
 built once per background by *emission* — every distinct background pattern ``q`` adds its weight to each of its
-``2^{|q|}`` sub-patterns — or by the ranked superset-sum transform (``d (d + 1) 2^d``), whichever is cheaper; a row
-then costs one fail pattern (:func:`~torchxplain.fourier.trees._leaves.fail_patterns`) and ``d + 2`` gathers per
-leaf. Rows enter only through their patterns and the background only through its histogram, so the cost grows
-with rows + background, not their product. Leaves with more than :data:`MAX_DENSE_SLOTS` players use the
-*pair* form instead: every (row, background row) pair of the leaf, as two batched products.
+``2^{|q|}`` sub-patterns — or by the ranked superset-sum transform (``d (d + 1) 2^d``), whichever is cheaper. A row
+then costs its fail patterns (:func:`~torchxplain.fourier.trees._leaves.fail_patterns`) and one gather per (leaf,
+player) — from each leaf's table of slot values when the rows outnumber its patterns, else from the three arrays —
+or, from 800 rows on, one gather per *unit* of leaves (:mod:`~torchxplain.fourier.trees._leaf_units`). Rows enter
+only through their patterns and the background only through its histogram: the cost grows with rows + background,
+not their product. A leaf with more than :data:`MAX_DENSE_SLOTS` players sums its game over the (row, background
+row) pairs directly.
 
-Memory: trees are taken in chunks whose arrays fit ``tx.settings.max_memory`` (the plan keeps them between calls
-when all of them fit half of it), rows in chunks whose patterns and gathers fit it.
+**Pair form.** Deep forests (many leaves of many players: random forests at their default depth) make ``2^d`` per
+leaf dear; :mod:`~torchxplain.fourier.trees._leaf_pairs` follows each row down the trees with the background rows it
+can still pair with instead. :meth:`LeafPlan._route` prices both forms for the call's rows (the pair form from a
+probe of its visits) and takes the cheaper.
+
+Memory: trees are taken in chunks whose arrays fit half of ``tx.settings.max_memory`` (the plan keeps them between
+calls when one chunk holds them all), rows in chunks whose patterns and gathers fit it; the pair form sizes its
+chunks from the probe's peak of live entries.
 """
 
 from __future__ import annotations
@@ -110,7 +115,7 @@ def _emit(patterns: Tensor, d: int, kind: Kind, dtype: torch.dtype) -> Tensor:
         sub_bits = (sub[:, None] >> torch.arange(size_k, device=device)) & 1  # (2^k, k)
         s = sub_bits.sum(1)
         weights = torch.stack([g[d - size_k, s], h[d - size_k, s], h[d - size_k, (s - 1).clamp(min=0)] * (s >= 1)])
-        step = max(1, (1 << 22) // max(1 << size_k, 1))
+        step = max(1, min(parse_memory(), CACHE_BYTES) // (8 * (size_k + 3) << size_k))
         for a, b in chunk_bounds(pick.numel(), step):
             masks = (sub_bits[None] * (1 << position[a:b, None, :])).sum(2)  # (E, 2^k) sub-patterns
             index = (leaf_base[pick[a:b], None] | masks).reshape(-1)
@@ -198,13 +203,15 @@ class LeafPlan:
 
     # --- chunks of trees -------------------------------------------------------------------------------------
     def _tree_chunks(self) -> list[tuple[int, int]]:
-        """Tree ranges of the dense form whose arrays (leaves of at most :data:`MAX_DENSE_SLOTS` players; deeper
-        ones count their background patterns) fit half the budget, each at least one tree."""
+        """Tree ranges of the dense form whose arrays fit half the budget, each at least one tree: per leaf of at
+        most :data:`MAX_DENSE_SLOTS` players its three arrays, the ranked transform's ``d + 1`` columns and its
+        slot table's ``d`` rows over ``2^d`` patterns; per deeper leaf its background patterns; and per leaf its
+        background fail patterns."""
         table, slot = self.table, self.slots
-        d = slot.n_slots
+        d = slot.n_slots.double()
         per_leaf = torch.where(
             d <= MAX_DENSE_SLOTS,
-            24 * torch.pow(2.0, d.clamp(max=MAX_DENSE_SLOTS).double()),
+            8 * (2 * d + 4) * torch.pow(2.0, d.clamp(max=MAX_DENSE_SLOTS)),
             8.0 * self.background.shape[0],
         ) + 16 * (self.background.shape[0] + 1)
         cost = torch.zeros(table.n_trees, dtype=torch.float64, device=d.device)
@@ -332,7 +339,7 @@ class LeafPlan:
         for a, b in chunk_bounds(x.shape[0], step):
             patterns = fail_patterns(self.table, plan, self.table.codes(x[a:b]))
             for group in groups:
-                part = max(1, (1 << 17) // (group.d * (b - a)))  # leaves whose gathers stay in cache
+                part = self._leaves_per_pass(group, b - a)
                 for lo in range(group.start, group.stop, part):
                     hi = min(lo + part, group.stop)
                     self._accumulate(kind, group, lo, hi, patterns[lo:hi], out[:, a:b])
@@ -423,8 +430,19 @@ class LeafPlan:
                     values = torch.gather(group.table[lo:hi], 2, state[:, None, :].expand(-1, width, -1))
                     padded[:, a:b].index_add_(0, group.players[lo:hi].reshape(-1), values.reshape(-1, b - a))
             for g in deep:
-                self._accumulate(kind, g, g.start, g.stop, patterns[g.start : g.stop], padded[: self.m, a:b])
+                part = self._leaves_per_pass(g, b - a)
+                for lo in range(g.start, g.stop, part):
+                    hi = min(lo + part, g.stop)
+                    self._accumulate(kind, g, lo, hi, patterns[lo:hi], padded[: self.m, a:b])
         out.copy_(padded[: self.m])
+
+    def _leaves_per_pass(self, group: _Group, rows: int) -> int:
+        """Leaves of ``group`` per pass over ``rows`` rows: gathers that stay in cache, or for the pair form its
+        ``(leaves, rows, background)`` products within the budget."""
+        if group.background is None:
+            return max(1, (1 << 17) // (group.d * rows))
+        per_leaf = 8 * rows * (4 * self.background.shape[0] + 3 * group.d)
+        return max(1, min(parse_memory(), CACHE_BYTES) // per_leaf)
 
     def _accumulate(self, kind: Kind, group: _Group, lo: int, hi: int, fail: Tensor, out: Tensor) -> None:
         """Add the values of the group's leaves ``lo..hi`` (rows of the chunk's leaf block) at rows with fail

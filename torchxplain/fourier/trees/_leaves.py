@@ -343,6 +343,9 @@ class Slots:
 def slots(table: LeafTable, player: Tensor, description: str = "the model") -> Slots:
     """The :class:`Slots` of ``table`` when feature ``f`` belongs to player ``player[f]``.
 
+    One pass per depth carries each node's path players (its parent's plus the parent's player when new), so only
+    one level's paths are held at a time besides the leaves' own (the result).
+
     Raises:
         ValueError: a path conditions on more than :data:`MAX_SLOTS` players.
     """
@@ -353,17 +356,20 @@ def slots(table: LeafTable, player: Tensor, description: str = "the model") -> S
     width = max(1, min(table.max_depth, int(player.max()) + 1 if player.numel() else 1))
     bit = torch.zeros(n, dtype=torch.int64, device=device)
     count = torch.zeros(n, dtype=torch.int64, device=device)
-    paths = torch.full((n, width), -1, dtype=torch.int64, device=device)
-    order = torch.argsort(table.depth, stable=True)
-    bounds = torch.bincount(table.depth, minlength=table.max_depth + 1).cumsum(0).tolist()
-    start = 0
-    for stop in bounds:  # one pass per depth: a node's path is its parent's plus the parent's player
-        level = order[start:stop]
-        start = stop
-        level = level[inner[level]]
+    leaves = torch.nonzero(~inner).flatten()
+    leaf_of_node = torch.full((n,), -1, dtype=torch.int64, device=device)
+    leaf_of_node[leaves] = torch.arange(leaves.numel(), device=device)
+    leaf_paths = torch.full((leaves.numel(), width), -1, dtype=torch.int64, device=device)
+    level = table.tree_start[:-1]
+    paths = torch.full((level.numel(), width), -1, dtype=torch.int64, device=device)
+    while level.numel():
+        at_leaf = ~inner[level]
+        leaf_paths[leaf_of_node[level[at_leaf]]] = paths[at_leaf]
+        keep = ~at_leaf
+        level, path = level[keep], paths[keep]
         if not level.numel():
-            continue
-        path, d, who = paths[level], count[level], node_player[level]
+            break
+        d, who = count[level], node_player[level]
         match = path == who[:, None]
         found = match.any(1)
         position = torch.where(found, match.to(torch.int8).argmax(1), d)
@@ -373,18 +379,15 @@ def slots(table: LeafTable, player: Tensor, description: str = "the model") -> S
                 "holds a path's conditions in one 64-bit pattern: group features into fewer players"
             )
         bit[level] = torch.ones_like(position) << position
-        child_path = path.clone()
         grow = ~found
-        child_path[grow, d[grow].clamp(max=width - 1)] = who[grow]
+        path[grow, d[grow].clamp(max=width - 1)] = who[grow]
         for child in (table.left[level], table.right[level]):
-            paths[child] = child_path
             count[child] = d + grow.long()
-    leaves = torch.nonzero(~inner).flatten()
+        level = torch.cat([table.left[level], table.right[level]])
+        paths = torch.cat([path, path])
     n_slots = count[leaves]
     most = int(n_slots.max()) if leaves.numel() else 0
-    leaf_of_node = torch.full((n,), -1, dtype=torch.int64, device=device)
-    leaf_of_node[leaves] = torch.arange(leaves.numel(), device=device)
-    return Slots(bit, leaves, n_slots, paths[leaves, :most].contiguous(), leaf_of_node, count)
+    return Slots(bit, leaves, n_slots, leaf_paths[:, :most].contiguous(), leaf_of_node, count)
 
 
 @dataclass(frozen=True)

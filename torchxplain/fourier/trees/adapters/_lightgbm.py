@@ -120,6 +120,8 @@ def parse(model: Any, target: int | None, frame: Any = None) -> list[TreeEnsembl
     recorded one). For
     ``boosting_type='rf'`` the score is the average over the trees, the margin behind ``predict`` (LightGBM's
     ``predict(raw_score=True)`` returns the un-averaged sum there).
+
+    ``frame`` is unused (the model records how its inputs are coded).
     """
     import lightgbm
 

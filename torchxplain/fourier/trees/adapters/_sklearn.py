@@ -129,6 +129,8 @@ def parse(model: Any, target: int | None, frame: Any = None) -> list[TreeEnsembl
     Outputs (see :mod:`~torchxplain.fourier.trees.adapters._targets` for the default): regressors explain
     ``predict``; decision-tree, forest and extra-trees classifiers explain ``predict_proba[:, c]``;
     gradient-boosting classifiers explain the raw score ``decision_function`` (log-odds when binary).
+
+    ``frame`` is unused (the model records how its inputs are coded).
     """
     from sklearn.base import is_classifier
 

@@ -108,6 +108,8 @@ def parse(model: Any, target: int | None, frame: Any = None) -> list[TreeEnsembl
 
     Raises:
         ValueError: the model is not fitted.
+
+    ``frame`` is unused (the model records how its inputs are coded).
     """
     from sklearn.base import is_classifier
 

@@ -127,6 +127,8 @@ def parse(model: Any, target: int | None, frame: Any = None) -> list[TreeEnsembl
     ``predict`` does, and reads entries equal to its ``missing=`` value as missing, as its ``predict`` does (a raw
     ``Booster`` knows no sentinel: its ``DMatrix`` did). A ``dart`` booster predicts with every tree scaled by its
     weight (``weight_drop``), as ``predict`` does.
+
+    ``frame`` is unused (the model records how its inputs are coded).
     """
     import xgboost
 
