@@ -1,6 +1,6 @@
 """The continuous part of the tree benchmark: thresholds as binary features, values per original feature.
 
-Models (issue 24): a random forest (50 trees, depth 5) and XGBoost (100 trees, depth 6) on scikit-learn's breast
+Models: a random forest (50 trees, depth 5) and XGBoost (100 trees, depth 6) on scikit-learn's breast
 cancer (30 features; the positive class: probability for the forest, margin for XGBoost) and diabetes (10 features)
 data; and a newcomer's tabular DataFrame — 15 numeric and 2 one-hot categorical columns (4 and 6 levels), 5,000
 rows — with XGBoost (defaults: 100 trees, depth 6), LightGBM (100 trees × 31 leaves) and HistGradientBoosting

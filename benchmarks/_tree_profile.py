@@ -20,9 +20,9 @@ import _tree_peers
 import torchxplain as tx
 
 PHASES = [
-    ("parse the model", "torchxplain.fourier.trees._source", "parse_model_outputs", 0),
-    ("resolve the encoding", "torchxplain.fourier.trees._source", "resolve_encoding", 0),
-    ("extract the spectrum", "torchxplain.fourier.trees._source", "extract", 0),
+    ("parse the model", "torchxplain.fourier.sources._trees", "parse_model_outputs", 0),
+    ("resolve the encoding", "torchxplain.fourier.sources._trees", "resolve_encoding", 0),
+    ("extract the spectrum", "torchxplain.fourier.sources._trees", "extract", 0),
     ("node paths and sources", "torchxplain.fourier.trees._extraction", "Expansion", 1),
     ("support families", "torchxplain.fourier.trees._extraction", "assign_families", 1),
     ("family search (intervals)", "torchxplain.fourier.trees._extraction", "support_families", 1),

@@ -1,31 +1,37 @@
-"""Black-box FourierSHAP against shap and shapiq on the paper's black-box settings, side by side in one run.
+"""Black-box SHAP values to a stated accuracy (issue 30): ours against shapiq 1.8 and shap 0.54, side by side.
 
-Settings (``benchmarks/_blackbox_models.py``; models are trained once and cached): Entacmaea MLP 3×300 (n=13),
-SGEMM MLP 3×300 (14 one-hot parameters, n=40), GB1 random forest depth 5 / 20 trees (4 one-hot sites, n=80),
-avGFP CatBoost depth 5 / 10 trees (n=236 mutated-site bits), a GB1 MLP 3×300 and an MLP 3×300 on a generated
-6-site × 20-residue landscape (5,000 sequences, n=120); each with singleton players and, where the inputs are
-one-hot, one player per categorical variable.
+Cases (``_blackbox_cases.py``; models trained once and cached): the issue's torch MLPs on tabular features
+(diabetes 10-64-64-1, Friedman #1, a 40-feature tanh + products MLP, a breast-cancer probability MLP, GB1's 80
+one-hot bits under an MLP and a random forest) and the paper's settings (Entacmaea MLP, SGEMM MLP on 40 one-hot bits,
+GB1 forest, avGFP CatBoost on 236 bits); 40 background rows; interventional values, one player per column.
 
-Contenders: ``tx.FourierShap(model, background, data=train rows, groups=players)`` with its defaults (the README
-form: tabulation when the players' level grid fits the query budget, else the hybrid fit held to
-``target_r2=0.99`` on its held-out check); ``FourierShap(..., method="enumerate")`` (exact values by enumerating
-each pair's coalitions through the model); shap KernelExplainer (defaults, and ``l1_reg=False``),
-PermutationExplainer; shapiq KernelSHAP, kADD-SHAP, PermutationSamplingSV and SPEX (``_blackbox_peers.py``).
+Reference (``_blackbox_truth.py``): exact enumeration of every (row, background row) pair's differing players when
+every pair differs in at most 16 (or interventional TreeSHAP for a tree ensemble beyond that), else two runs of the
+unbiased correction at a budget raised until the halves agree to R² >= 0.9999 (printed).
 
-Reference values (``_blackbox_truth.py``): exact enumeration of every pair's differing players (when every pair
-differs in at most 16 players), interventional TreeSHAP for the trees' singletons, else a permutation reference
-doubled until two independent halves agree (printed). The exact R² is computed on ``--truth-rows`` rows, with its
-jackknife standard error over those rows (the reference rows are a sample too).
+Ours, the default call: ``tx.FourierShap(model, background, data=training rows)`` (the router picks tabulation or
+enumeration where exact is cheapest, else ``tx.fourier.Correct``: an additive surrogate fitted once, a pilot for
+the scale, each row corrected until its standard errors meet ``target_r2=0.999``'s tolerance; pairs cheap to
+enumerate exact), then ``explain`` of every test row (up to 1,000). CPU ms/row amortized over 1,000 rows counts the
+constructor (probe, fit and pilot) over 1,000 rows plus the rows' own time. Also the engine at fixed budgets of 8p,
+32p and 128p coalitions x |D| model rows per row on the peers' rows (no tolerance), and the coverage of our 95%
+intervals (value ± 1.96 SE; exact values count as covered) on the reference rows.
 
-Columns: R² of the SHAP values against the reference; the fit report's estimate ± its standard error and how many
-standard errors it is from the exact R²; model queries (the fit's and its check's for FourierSHAP, per row for
-the rest); fit seconds split into the model's time and our own (wall clock, and our own in process CPU seconds);
-values ms/row (FourierSHAP: 1,000 rows in one call); cost per row amortized over 1,000 rows. Targets: R² >= 0.99
-in every cell but GB1-MLP singletons; GB1 per variable exact to the model's precision; our own fit time <= 5 s;
-amortized >= 10x and values >= 100x the fastest peer that reaches R² >= 0.99; the estimate within 2 standard errors
-of the exact R². One thread unless ``--threads default``; the load average is printed at the start and the end.
+Peers (``_blackbox_peers.py``): shapiq 1.8 KernelSHAP, LeverageSHAP, PolySHAP, RegressionMSR, OddSHAP,
+ProxySHAP, PermutationSamplingSV, SVARM on the game ``v(S) = mean_b f(x_S, b_{~S})`` at 8p / 32p / 128p coalitions
+(each costs |D| model rows), shap 0.54 PermutationExplainer (``max_evals``) and KernelExplainer (``nsamples``,
+``l1_reg=False``) at the same numbers. CPU seconds (``time.process_time``), one thread, one process.
 
-    python benchmarks/blackbox.py [--quick] [--device cpu] [--threads 1|default] [--settings a,b] [--json out]
+Printed per case: R² of every contender against the reference, model rows and CPU ms per row; our amortized cost
+against the fastest peer (at any of its budgets) that reaches R² >= 0.999 (target: ratio >= 1); our error (mean
+squared) at each budget against the best peer's (target: ratio >= 1); the coverage (target 90-98%). The curves of
+error against model rows go to ``--png``. Load averages are printed at the start and the end: a loaded machine
+inflates every time, so read the ratios, measured side by side.
+
+``--surrogates`` compares instead the surrogates the correction can start from (``_blackbox_surrogates.py``).
+
+    ~/.peers312/bin/python benchmarks/blackbox.py [--quick] [--cases a,b] [--json out.json] [--png out.png]
+    ~/.peers312/bin/python benchmarks/blackbox.py --surrogates [--cases a,b]
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import os
 import sys
 import time
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -45,271 +52,310 @@ from torch import Tensor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _blackbox_models as models  # noqa: E402
+import _blackbox_cases as cases  # noqa: E402
+import _blackbox_surrogates as surrogates  # noqa: E402
 import _blackbox_truth as truth  # noqa: E402
-from _blackbox_peers import PEERS, Counter, run_peer  # noqa: E402
+from _blackbox_peers import PEERS, run_peer  # noqa: E402
 
 import torchxplain as tx  # noqa: E402
+from torchxplain.fourier.fit import CorrectedPlan, correct  # noqa: E402
+from torchxplain.fourier.sources import CorrectedValues  # noqa: E402
 
-ALL = "entacmaea,sgemm,gb1_forest,avgfp_catboost,gb1_mlp,protein6"
-EXEMPT = {("gb1_mlp", "singletons")}  # the R² target does not apply (the issue's own exemption)
-REFERENCE_QUERIES = 8_000_000
-"""Most model queries of an exact reference (its rows are cut to fit, at least 20)."""
-
-
-def reference(setting: models.Setting, rows: Tensor, background: Tensor, groups: Tensor) -> tuple[Tensor, str]:
-    """Exact or converged reference SHAP values ``(R, m)`` and how they were obtained."""
-    m = int(groups.max()) + 1
-    f = Counter(setting.f)
-    sizes = truth.differing_players(rows, background, groups, m).sum(-1)  # (R, D)
-    if int(sizes.max()) <= 16:
-        cost = torch.cumsum((2**sizes).sum(1), 0)  # enumeration queries up to each row: cap them
-        keep = max(int((cost <= REFERENCE_QUERIES).sum()), min(20, rows.shape[0]))
-        values = truth.exact_by_pairs(f, rows[:keep], background, groups)
-        return values, f"exact enumeration (pairs differ in <= {int(sizes.max())} players)"
-    if setting.tree_model is not None and m == groups.numel():
-        return truth.tree_reference(setting.tree_model, rows, background), "interventional TreeSHAP (shap)"
-    return truth.converged_permutation(f, rows[:20], background, groups)
+BUDGETS = (8, 32, 128)
+SURROGATE_CASES = ("diabetes", "friedman1", "tanh40", "breast_cancer", "sgemm", "gb1_mlp")
+TARGET = 0.999
 
 
-def r2_with_error(ref: Tensor, est: Tensor) -> tuple[float, float]:
-    """R² of ``est`` against ``ref`` over all entries, and its jackknife standard error over the rows."""
-    err = ((ref - est) ** 2).sum(1)
-    tot = ((ref - ref.mean()) ** 2).sum(1)
-    n = ref.shape[0]
-    leave_out = 1.0 - (err.sum() - err) / (tot.sum() - tot).clamp_min(1e-300)
-    se = float(((n - 1) / n * ((leave_out - leave_out.mean()) ** 2).sum()).sqrt())
-    return truth.r2(ref, est), se
+def load() -> str:
+    one, five, fifteen = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    return f"{one:.1f} / {five:.1f} / {fifteen:.1f} on {os.cpu_count()} cores"
 
 
-def first_columns(groups: Tensor) -> Tensor:
-    return torch.tensor([int((groups == g).nonzero()[0, 0]) for g in range(int(groups.max()) + 1)])
-
-
-def fourier_defaults(
-    setting: models.Setting, data: Tensor, background: Tensor, groups: Tensor, rows: Tensor, args
-) -> dict:
-    """The README form: fit once (the first call of ``attribute`` prepares the value plan: part of the fit), then
-    time the values of every row (best of 2)."""
-    f = Counter(setting.f)
-    singletons = int(groups.max()) + 1 == groups.numel()
-    start, cpu = time.perf_counter(), time.process_time()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        explainer = tx.FourierShap(
-            f,
-            background.to(args.device),
-            data=data.to(args.device),
-            groups=None if singletons else groups,
-            show_progress=False,
+def reference(case: cases.Case, rows: Tensor) -> tuple[Tensor, str]:
+    """Exact or converged reference values ``(R, m)`` and how they were obtained."""
+    start = time.process_time()
+    sizes = truth.differing_players(rows, case.background, case.players, case.m).sum(-1)
+    widest = int(sizes.max())
+    if widest <= 16:
+        values = truth.exact_by_pairs(case.f, rows, case.background, case.players, max_players=16)
+        how = f"exact enumeration (pairs differ in <= {widest} players)"
+    elif case.tree_model is not None:
+        values = truth.tree_reference(case.tree_model, rows, case.background)
+        how = "interventional TreeSHAP (shap)"
+    else:
+        values, how = truth.converged_correction(
+            case.f, rows, case.background, case.players, budget=64 * case.m * case.background.shape[0]
         )
-        explainer.attribute(rows[:1].to(args.device))
-    fit_s, fit_cpu = time.perf_counter() - start, time.process_time() - cpu
-    best = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        phi = explainer.attribute(rows.to(args.device))
-        if phi.is_cuda:
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - start)
+    return values.double(), f"{how}; {time.process_time() - start:.1f} s CPU"
+
+
+def error(ref: Tensor, values: Tensor) -> tuple[float, float]:
+    """``(R², mean squared error)`` of ``values`` against ``ref`` over all entries."""
+    return truth.r2(ref, values), float(((ref - values.double()) ** 2).mean())
+
+
+def ours_default(case: cases.Case, rows: Tensor, ref: Tensor) -> tuple[dict, CorrectedPlan]:
+    """The default call, ``tx.FourierShap(model, background, data=pool)`` (the router picks the route: exact, or the
+    correction to ``target_r2=0.999``), then ``explain`` of every row of ``rows``, each timed in CPU seconds; scored
+    on the reference's rows (the first ones). Also the engine's plan for the fixed-budget runs."""
+    model = case.module if case.module is not None else case.f
+    start = time.process_time()
+    explainer = tx.FourierShap(model, case.background, data=case.pool, show_progress=False)
+    build_s = time.process_time() - start
+    start = time.process_time()
+    explanation = explainer.explain(rows)
+    values_s = time.process_time() - start
+    scored = ref.shape[0]
+    values = explanation.values[:scored].double()
+    se = torch.zeros_like(values) if explanation.stderr is None else explanation.stderr[:scored].double()
+    r2, mse = error(ref, values)
+    slack = 1e-6 * float(ref.abs().max())  # float noise of exact entries (standard error zero)
+    coverage = float(((values - ref).abs() <= 1.96 * se + slack).double().mean())
     report = explainer.fit_report
-    model_s = report.model_time_s or 0.0
-    return {
-        "values": phi[:, first_columns(groups)].double().cpu(),
-        "fit_s": fit_s,
-        "model_s": model_s,
-        "own_s": fit_s - model_s,
-        "own_cpu_s": fit_cpu - (report.model_cpu_time_s or 0.0),
-        "row_s": best / rows.shape[0],
-        "queries": f.rows,
-        "report": report,
-        "warned": any(issubclass(w.category, tx.fourier.FitQualityWarning) for w in caught),
-    }
-
-
-def enumeration(setting: models.Setting, background: Tensor, groups: Tensor, rows: Tensor) -> dict:
-    """``method="enumerate"`` on the peers' rows: per-row cost, queries and values."""
-    f = Counter(setting.f)
-    singletons = int(groups.max()) + 1 == groups.numel()
-    start = time.perf_counter()
-    explainer = tx.FourierShap(f, background, groups=None if singletons else groups, method="enumerate")
-    try:
-        phi = explainer.attribute(rows)
-    except ValueError as err:  # pairs differing in too many players
-        return {"values": None, "row_s": float("nan"), "queries": float("nan"), "note": f"skipped: {str(err)[:70]}"}
-    seconds = time.perf_counter() - start
-    return {
-        "values": phi[:, first_columns(groups)].double(),
-        "row_s": seconds / rows.shape[0],
-        "queries": f.rows / rows.shape[0],
-        "note": "exact by construction",
-    }
-
-
-def run_cell(setting: models.Setting, label: str, groups: Tensor, args, results: list[dict]) -> None:
-    x = setting.data.x
-    if setting.f(x[:2]).dtype == torch.float64:  # a float64 model (the trees): rows in float64, values to 1e-9
-        x = x.double()
-    perm = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(0))
-    background = x[perm[: args.background]]
-    rows = x[perm[args.background : args.background + args.rows]]
-    data = x[perm[args.background + args.rows :]]
-    m = int(groups.max()) + 1
-    truth_rows, peer_rows = rows[: args.truth_rows], rows[: args.peer_rows]
-    start = time.perf_counter()
-    ref, how = reference(setting, truth_rows, background, groups)
-    truth_rows = truth_rows[: ref.shape[0]]
-    gap = ref.sum(1) - (setting.f(truth_rows).double() - setting.f(background).double().mean())
-    scale = float(ref.abs().max())
-    out = setting.f(truth_rows[:2])
-    precision = scale * (1e-9 if out.dtype == torch.float64 else 1e-5)  # the model's own precision
-    print(
-        f"\n--- {setting.name}, {label} ({m} players): reference on {truth_rows.shape[0]} rows = {how}, "
-        f"{time.perf_counter() - start:.1f} s; efficiency gap {float(gap.abs().max()):.1e}; largest |value| {scale:.3g}"
+    row_ms = values_s * 1e3 / rows.shape[0]
+    provider = explainer.provider
+    plan = provider.built if isinstance(provider, CorrectedValues) else None
+    if plan is None:  # an exact route won: the engine's plan for the fixed budgets is built apart
+        plan = CorrectedPlan.build(case.f, case.background, case.pool, case.players, case.m, target_r2=TARGET)
+        spent = "exact"
+    else:
+        spent = f"{float(plan.last.model_rows.double().mean()):,.0f} model rows/row" if plan.last else ""
+    candidates = "; ".join(
+        f"{c['method']} {c['seconds']:.3g} s" if c["seconds"] is not None else f"{c['method']} out"
+        for c in report.route
     )
-    ours = fourier_defaults(setting, data, background, groups, rows, args)
-    report = ours["report"]
-    r2, r2_se = r2_with_error(ref, ours["values"][: truth_rows.shape[0]])
-    max_error = float((ref - ours["values"][: truth_rows.shape[0]]).abs().max())
-    sigma = float("nan") if report.r2_shap_se is None else report.r2_shap_se
-    cell = [
-        {
-            "contender": "torchxplain (defaults)",
-            "r2": r2,
-            "r2_se": r2_se,
-            "max_error": max_error,
-            "precision": precision,
-            "estimate": report.r2_shap,
-            "estimate_se": sigma,
-            "z": (report.r2_shap - r2) / sigma if sigma > 0 else float("nan"),
-            "queries": f"{report.n_queries:,}+{report.n_validation_queries:,} (fit+check)",
-            "fit_s": ours["fit_s"],
-            "model_s": ours["model_s"],
-            "own_s": ours["own_s"],
-            "own_cpu_s": ours["own_cpu_s"],
-            "row_ms": ours["row_s"] * 1e3,
-            "amortized_ms": (ours["fit_s"] / 1000 + ours["row_s"]) * 1e3,
-            "note": f"{report.method}, {report.n_terms} terms, stopped: {report.stopped}"
-            + ("; FitQualityWarning" if ours["warned"] else ""),
-        }
-    ]
-    enum = enumeration(setting, background, groups, peer_rows)
-    enum_r2 = float("nan") if enum["values"] is None else truth.r2(ref[: peer_rows.shape[0]], enum["values"])
-    cell.append(_per_row("torchxplain enumerate", enum_r2, enum["row_s"], enum["queries"], enum["note"]))
-    for name in PEERS:
-        values, row_s, queries, done, note = run_peer(name, setting.f, peer_rows, background, groups, args.cap_s)
-        acc = float("nan") if values is None else truth.r2(ref[:done], torch.as_tensor(values))
-        cell.append(_per_row(name, acc, row_s, queries, note))
-    print_cell(cell)
-    results.append({"setting": setting.name, "players": label, "reference": how, "rows": cell})
-
-
-def _per_row(name: str, r2: float, row_s: float, queries: float, note: str) -> dict:
     return {
-        "contender": name,
+        "contender": "ours (default)",
+        "budget": explanation.route,
         "r2": r2,
-        "queries": "-" if queries != queries else f"{queries:,.0f}/row",
-        "fit_s": 0.0,
-        "row_ms": row_s * 1e3,
-        "amortized_ms": row_s * 1e3,
-        "note": note,
+        "mse": mse,
+        "model_rows": float("nan"),
+        "row_ms": row_ms,
+        "amortized_ms": build_s * 1e3 / 1000 + row_ms,
+        "build_s": build_s,
+        "coverage": coverage,
+        "rows_timed": rows.shape[0],
+        "note": f"route {explanation.route} ({spent}); build {build_s:.2f} s CPU; router: {candidates}",
+    }, plan
+
+
+def ours_at(case: cases.Case, plan: CorrectedPlan, rows: Tensor, ref: Tensor, budget: int) -> dict:
+    """Ours at a fixed budget of model rows per row (no tolerance)."""
+    options = replace(plan.options, tolerance=None, budget=budget, exact_row_rows=budget)
+    start = time.process_time()
+    estimate = correct(case.f, rows, case.background, case.players, case.m, additive=plan.additive, options=options)
+    seconds = time.process_time() - start
+    r2, mse = error(ref, estimate.values)
+    return {
+        "contender": "ours",
+        "r2": r2,
+        "mse": mse,
+        "model_rows": float(estimate.model_rows.double().mean()) + 1,
+        "row_ms": seconds * 1e3 / rows.shape[0],
+        "note": "",
     }
 
 
-def print_cell(cell: list[dict]) -> None:
-    header = ["contender", "R²", "estimate", "model queries", "fit s (model/own, own CPU)", "values ms/row"]
-    header += ["amortized ms/row", "note"]
-    table = []
-    for c in cell:
-        estimate = "" if "estimate" not in c else f"{c['estimate']:.4f} ± {c['estimate_se']:.4f} ({c['z']:+.1f} SE)"
-        fit = f"{c['fit_s']:.2f}" + (
-            "" if "own_s" not in c else f" ({c['model_s']:.2f}/{c['own_s']:.2f}, {c['own_cpu_s']:.2f})"
+def peer_at(name: str, case: cases.Case, rows: Tensor, ref: Tensor, coalitions: int, cap_s: float) -> dict:
+    values, seconds, model_rows, done, note = run_peer(
+        name, case.f, rows, case.background, case.players, coalitions, cap_s
+    )
+    if values is None:
+        return {
+            "contender": name,
+            "r2": float("nan"),
+            "mse": float("nan"),
+            "model_rows": float("nan"),
+            "row_ms": float("nan"),
+            "note": note,
+        }
+    r2, mse = error(ref[:done], torch.as_tensor(values))
+    return {"contender": name, "r2": r2, "mse": mse, "model_rows": model_rows, "row_ms": seconds * 1e3, "note": note}
+
+
+def run_case(name: str, args: argparse.Namespace) -> dict:
+    case = cases.case(name, Path(args.cache))
+    d_rows = case.background.shape[0]
+    exact = int(truth.differing_players(case.rows[:8], case.background, case.players, case.m).sum(-1).max()) <= 16
+    truth_rows = case.rows[: (args.exact_rows if exact or case.tree_model is not None else args.truth_rows)]
+    ref, how = reference(case, truth_rows)
+    peer_rows = truth_rows[: args.peer_rows]
+    print(
+        f"\n=== {name}: {case.m} players, {case.background.shape[0]} background rows, {case.pool.shape[0]} pool "
+        f"rows; {case.note}\n    reference on {truth_rows.shape[0]} rows: {how}"
+    )
+    timed = case.rows[: args.time_rows]
+    mine, plan = ours_default(case, timed, ref)
+    cells: list[dict] = [mine]
+    curves: dict[str, list[tuple[float, float]]] = {}
+    for k in BUDGETS:
+        budget = k * case.m * d_rows
+        cell = ours_at(case, plan, peer_rows, ref[: peer_rows.shape[0]], budget)
+        cell["budget"] = f"{k}p"
+        cells.append(cell)
+        curves.setdefault("ours", []).append((cell["model_rows"], cell["mse"]))
+        for peer in PEERS:
+            cell = peer_at(peer, case, peer_rows, ref, k * case.m, args.cap_s)
+            cell["budget"] = f"{k}p"
+            cells.append(cell)
+            if cell["model_rows"] == cell["model_rows"]:
+                curves.setdefault(peer, []).append((cell["model_rows"], cell["mse"]))
+    print_cells(cells)
+    summary = summarize(name, cells, ref)
+    return {"case": name, "players": case.m, "reference": how, "cells": cells, "curves": curves, **summary}
+
+
+def summarize(name: str, cells: list[dict], ref: Tensor) -> dict:
+    mine = cells[0]
+    met = mine["r2"] >= TARGET
+    peers = [c for c in cells[1:] if c["contender"] != "ours"]
+    reaching = [c for c in peers if c["r2"] >= TARGET]
+    out: dict = {
+        "r2": mine["r2"],
+        "met": met,
+        "coverage": mine["coverage"],
+        "amortized_ms": mine["amortized_ms"],
+        "route": mine["budget"],
+    }
+    line = (
+        f"  ours default ({mine['budget']}): R² {mine['r2']:.5f} ({'met' if met else 'MISSED'} {TARGET}); amortized "
+        f"{mine['amortized_ms']:.2f} ms/row ({mine['build_s']:.2f} s build / 1,000 + {mine['row_ms']:.2f} ms/row "
+        f"over {mine['rows_timed']} rows); coverage of 95% intervals {100 * mine['coverage']:.1f}% (target 90-98%; "
+        "exact values count as covered)"
+    )
+    print(line)
+    if reaching:
+        fastest = min(reaching, key=lambda c: c["row_ms"])
+        ratio = fastest["row_ms"] / mine["amortized_ms"]
+        out["speed_ratio"], out["fastest_peer"] = ratio, f"{fastest['contender']} at {fastest['budget']}"
+        print(
+            f"  fastest peer at R² >= {TARGET}: {fastest['contender']} at {fastest['budget']} "
+            f"({fastest['row_ms']:.2f} ms/row, R² {fastest['r2']:.5f}): ratio {ratio:.2f}x (target >= 1)"
         )
-        r2 = f"{c['r2']:.5f}" + ("" if "r2_se" not in c else f" ± {c['r2_se']:.4f}")
-        table.append(
-            [
-                c["contender"],
-                r2,
-                estimate,
-                c["queries"],
-                fit,
-                f"{c['row_ms']:.3f}",
-                f"{c['amortized_ms']:.3f}",
-                c["note"],
-            ]
+    else:
+        out["speed_ratio"], out["fastest_peer"] = None, None
+        print(f"  no peer reaches R² >= {TARGET} at 8p/32p/128p: no speed ratio")
+    out["error_ratios"] = {}
+    for k in BUDGETS:
+        at = [c for c in cells[1:] if c["budget"] == f"{k}p"]
+        ours = next(c for c in at if c["contender"] == "ours")
+        rivals = [c for c in at if c["contender"] != "ours" and c["mse"] == c["mse"]]
+        if not rivals:
+            continue
+        best = min(rivals, key=lambda c: c["mse"])
+        ratio = best["mse"] / max(ours["mse"], 1e-300)
+        out["error_ratios"][f"{k}p"] = (ratio, best["contender"])
+        print(
+            f"  at {k}p: ours MSE {ours['mse']:.3e} (R² {ours['r2']:.5f}) vs best peer {best['contender']} "
+            f"{best['mse']:.3e} (R² {best['r2']:.5f}): ratio {ratio:.1f}x (target >= 1)"
         )
+    return out
+
+
+def print_cells(cells: list[dict]) -> None:
+    header = ["contender", "budget", "model rows/row", "R²", "MSE", "CPU ms/row", "note"]
+    table = [
+        [
+            c["contender"],
+            c["budget"],
+            f"{c['model_rows']:,.0f}" if c["model_rows"] == c["model_rows"] else "-",
+            f"{c['r2']:.5f}",
+            f"{c['mse']:.2e}",
+            f"{c['row_ms']:.2f}",
+            c["note"],
+        ]
+        for c in cells
+    ]
     widths = [max(len(str(r[i])) for r in [header, *table]) for i in range(len(header) - 1)]
     for r in [header, *table]:
-        print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)) + "  " + r[-1])
+        print("  " + "  ".join(str(v).ljust(w) for v, w in zip(r, widths)) + "  " + r[-1])
 
 
-def summary(results: list[dict]) -> None:
-    print("\n=== Targets (torchxplain defaults vs the fastest peer with R² >= 0.99 in the same cell)")
-    for res in results:
-        ours = res["rows"][0]
-        where = f"{res['setting']}, {res['players']}"
-        exempt = (res["setting"], res["players"]) in EXEMPT
-        met = ours["r2"] >= 0.99
-        lines = [f"R² {ours['r2']:.5f} (target >= 0.99: {'exempt' if exempt else 'met' if met else 'MISSED'})"]
-        if res["setting"].startswith("gb1") and res["players"] == "per variable":
-            exact = "met" if ours["max_error"] <= ours["precision"] else "MISSED"
-            lines.append(f"max |error| {ours['max_error']:.1e} (exact to {ours['precision']:.0e}: {exact})")
-        fast = "met" if ours["own_cpu_s"] <= 5 else "MISSED"
-        lines.append(f"own fit {ours['own_s']:.2f} s wall, {ours['own_cpu_s']:.2f} s CPU (<= 5 s: {fast})")
-        gap, se = ours["estimate"] - ours["r2"], max(ours["estimate_se"], ours["r2_se"])
-        calibrated = abs(ours["z"]) <= 2 or abs(gap) <= 2 * se + 1e-9  # 1e-9: an exact fit's estimate is exact
-        lines.append(
-            f"estimate − exact {gap:+.4f}, {ours['z']:+.1f} own SE; 2 SE of the larger of the estimate's and the "
-            f"exact R²'s = {2 * se:.4f} (within 2 SE: {'met' if calibrated else 'MISSED'})"
-        )
-        peers = [c for c in res["rows"][2:] if c["r2"] >= 0.99]
-        if not peers:
-            lines.append("no peer reached R² >= 0.99 (speed targets not applicable)")
-        else:
-            peer = min(peers, key=lambda c: c["row_ms"])
-            values, amortized = peer["row_ms"] / ours["row_ms"], peer["row_ms"] / ours["amortized_ms"]
-            lines.append(
-                f"vs {peer['contender']} ({peer['row_ms']:.1f} ms/row): values {values:,.0f}x (>= 100x: "
-                f"{'met' if values >= 100 else 'MISSED'}), amortized {amortized:,.1f}x (>= 10x: "
-                f"{'met' if amortized >= 10 else 'MISSED'})"
-            )
-        print(f"  {where}: " + "; ".join(lines))
+def plot(results: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = min(3, len(results))
+    rows = (len(results) + columns - 1) // columns
+    fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 3.8 * rows), squeeze=False)
+    for ax, result in zip(axes.flat, results):
+        for label, points in result["curves"].items():
+            points = sorted(p for p in points if p[1] > 0)
+            if points:
+                ax.loglog(*zip(*points), marker="o", lw=2.5 if label == "ours" else 1, label=label)
+        ax.set_title(f"{result['case']} ({result['players']} players)")
+        ax.set_xlabel("model rows per explained row")
+        ax.set_ylabel("mean squared error")
+    for ax in list(axes.flat)[len(results) :]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"\ncurves written to {path}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rows, smaller background, quick models")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", default="1", help="'1' (pinned, the default) or 'default'")
-    parser.add_argument("--settings", default=ALL)
-    parser.add_argument("--truth-rows", type=int, default=None, help="rows of the exact reference (default 200)")
-    parser.add_argument("--json", help="write the measured numbers to this file")
+    parser.add_argument("--quick", action="store_true", help="fewer rows, four cases")
+    parser.add_argument("--cases", default=None, help=f"comma-separated, from {','.join(cases.NAMES)}")
+    parser.add_argument("--json", help="write the numbers to this file")
+    parser.add_argument("--png", default="blackbox_curves.png", help="error-vs-model-rows curves")
+    parser.add_argument("--surrogates", action="store_true", help="compare the surrogates instead")
     parser.add_argument("--cache", default=str(Path.home() / ".cache" / "torchxplain-bench"), help="trained models")
     args = parser.parse_args()
-    args.background, args.rows, args.peer_rows = (10, 200, 3) if args.quick else (40, 1000, 5)
-    args.truth_rows = args.truth_rows or (20 if args.quick else 200)
-    args.cap_s = 20.0 if args.quick else 120.0
-    default_threads = torch.get_num_threads()
-    threads = default_threads if args.threads == "default" else int(args.threads)
-    torch.set_num_threads(threads)
-    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
-    print(
-        f"torch {torch.__version__}, device {args.device}, {threads} thread(s) (default here: {default_threads}); "
-        f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} cores"
-        + (" (loaded: read wall times as ratios; CPU seconds are not)" if load[0] > 0.5 * (os.cpu_count() or 1) else "")
+    quick = args.quick
+    args.exact_rows, args.truth_rows, args.peer_rows, args.time_rows = (20, 6, 3, 100) if quick else (100, 20, 5, 1000)
+    args.cap_s = 20.0 if quick else 30.0
+    names = (
+        args.cases.split(",")
+        if args.cases
+        else (["diabetes", "friedman1", "breast_cancer", "gb1_forest"] if quick else list(cases.NAMES))
     )
-    results: list[dict] = []
-    with threadpool_limits(threads):
-        for setting in models.settings(Path(args.cache), args.settings.split(","), args.quick):
-            print(f"\n=== {setting.name}: n={setting.data.x.shape[1]}, {setting.data.note}; {setting.model_note}")
-            for label, groups in setting.players.items():
-                run_cell(setting, label, groups, args, results)
-    summary(results)
-    end_load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
-    print(f"\nload average at the end: {end_load[0]:.1f} / {end_load[1]:.1f} / {end_load[2]:.1f}")
+    torch.set_num_threads(1)
+    print(f"torch {torch.__version__}, 1 thread; load average {load()}")
+    with tx.settings.show_progress(False):
+        run(args, names, quick)
+
+
+def run(args: argparse.Namespace, names: list[str], quick: bool) -> None:
+    if args.surrogates:
+        with threadpool_limits(1), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for name in args.cases.split(",") if args.cases else SURROGATE_CASES:
+                case = cases.case(name, Path(args.cache))
+                budget = 32 * case.m * case.background.shape[0]
+                lines = surrogates.compare(case, case.rows[: 10 if quick else 30], budget, name in cases.BINARY)
+                surrogates.print_comparison(name, lines, budget)
+        print(f"\nload average at the end: {load()}")
+        return
+    results = []
+    with threadpool_limits(1), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in names:
+            results.append(run_case(name, args))
+    print(f"\nload average at the end: {load()}")
+    print_summary(results)
+    if args.png:
+        plot(results, args.png)
     if args.json:
-        Path(args.json).write_text(
-            json.dumps({"threads": threads, "load": load, "results": results}, indent=1, default=str)
+        Path(args.json).write_text(json.dumps(results, indent=1, default=str))
+
+
+def print_summary(results: list[dict]) -> None:
+    print("\nsummary (targets: R² >= 0.999; speed ratio >= 1; error ratios >= 1; coverage 90-98%)")
+    print(
+        "  case            R²        amortized ms/row  fastest peer at 0.999 (ratio)              "
+        "error ratio 8p / 32p / 128p   coverage"
+    )
+    for r in results:
+        speed = "none reaches 0.999" if r["speed_ratio"] is None else f"{r['fastest_peer']} ({r['speed_ratio']:.2f}x)"
+        errors = " / ".join(f"{r['error_ratios'][k][0]:.1f}" for k in ("8p", "32p", "128p") if k in r["error_ratios"])
+        print(
+            f"  {r['case']:<15} {r['route']:<10}  {r['r2']:.5f}  {r['amortized_ms']:>10.2f}        {speed:<44} "
+            f"{errors:<28}  "
+            f"{100 * r['coverage']:.1f}%"
         )
 
 

@@ -12,7 +12,7 @@ Peers (``benchmarks/_continuous_peers.py``): shap PermutationExplainer and Kerne
 ``l1_reg=False``), shapiq KernelSHAP and kADD-SHAP at KernelExplainer's default budget, Captum
 ShapleyValueSampling and KernelShap averaged over the background rows as baselines.
 
-Ours, as the README writes it, fresh objects: ``tx.FourierShap(mlp, background, data=X_train)`` (the fit with its
+Ours, as the guide writes it, fresh objects: ``tx.FourierShap(mlp, background, data=X_train)`` (the fit with its
 held-out check) and its first ``attribute`` of every test row; its R² is on the reference rows (the peers' on their
 first few).
 
@@ -107,7 +107,7 @@ def run_setting(setting: cases.Setting, args: argparse.Namespace, results: list[
 
 
 def ours(setting: cases.Setting, background: Tensor, truth_rows: Tensor, ref: Tensor) -> dict:
-    """FourierSHAP as the README writes it, fresh objects: the constructor (the fit, its held-out check included)
+    """FourierSHAP as the guide writes it, fresh objects: the constructor (the fit, its held-out check included)
     and the first ``attribute`` of every test row."""
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:

@@ -3,7 +3,7 @@
 1. **Speed.** ``tx.fourier.shapley_values`` with ``kernel="gemm"`` (two GEMMs per chunk of (query, background)
    pairs, ``4·Q·|D|·k·n`` useful flops, whose rate is compared with ``torch.matmul`` on the same shapes) and with
    ``kernel="small_support"`` (tables over the patterns of support families), and which one ``"auto"`` picks.
-2. **Memory** (issue 15): Q = 20,000, |D| = 100, k = 20,000, n = 200 (about three features per frequency) with
+2. **Memory**: Q = 20,000, |D| = 100, k = 20,000, n = 200 (about three features per frequency) with
    ``max_memory="1GB"``, each kernel in a fresh process, peak resident set from ``getrusage`` (the whole process:
    Python, torch and the inputs included) and, for the dense kernel, which would run for hours on a CPU, the peak
    of a psutil sampler over its first ``--gemm-seconds`` seconds (its chunks all have the same size, so the peak is

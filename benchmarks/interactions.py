@@ -3,7 +3,7 @@
 1. **shapiq** — ``shapiq.ExactComputer`` on the same interventional game ``v(S) = mean_b h(x_S, b_{~S})`` (the
    game evaluated through the spectrum, so both sides compute the same numbers; the max difference is printed).
    shapiq enumerates the ``2^n`` coalitions per query; the closed form costs ``Θ(|D|·k·d^t)`` per query.
-2. **pairwise SII** — ``tx.fourier.shapley_interactions`` (the dense pairwise kernel of DESIGN §3) against
+2. **pairwise SII** — ``tx.fourier.shapley_interactions`` (the dense pairwise kernel of the design page) against
    ``interaction_values(index="SII", max_order=2)`` on larger problems, and order 3 timings.
 
 One thread (``torch.set_num_threads(1)``, BLAS limited to one thread), best of ``--repeat`` runs.

@@ -1,4 +1,4 @@
-"""How often each input is converted, checked and encoded, and each model run, on the public paths (issues 12, 21).
+"""How often each input is converted, checked and encoded, and each model run, on the public paths.
 
 Every boundary helper of ``torchxplain._core.inputs`` and ``_core.validation`` is wrapped in a counter for one call
 of each path, so the table shows, per call and per argument, how many times it was converted (``to_tensor``),

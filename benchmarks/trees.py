@@ -10,7 +10,7 @@ the values' scale (the peers compute in float32); the others are shown in bracke
 Sections (``--sections``; all by default):
   binary        the paper's grid: 20-tree random forests of depth 3, 5 and 8 on Entacmaea (n = 13), SGEMM (40
                 one-hot), GB1 (80 one-hot) and avGFP (236 binary); Q = 100, 1,000, 10,000 against |D| = 100 and Q =
-                1,000 against |D| = 1,000. Targets (issue 24): depth ≤ 5 ≥ 3× the fastest exact peer at Q = 100 and
+                1,000 against |D| = 1,000. Targets: depth ≤ 5 ≥ 3× the fastest exact peer at Q = 100 and
                 ≥ 10× at Q ≥ 1,000; depth 8 ≥ 1× at Q = 100 and ≥ 3× at Q ≥ 1,000.
   continuous    breast cancer and diabetes (random forest, XGBoost) and a 15 + 2-categorical DataFrame (XGBoost,
                 LightGBM 100 × 31 leaves, HistGradientBoosting defaults), Q = 100 and 1,000 × |D| = 100; "first" is the
@@ -353,7 +353,7 @@ def main() -> None:
     )
     parser.add_argument("--grid-peers", nargs="*", default=["woodelf", "shapiq", "shap"])
     parser.add_argument("--budget", type=float, default=600.0, help="seconds per grid call before it is projected")
-    parser.add_argument("--memory", action="store_true", help="only the memory case (issue 13), in a fresh process")
+    parser.add_argument("--memory", action="store_true", help="only the memory case, in a fresh process")
     parser.add_argument("--clock", default="wall", choices=["wall", "cpu"], help="wall-clock or process CPU time")
     parser.add_argument(
         "--device", default="cpu", help="where our explainer runs (cpu, cuda); the peers run on the CPU"

@@ -20,7 +20,7 @@ _EXPORTS: dict[str, str | None] = {
     "Goals": "torchxplain.goals._explainers",
     "SparseFourierSurrogate": "torchxplain.fourier.spectrum._surrogate",
     "explain_after_fit": "torchxplain.integrations._after_fit",
-    "fit_sparse_fourier": "torchxplain.fourier.fit._api",
+    "fit_sparse_fourier": "torchxplain.fourier.sources._fit_sparse",
     "fourier": None,
     "goals": None,
     "idx": None,
@@ -48,7 +48,7 @@ __all__ = [
 if TYPE_CHECKING:
     from torchxplain import fourier, goals, idx, settings, viz
     from torchxplain.fourier.explainer._fourier_shap import FourierShap
-    from torchxplain.fourier.fit._api import fit_sparse_fourier
+    from torchxplain.fourier.sources._fit_sparse import fit_sparse_fourier
     from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
     from torchxplain.fourier.spectrum._surrogate import SparseFourierSurrogate
     from torchxplain.fourier.trees._extraction import tree_spectrum

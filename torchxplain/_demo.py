@@ -60,7 +60,7 @@ def train_mlp(
 def fourier_section(cfg: ReportConfig, out: Path) -> Section:
     """MLP on the Entacmaea landscape (n = 13) explained by FourierSHAP with its exact spectrum."""
     from torchxplain.data._landscapes import load_entacmaea
-    from torchxplain.fourier.explainer._fourier_shap import FourierShap
+    from torchxplain.fourier.explainer import FourierShap
 
     opts = cfg.fourier
     x, y = load_entacmaea(opts.target)
@@ -137,7 +137,7 @@ def trees_section(cfg: ReportConfig, out: Path) -> Section:
     from sklearn.datasets import load_diabetes
     from sklearn.ensemble import RandomForestRegressor
 
-    from torchxplain.fourier.explainer._fourier_shap import FourierShap
+    from torchxplain.fourier.explainer import FourierShap
 
     data = load_diabetes()
     x = torch.tensor(data.data, dtype=torch.float64)

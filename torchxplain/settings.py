@@ -8,7 +8,8 @@ Example::
         phi = explainer.attribute(x)
     tx.settings.max_memory.value()      # the budget in force, in bytes
 
-See :mod:`torchxplain._core.settings` for each setting's values and defaults.
+Each setting's page says its values and default; an explicit argument of a function (``max_memory=...``,
+``show_progress=...``) overrides the setting in force.
 """
 
 from torchxplain._core.settings import (

@@ -5,6 +5,10 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
 # ---
 
 # %% [markdown]
@@ -31,18 +35,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-import matplotlib
+import pyro
+import pyro.distributions as dist
+import torch
+from pyro.infer.autoguide import AutoNormal
+from pyro.nn import PyroModule, PyroSample
+from sklearn.datasets import make_friedman1
+from torch import nn
 
-matplotlib.use("Agg")
-import pyro  # noqa: E402
-import pyro.distributions as dist  # noqa: E402
-import torch  # noqa: E402
-from pyro.infer.autoguide import AutoNormal  # noqa: E402
-from pyro.nn import PyroModule, PyroSample  # noqa: E402
-from sklearn.datasets import make_friedman1  # noqa: E402
-from torch import nn  # noqa: E402
-
-import torchxplain as tx  # noqa: E402
+import torchxplain as tx
 from torchxplain.goals import LastLayerBNN, bnn_rate
 
 QUICK = "--quick" in sys.argv or os.environ.get("TORCHXPLAIN_QUICK", "0") not in ("", "0")

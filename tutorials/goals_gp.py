@@ -5,6 +5,10 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
 # ---
 
 # %% [markdown]
@@ -77,11 +81,13 @@ local = goals.attribute(data.x[:5])
 print(local.shape, goals.local_variance(data.x[:5]).shape)
 
 # %% [markdown]
-# ## Heterogeneous-stock mice (body weight), when `../shared/data/mice_hs` is present
+# ## Heterogeneous-stock mice (body weight), when the data are present
+#
+# The HS mice data are not shipped: set `TORCHXPLAIN_DATA` to the folder that holds `mice_hs/`.
 
 # %%
-mice = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "mice_hs"
-if (mice / "mice.npz").exists() and not QUICK:
+mice = Path(os.environ.get("TORCHXPLAIN_DATA", "")) / "mice_hs"
+if "TORCHXPLAIN_DATA" in os.environ and (mice / "mice.npz").exists() and not QUICK:
     import pandas as pd
 
     arrays = np.load(mice / "mice.npz")

@@ -5,6 +5,10 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
 # ---
 
 # %% [markdown]
@@ -23,17 +27,13 @@ import os
 import tempfile
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import shap
+from sklearn.datasets import load_breast_cancer
+from sklearn.ensemble import RandomForestClassifier
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import shap  # noqa: E402
-from sklearn.datasets import load_breast_cancer  # noqa: E402
-from sklearn.ensemble import RandomForestClassifier  # noqa: E402
-
-import torchxplain as tx  # noqa: E402
+import torchxplain as tx
 
 QUICK = os.environ.get("TORCHXPLAIN_QUICK") == "1"
 out = Path(os.environ.get("TORCHXPLAIN_OUT") or tempfile.mkdtemp(prefix="torchxplain-tree-plots-"))
@@ -57,9 +57,12 @@ print(f"max |values + base - predict_proba|: {error.max():.3g}")
 # %%
 shap.plots.waterfall(explanation[0], show=False)
 plt.savefig(out / "waterfall.png", bbox_inches="tight")
-plt.close("all")
+
+# %%
+plt.close("all")  # shap draws on the current figure: start the beeswarm on a new one
 shap.plots.beeswarm(explanation, show=False)
 plt.savefig(out / "beeswarm.png", bbox_inches="tight")
-plt.close("all")
+
+# %%
 for name in ("waterfall.png", "beeswarm.png"):
     print(f"{name}: {(out / name).stat().st_size} bytes in {out}")

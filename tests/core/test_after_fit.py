@@ -13,6 +13,7 @@ from sklearn.datasets import load_diabetes
 from sklearn.ensemble import RandomForestRegressor
 from torch import nn
 
+import torchxplain as tx
 from tests.fourier import brute_force
 from torchxplain import explain_after_fit
 from torchxplain.idx import datasets
@@ -150,7 +151,7 @@ def test_an_mlp_on_continuous_inputs_is_enumerated_when_that_is_cheaper_than_a_f
     mlp = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1), nn.Flatten(0)).double()
     x = torch.randn(20, 3, dtype=torch.float64)
     result = explain_after_fit(mlp, x, x[:2])
-    assert result.method == "fourier" and "on continuous inputs" in result.reason
+    assert result.method == "fourier" and "not 0/1" in result.reason
     assert "exact values by enumeration" in result.reason and result.explainer.fit_report.method == "enumerate"
     truth = brute_force.model_shapley(
         lambda z: mlp(torch.as_tensor(z)).detach().numpy(), x[:2].numpy(), x.numpy(), [0, 1, 2]
@@ -158,11 +159,12 @@ def test_an_mlp_on_continuous_inputs_is_enumerated_when_that_is_cheaper_than_a_f
     np.testing.assert_allclose(result.attributions.numpy(), truth, atol=1e-10, rtol=0)
 
 
-def test_an_mlp_on_continuous_inputs_gets_the_continuous_fit():
+def test_an_mlp_on_continuous_inputs_gets_the_continuous_fit_when_asked():
     torch.manual_seed(1)
     mlp = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 1), nn.Flatten(0)).double()
     x = torch.randn(500, 6, dtype=torch.float64)
-    result = explain_after_fit(mlp, x, x[:100], n_background=40, show_progress=False)  # 256k queries to enumerate
+    # 256k model rows to enumerate: cheaper than a fit for this small MLP, so the router enumerates unless told
+    result = explain_after_fit(mlp, x, x[:100], n_background=40, show_progress=False, method=tx.fourier.Fit())
     report = result.explainer.fit_report
     assert report.method == "continuous" and "threshold codes" in result.reason
     background = x[result_rows(40, 500)].numpy()
@@ -187,7 +189,8 @@ def test_one_hot_blocks_are_found_said_and_explained_per_site():
     x = _one_hot_sites(3, 5, 400, 0)
     net = _mlp(15)
     result = explain_after_fit(net, x, x[:4], n_background=20)
-    assert "found 3 one-hot blocks" in result.reason and result.explainer.fit_report.method == "tabulate"
+    # 4 rows x 20 background rows x 2^3 coalitions: enumeration is cheaper than tabulating 125 levels (+ its check)
+    assert "found 3 one-hot blocks" in result.reason and result.explainer.fit_report.method == "enumerate"
     ids = result.explainer.groups.numpy()
     assert ids.tolist() == [0] * 5 + [1] * 5 + [2] * 5
 

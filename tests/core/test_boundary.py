@@ -1,4 +1,4 @@
-"""The one public boundary (issue 21): the same player-id contract and the same rejection on every path."""
+"""The one public boundary: the same player-id contract and the same rejection on every path."""
 
 from __future__ import annotations
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import configparser
+import importlib
 import itertools
 import json
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -23,6 +23,7 @@ from sklearn.datasets import load_diabetes
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.metrics import roc_auc_score
 
+from tests.browser import chromium
 from torchxplain import cli
 from torchxplain._config import ConfigError, ReportConfig, from_mapping, load_config, packaged_config
 from torchxplain._report import MARKER, report_folder
@@ -219,6 +220,7 @@ def test_demo_progress_follows_the_settings_unless_the_config_says(monkeypatch, 
 
     x, y = torch.rand(8, 3), torch.rand(8)
     assert ReportConfig().show_progress is None  # the demo job defers to tx.settings / TORCHXPLAIN_PROGRESS
+    monkeypatch.setattr(importlib.import_module("torchxplain._core.progress"), "DELAY", 0.0)  # a quick step: bar now
     monkeypatch.setenv("TORCHXPLAIN_PROGRESS", "0")
     train_mlp(x, y, hidden=2, epochs=1, seed=0, show_progress=None)
     assert "training MLP" not in capsys.readouterr().err
@@ -299,8 +301,8 @@ def test_bench_passes_arguments_and_refuses_symlinks_out(tmp_path, monkeypatch, 
 
 def images_loaded_in_chromium(page: Path) -> tuple[int, int] | None:
     """(images, images loaded) as headless Chromium sees the page; None when Chromium is not installed."""
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
+    command = chromium(page.parent / "chromium-profile")
+    if command is None:
         return None
     probe = page.with_name("probe.html")
     script = (
@@ -309,26 +311,7 @@ def images_loaded_in_chromium(page: Path) -> tuple[int, int] | None:
         "im.filter(i=>i.complete&&i.naturalWidth>0).length)})</script></body>"
     )
     probe.write_text(page.read_text().replace("</body>", script))
-    dom = subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            f"--user-data-dir={page.parent / 'chromium-profile'}",
-            "--allow-file-access-from-files",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            probe.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
+    dom = subprocess.run([*command, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120).stdout
     match = re.search(r'data-images="(\d+)" data-loaded="(\d+)"', dom)
     assert match, "Chromium did not render the report"
     return int(match.group(1)), int(match.group(2))

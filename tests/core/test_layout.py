@@ -1,4 +1,4 @@
-"""The package's layout rules (issue 21): one concept per module, ``_core`` at the bottom, no import cycles,
+"""The package's layout rules: one concept per module, ``_core`` at the bottom, no import cycles,
 internals underscored, and every public object at one public path.
 
 The import graph is read from the source with :mod:`ast` (every ``import``/``from ... import`` of a
@@ -152,9 +152,24 @@ def test_facade_names_live_at_the_top_only():
             assert not set(FACADE) & set(importlib.import_module(namespace).__all__), namespace
 
 
+def _is_interface(name: str, path: Path) -> bool:
+    """A subpackage ``__init__`` of a concept package that documents its private modules and imports, from them
+    only, the names its siblings use (its one interface to them)."""
+    if path.name != "__init__.py" or not any(name.startswith(f"torchxplain.{p}.") for p in CONCEPT_PACKAGES):
+        return False
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom):
+            if not (node.module or "").startswith(f"{name}."):
+                return False
+        elif not isinstance(node, ast.Expr):
+            return False
+    return True
+
+
 def test_internals_are_underscored():
     """A module without a private part in its path is public: it declares its public names (``__all__``), or it
-    is a package ``__init__`` that only documents its private modules, or the console script's entry point."""
+    is a package ``__init__`` that only documents its private modules (or, in a concept package, imports from
+    them its interface to its siblings), or the console script's entry point."""
     unmarked = []
     for name, path in _modules().items():
         if _is_private(name) or name in ENTRY_POINTS:
@@ -163,9 +178,67 @@ def test_internals_are_underscored():
         if "__all__" in text:
             continue
         is_doc_only = path.name == "__init__.py" and all(isinstance(node, ast.Expr) for node in ast.parse(text).body)
-        if not is_doc_only:
+        if not (is_doc_only or _is_interface(name, path)):
             unmarked.append(name)
     assert not unmarked, f"modules that are neither private (_name) nor declare __all__: {unmarked}"
+
+
+PRIVATE_ALLOWED: dict[str, str] = {}
+"""Imports of another subpackage's private module allowed by name (importer -> imported), with the reason."""
+
+
+def _subpackage(name: str) -> str | None:
+    """``torchxplain.fourier.<sub>`` of a module below the concept package (``None`` for others)."""
+    parts = name.split(".")
+    return ".".join(parts[:3]) if len(parts) > 3 and parts[1] in CONCEPT_PACKAGES else None
+
+
+def test_no_module_imports_a_private_module_of_another_subpackage():
+    """Siblings meet at each subpackage's ``__init__`` (its interface), never at its private modules; outside
+    the concept package too (``integrations`` uses ``FourierShap`` and the sources, not fit internals). The
+    family's own public namespace (``torchxplain.fourier``) and the facade gather the public names."""
+    gatherers = {"torchxplain", *(f"torchxplain.{p}" for p in CONCEPT_PACKAGES)}
+    wrong = []
+    for a, b in import_graph().edges:
+        home = _subpackage(b)
+        if a in gatherers or home is None or a.startswith(home + ".") or a == home or b == home:
+            continue
+        if _is_private(b.removeprefix(home)) and PRIVATE_ALLOWED.get(a) != b:
+            wrong.append((a, b))
+    assert not wrong, f"imports of another subpackage's private modules: {sorted(wrong)}"
+
+
+def _compares_to_auto(path: Path, names: tuple[str, ...], strings: bool) -> list[int]:
+    """Lines where a variable called one of ``names`` is compared with ``"auto"`` (or, with ``strings``, tested for
+    being a string)."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            named = any(isinstance(o, ast.Name) and o.id in names for o in operands)
+            if named and any(isinstance(o, ast.Constant) and o.value == "auto" for o in operands):
+                lines.append(node.lineno)
+        if strings and isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Name) and first.id in names and ast.unparse(node.args[1]) == "str":
+                lines.append(node.lineno)
+    return lines
+
+
+def test_only_the_router_decides_routes_and_players():
+    """``method="auto"`` is decided in ``sources/_route.py`` alone and ``groups="auto"`` resolved in
+    ``sources/_problem.py`` alone (for ``FourierShap`` and ``explain_after_fit`` alike, which goes through it)."""
+    home = {"method": "torchxplain.fourier.sources._route", "groups": "torchxplain.fourier.sources._problem"}
+    found = []
+    for name, path in _modules().items():
+        if not name.startswith("torchxplain.fourier"):
+            continue
+        for variable, owner in home.items():
+            if name != owner and (lines := _compares_to_auto(path, (variable,), strings=variable == "groups")):
+                found.append((name, variable, lines))
+    assert not found, f"route decisions outside the router: {found}"
+    after_fit = import_graph().successors("torchxplain.integrations._after_fit")
+    assert not [m for m in after_fit if m.startswith("torchxplain.fourier.fit")], "explain_after_fit decides no route"
 
 
 def test_public_names_resolve_and_are_documented():

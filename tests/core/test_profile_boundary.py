@@ -1,4 +1,4 @@
-"""Each input is converted and checked once per public call (issue 21), read off benchmarks/profile_boundary.py."""
+"""Each input is converted and checked once per public call, read off benchmarks/profile_boundary.py."""
 
 from __future__ import annotations
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
+import sys
 import threading
+import time
 
 import pytest
 import torch
 
 import torchxplain as tx
-from torchxplain._core import check_binary, progress_enabled, rows_per_chunk
+from torchxplain._core import check_binary, progress, progress_enabled, rows_per_chunk
 from torchxplain.settings import DEFAULT_MAX_MEMORY
 from torchxplain.testing import tiny_memory_budget
 
@@ -119,3 +122,35 @@ def test_using_applies_only_the_given_arguments():
         assert tx.settings.max_memory.value() == 2 * 2**30
     with pytest.raises(ValueError, match="1 MiB"), tx.settings.using(max_memory=10):
         pass
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_bars_are_on_by_default_only_where_they_can_be_seen(monkeypatch, tty):
+    monkeypatch.delenv("TORCHXPLAIN_PROGRESS", raising=False)
+    monkeypatch.setattr(sys, "stderr", _Stream(tty))
+    assert progress_enabled() is tty  # a log file or a pipe gets no bars
+    monkeypatch.setenv("TORCHXPLAIN_PROGRESS", "on")
+    assert progress_enabled()  # asked for everywhere
+    monkeypatch.setenv("TORCHXPLAIN_PROGRESS", "off")
+    assert not progress_enabled()
+
+
+def test_a_bar_stays_silent_for_work_under_a_second(monkeypatch):
+    stream = _Stream(True)
+    monkeypatch.setattr(sys, "stderr", stream)
+    assert list(progress(range(5), show=True, desc="quick")) == list(range(5))
+    assert stream.getvalue() == ""
+    slow = []
+    for i in progress(range(3), show=True, desc="slow", total=3):
+        time.sleep(0.6)  # past the one-second delay: the bar appears
+        slow.append(i)
+    assert slow == [0, 1, 2] and "slow" in stream.getvalue()

@@ -1,4 +1,4 @@
-"""``ThresholdEncoding.from_data``: thresholds that follow the data's values (issue 23).
+"""``ThresholdEncoding.from_data``: thresholds that follow the data's values.
 
 References are independent of the implementation: numpy sorting for the slots, a per-quantile search for the
 capped rule, and brute-force Shapley values over raw features (``tree_cases``) for a model that is piecewise

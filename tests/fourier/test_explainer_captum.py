@@ -1,4 +1,4 @@
-"""Captum's conventions on every Fourier explainer, checked against Captum itself and brute force (issue 25).
+"""Captum's conventions on every Fourier explainer, checked against Captum itself and brute force.
 
 ``baselines`` pair row ``i`` with input ``i`` (Captum's ``ShapleyValues`` is the reference: it enumerates every
 permutation), a ``background=`` set is averaged; ``additional_forward_args`` reach every model query of a black box;

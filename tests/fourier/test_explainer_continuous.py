@@ -1,4 +1,4 @@
-"""``FourierShap(model, background, data=)`` on continuous and mixed rows (issue 23).
+"""``FourierShap(model, background, data=)`` on continuous and mixed rows.
 
 References, independent of the library's value code: ``brute_force.model_shapley`` (numpy: every coalition of the
 players, the model evaluated at the raw hybrids ``where(S, x, b)``, averaged over the background, and the Shapley
@@ -54,7 +54,7 @@ def mixed():
     with warnings.catch_warnings():
         warnings.simplefilter("error", tx.fourier.FitQualityWarning)
         explainer = tx.FourierShap(
-            piecewise_model, frame.iloc[:25], data=frame.iloc[25:], groups="auto", show_progress=False
+            piecewise_model, frame.iloc[:25], data=frame.iloc[25:], groups="auto", method="fit", show_progress=False
         )
     return frame, explainer
 
@@ -150,7 +150,7 @@ def test_the_reports_estimate_is_calibrated_against_the_exact_shap_r2():
     model = _MLP()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tx.fourier.FitQualityWarning)
-        explainer = tx.FourierShap(model, bg, data=data, show_progress=False)
+        explainer = tx.FourierShap(model, bg, data=data, method="fit", show_progress=False)
     report = explainer.fit_report
 
     def numpy_model(z):
@@ -204,7 +204,7 @@ def test_binary_rows_keep_the_binary_routes():
         ({"data": np.ones((4, 3)) * 0.5}, r"data has 3 features"),
         ({"relaxed": True}, r"relaxed=True .* not 0/1"),
         ({"k": 10}, r"k caps the Walsh terms .* leave k=None"),
-        ({"method": "hybrid"}, r"method='hybrid' fits binary inputs.*method='auto'"),
+        ({"method": "tabulate"}, r"method='tabulate' queries every combination.*not 0/1.*method='auto'"),
         ({"groups": "blocks"}, r"groups must be an integer id per feature, 'auto' or None"),
         ({"time_budget": 5.0}, r"budget counts queries"),
         ({"max_thresholds": 0}, r"max_thresholds must be"),

@@ -1,4 +1,4 @@
-"""Grouped players as users think of them (issues 22, 24): one value per variable with its name, and shap plots that
+"""Grouped players as users think of them: one value per variable with its name, and shap plots that
 keep the data; checked against brute force through the model's own predict."""
 
 from __future__ import annotations

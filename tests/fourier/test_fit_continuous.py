@@ -1,4 +1,4 @@
-"""The parts of the continuous black-box fit (issue 23): levels, block design, least squares, Walsh expansion,
+"""The parts of the continuous black-box fit: levels, block design, least squares, Walsh expansion,
 interaction screening. References: numpy slot counts and quantile cuts, dense least squares, direct evaluation of
 the spectrum on codes, brute-force Shapley values over raw players (``tree_cases``)."""
 

@@ -419,7 +419,7 @@ def test_a_float64_plain_callable_is_queried_in_the_rows_dtype():
         ({"groups": GROUPS}, ValueError, "pass background="),
         ({"method": "hybrid"}, ValueError, "pass background="),
         ({"background": torch.ones(3, 16)}, ValueError, "background has 16 features"),
-        ({"background": torch.full((3, 17), 0.5)}, ValueError, "background must hold binary"),
+        ({"background": torch.full((3, 17), 0.5)}, ValueError, "fit_sparse_fourier fits binary inputs"),
         ({"background": torch.ones(3, 17), "groups": torch.zeros(16, dtype=torch.long)}, ValueError, "shape \\(17,\\)"),
         ({"background": torch.ones(3, 17), "groups": GROUPS.double()}, TypeError, "integer player id"),
         ({"background": torch.ones(3, 17), "target_r2": 2}, ValueError, "target_r2 must be"),

@@ -152,7 +152,7 @@ def test_explain_after_fit_picks_the_tree_spectrum() -> None:
     np.testing.assert_allclose(result.attributions.numpy(), ref, atol=1e-9 * np.abs(ref).max(), rtol=0)
 
 
-@pytest.mark.skipif(not AVGFP.is_dir(), reason="avGFP data not present under ../shared/data")
+@pytest.mark.skipif(not AVGFP.is_dir(), reason="avGFP data not present (not shipped)")
 def test_paper_model_on_avgfp() -> None:
     """The paper's avGFP model (CatBoost depth 5, 10 trees on mutated-site indicators): exact on every row."""
     frame = pd.read_csv(AVGFP / "avgfp_sarkisyan2016_aa.csv.gz")

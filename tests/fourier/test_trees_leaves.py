@@ -191,7 +191,7 @@ def test_route_argument_and_saving(tmp_path, deep_models):
     with pytest.raises(ValueError, match="energy act on a Fourier spectrum"):
         tx.FourierShap.from_trees(model, x[:10], route="leaves", energy=0.99)
     explainer = tx.FourierShap.from_trees(model, x[:10])  # auto: a depth-18 tree takes the leaves
-    assert explainer.leaves is not None
+    assert explainer.provider is not None and explainer.provider.route == "leaves"
     with pytest.raises(ValueError, match="leaf route"):
         explainer.save(tmp_path / "tree.pt")
 
@@ -285,7 +285,7 @@ def test_native_categorical_splits_match_brute_force():
     for name, model, predict, rows in _categorical_models(frame, y):
         query, background = rows.iloc[[0, 1, 17]], rows.iloc[200:212]  # row 17 misses its colour (but CatBoost's)
         explainer = tx.FourierShap.from_trees(model, background)
-        assert explainer.leaves is not None and explainer.leaves.categorical, name
+        assert explainer.provider is not None and explainer.provider.categorical, name
         v = _frame_coalitions(lambda z, m=model, f=predict: f(m, z), query, background)
         phi = explainer.attribute(query).numpy()
         tol = 1e-6 * float(np.abs(phi).max()) if name == "xgboost" else 1e-10

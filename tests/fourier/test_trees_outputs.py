@@ -164,5 +164,5 @@ def test_histgradientboosting_categorical_features_take_the_leaf_route() -> None
     with pytest.raises(ValueError, match=r"categorical splits.*FourierShap.from_trees\(model, background\)"):
         tree_spectrum(model)
     explainer = tx.FourierShap.from_trees(model, frame.iloc[:30])
-    assert explainer.leaves is not None
+    assert explainer.provider is not None and explainer.provider.route == "leaves"
     np.testing.assert_allclose(explainer.predict(frame.iloc[:50]).numpy(), model.predict(frame.iloc[:50]), atol=1e-12)

@@ -188,3 +188,53 @@ def test_bad_groups_raise_clear_errors():
         shapley_values(spec, xq, bg, groups=torch.tensor([0, 0, -2, 2, 3]))
     with pytest.raises(TypeError, match="integer"):
         shapley_values(spec, xq, bg, groups=torch.zeros(5))
+
+
+def record_float_frequencies(monkeypatch, n: int) -> list[int]:
+    """Record the rows of every bool ``(rows, n)`` tensor made floating (frequency blocks as floats)."""
+    converted: list[int] = []
+    to = torch.Tensor.to
+
+    def recording(self, *args, **kwargs):
+        out = to(self, *args, **kwargs)
+        if self.dtype == torch.bool and out.is_floating_point() and self.ndim == 2 and self.shape[1] == n:
+            converted.append(self.shape[0])
+        return out
+
+    monkeypatch.setattr(torch.Tensor, "to", recording)
+    return converted
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_dense_kernels_take_the_frequencies_as_floats_one_chunk_at_a_time(monkeypatch, grouped):
+    """The (k, n) bool frequencies were converted to floats whole (1 GiB for a continuous fit of k ≈ n ≈ 11,000)
+    before the chunked loops; under a tiny budget only chunks of them are, and the values are unchanged."""
+    spec, freq, amp, xq, bg = random_case(21, 9, 64, 6, 4)
+    groups = torch.tensor([0, 0, 1, 2, 2, 3, 4, 4, 5]) if grouped else None
+    converted = record_float_frequencies(monkeypatch, 9)
+    with tiny_memory_budget(2048):
+        got = shapley_values(spec, xq, BackgroundTerm(spec, bg.double()), groups=groups, kernel="gemm")
+        signed = BackgroundTerm(spec, bg.double()).signed_amplitudes
+    monkeypatch.undo()
+    want = brute_force.shapley(freq, amp, xq.numpy(), bg.numpy(), None if groups is None else groups.numpy())
+    np.testing.assert_allclose(got.numpy(), want, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(signed.numpy(), (1 - 2 * np.remainder(bg.numpy() @ freq.T, 2)) * amp, atol=0, rtol=0)
+    assert converted and max(converted) < len(spec), f"all {len(spec)} frequencies as floats at once: {converted}"
+
+
+def test_paired_values_take_the_frequencies_as_floats_one_chunk_at_a_time(monkeypatch):
+    """Captum's per-row baselines (the paired kernel) had the same whole conversion; values against brute force
+    with each row's own baseline as its one background row."""
+    import torchxplain as tx
+
+    spec, freq, amp, xq, bg = random_case(22, 9, 64, 4, 4)
+    explainer = tx.FourierShap.from_spectrum(spec, bg.double())
+    converted = record_float_frequencies(monkeypatch, 9)
+    with tiny_memory_budget(2048):
+        got = explainer.attribute(xq.double(), baselines=bg.double())
+    monkeypatch.undo()
+    want = np.concatenate(
+        [brute_force.shapley(freq, amp, xq[i : i + 1].numpy(), bg[i : i + 1].numpy()) for i in range(4)]
+    )
+    np.testing.assert_allclose(got.numpy(), want, atol=1e-10, rtol=0)
+    assert converted and max(converted) < len(spec), f"all {len(spec)} frequencies as floats at once: {converted}"

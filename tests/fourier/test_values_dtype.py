@@ -1,4 +1,4 @@
-"""The dtype policy on the public value functions and ``evaluate`` (issue 25): half-precision spectra compute in
+"""The dtype policy on the public value functions and ``evaluate``: half-precision spectra compute in
 float32, ``dtype_policy("float32")`` is honoured on float64 spectra; each against a float64 reference."""
 
 from __future__ import annotations

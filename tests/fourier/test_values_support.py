@@ -107,7 +107,7 @@ def test_constant_spectrum_gives_zeros():
 
 # --- the pieces -------------------------------------------------------------------------------------
 def _direct_weight(kind: str, c: int) -> float:
-    """The closed forms' per-term weights, written out (DESIGN §3), for checking the tables' derivation."""
+    """The closed forms' per-term weights, written out (as on the design page), to check the tables' derivation."""
     if kind == "shapley":
         return 1.0 / c if c % 2 else 0.0
     if kind == "banzhaf":

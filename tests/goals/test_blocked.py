@@ -1,4 +1,4 @@
-"""The blocked products (issue 17): every block layout gives the brute-force joint-Gaussian answer, the globals
+"""The blocked products: every block layout gives the brute-force joint-Gaussian answer, the globals
 reuse the local products, and float32 products stay within their stated error of the float64 path."""
 
 from __future__ import annotations

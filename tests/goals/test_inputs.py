@@ -1,4 +1,4 @@
-"""Issue 15 for GOALS: inputs as users pass them (numpy, DataFrames with their column names) and clear early
+"""GOALS on inputs as users pass them (numpy, DataFrames with their column names) and clear early
 errors that name the argument, the expected and received value, and the fix."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``Goals`` save/load (issue 12): identical attributions, variances and global importance after a round trip,
+"""``Goals`` save/load: identical attributions, variances and global importance after a round trip,
 for GP (RBF, ARD-RBF, linear) and network backends; clear refusals where a backend cannot be rebuilt."""
 
 from __future__ import annotations

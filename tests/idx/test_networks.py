@@ -122,6 +122,27 @@ def test_from_sklearn_votes_matches_sklearn_predictions():
     np.testing.assert_allclose(w, [np.mean(codes[:, 0] == k) for k in range(3)])
 
 
+def test_from_sklearn_names_values_from_the_encoder_or_the_frame_categories():
+    """CategoricalNB sees codes: the names come from the OrdinalEncoder that made them, or from a categorical
+    training frame passed as feature_names (category order), and explanations then speak those names."""
+    from sklearn.naive_bayes import CategoricalNB
+    from sklearn.preprocessing import OrdinalEncoder
+
+    df = datasets.votes()
+    feats = [c for c in df.columns if c != "party"][:4]
+    encoder = OrdinalEncoder().fit(df[feats])
+    nb = CategoricalNB().fit(encoder.transform(df[feats]), df["party"])
+    by_encoder = BayesianClassifier.from_sklearn(nb, feats, "party", value_names=encoder)
+    frame = df[feats].astype("category")
+    by_frame = BayesianClassifier.from_sklearn(nb, frame, "party")
+    for f, categories in zip(feats, encoder.categories_):
+        assert by_encoder.value_names[f] == by_frame.value_names[f] == tuple(categories)  # sorted, as the encoder
+    row = df[feats].iloc[[0]]
+    assert explain(by_encoder, row, kit="md")[0].assignment == explain(by_frame, row, kit="md")[0].assignment
+    with pytest.raises(ValueError, match="encoder of 3 columns"):
+        BayesianClassifier.from_sklearn(nb, feats, "party", value_names=OrdinalEncoder().fit(df[feats[:3]]))
+
+
 def test_fit_discretises_numeric_columns():
     import pandas as pd
 

@@ -78,6 +78,8 @@ def test_callback_fit_writes_artifacts_and_scalars_and_resumes(tmp_path):
     for j, name in enumerate(names):
         logged = [(int(r["step"]), float(r[f"xai/mean_abs/{name}"])) for r in rows if r.get(f"xai/mean_abs/{name}")]
         assert [s for s, _ in logged] == [h["step"] for h in callback.history] == val_steps  # one step per epoch
+        epochs = [int(r["epoch"]) for r in rows if r.get(f"xai/mean_abs/{name}")]  # the epoch column is filled
+        assert epochs == [h["epoch"] for h in callback.history]
         assert [v for _, v in logged] == pytest.approx([h["importance"][j].item() for h in callback.history], rel=1e-6)
     drift = [float(r["xai/drift"]) for r in rows if r.get("xai/drift")]
     imp = [h["importance"] for h in callback.history]
@@ -300,7 +302,7 @@ def test_pytorch_lightning_trainer_accepts_the_callback_the_writer_and_the_modul
     assert is_png((Path(trainer.log_dir) / "explanations" / "xai" / "epoch001_drift.png").read_bytes())
 
     module = explain_module_class("pytorch_lightning")(IntegratedGradients(model.eval()), n_features=N_FEATURES)
-    assert isinstance(module, legacy.LightningModule) and not isinstance(module, pl.LightningModule)
+    assert isinstance(module, legacy.LightningModule) and isinstance(module, pl.LightningModule)  # either Trainer
     assert explain_module_class("lightning.pytorch") is explain_module_class()
     legacy.Trainer(logger=False, callbacks=[ExplanationWriter(tmp_path / "shards")], **QUIET).predict(
         module, torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x), batch_size=8), return_predictions=False

@@ -58,10 +58,10 @@ def test_attribute_batch_and_merge_shards_contracts(tmp_path):
     assert torch.equal(attribute_batch(explainer, (x, torch.zeros(2)))["attributions"], out["attributions"])
     with pytest.raises(KeyError):
         attribute_batch(explainer, {"x": x})
-    # numpy, lists and DataFrames are converted like tensors (issue 15); non-numeric inputs are refused by name
+    # numpy, lists and DataFrames are converted like tensors; non-numeric inputs are refused by name
     from_list = attribute_batch(explainer, [x.tolist()])["attributions"]  # Python floats: float64
     torch.testing.assert_close(from_list, out["attributions"].double())
-    ray_like = attribute_batch(explainer, {"inputs": x.numpy(), "index": np.array([7, 3])})  # docs/ray.md's batches
+    ray_like = attribute_batch(explainer, {"inputs": x.numpy(), "index": np.array([7, 3])})  # the Ray recipe's
     assert torch.equal(ray_like["attributions"], out["attributions"]) and ray_like["index"].tolist() == [7, 3]
     with pytest.raises(TypeError, match="batch inputs"):
         attribute_batch(explainer, [np.array([["a", "b", "c"]])])

@@ -1,4 +1,4 @@
-"""Files saved by round 2's main (persistence format 2, commit 679e752) still load and give the same numbers.
+"""Files saved in persistence format 2 (commit 679e752) still load and give the same numbers.
 
 The fixtures were written by ``tests/fixtures/saved_v2/generate.py`` run on that commit; each ``*.expected.pt``
 holds the inputs and the values that code computed, so this checks the numbers, not only that loading works.

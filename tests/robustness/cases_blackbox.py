@@ -1,4 +1,4 @@
-"""Black-box FourierShap cases of issue 25: one background row, constant and partly undefined models, budgets,
+"""Black-box FourierShap cases: one background row, constant and partly undefined models, budgets,
 Captum's arguments and the fit's options (each result against brute force or Captum on the model itself)."""
 
 from __future__ import annotations
@@ -54,10 +54,11 @@ QUERIES = torch.tensor([[1.0, 0, 1, 1], [1, 1, 1, 1], [0, 0, 0, 0]], dtype=torch
 @result_case(FS, "one background row (Captum's single baseline): exact values, no 'R^2 = nan' warning")
 def _():
     want = interventional_shap(model, QUERIES, SINGLE)
-    for method in ("auto", "exact"):  # auto tabulated the one point seen (all values 0); exact warned R^2 = nan
+    # tabulate saw only the one point (all values 0); exact warned R^2 = nan; auto takes the cheapest exact route
+    for method in ("auto", "tabulate", "exact"):
         explainer = quiet_fit(model, SINGLE, method=method)
         torch.testing.assert_close(explainer.attribute(QUERIES), want, rtol=0, atol=1e-12)
-        assert explainer.fit_report.r2_shap == 1.0, method
+        assert explainer.fit_report.method == "enumerate" or explainer.fit_report.r2_shap == 1.0, method
 
 
 @result_case(FS, "a constant black box: zero values and R^2 = 1, no bogus warning (it said R^2 = nan)")
@@ -146,3 +147,98 @@ def _():
 @case(FS, "a grouped player constant over the background, no data=", ValueError, r"grouped player.*\[\[0, 1\]\].*data=")
 def _():
     tx.FourierShap(model, SINGLE, groups=[0, 0, 1, 2])  # the block's other values never reach the fit (all zeros)
+
+
+# --- tabulation and grids priced before they are made ----------------------------------------------------------
+class Counting:
+    """A model that counts the rows it was asked about (a refusal must come before any query)."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        self.rows += x.shape[0]
+        return x.double().sum(1)
+
+
+def thirty_bits() -> torch.Tensor:
+    return torch.randint(0, 2, (200, 30), generator=torch.Generator().manual_seed(0)).double()
+
+
+@case(FS, "method='tabulate' on 30 single bits (2^30 points, 8 GiB)", ValueError, r"1,073,741,824 level .*1,048,576")
+def _():
+    counting = Counting()
+    try:
+        tx.FourierShap(counting, thirty_bits()[:10], data=thirty_bits(), method="tabulate", show_progress=False)
+    finally:
+        assert counting.rows == 0, counting.rows
+
+
+@case(FS, "method='tabulate' with n_queries=2^31: tables above max_memory", ValueError, r"318 GiB, above max_memory")
+def _():
+    counting = Counting()
+    try:
+        tx.FourierShap(
+            counting, thirty_bits()[:10], data=thirty_bits(), method="tabulate", n_queries=2**31, show_progress=False
+        )
+    finally:
+        assert counting.rows == 0, counting.rows
+
+
+@case("torchxplain.fit_sparse_fourier", "method='tabulate' above max_memory", ValueError, r"combinations fit\): use")
+def _():
+    bits13 = torch.randint(0, 2, (100, 13), generator=torch.Generator().manual_seed(0)).double()
+    tx.fit_sparse_fourier(model, 13, background=bits13, data=bits13, method="tabulate", max_memory="1MB")
+
+
+def fourteen_players() -> tuple[tx.FourierSpectrum, torch.Tensor]:
+    freq = torch.zeros(15, 14, dtype=torch.bool)
+    freq[torch.arange(1, 15), torch.arange(14)] = True
+    freq[0, :3] = True
+    amplitudes = torch.linspace(-1, 1, 15, dtype=torch.float64)
+    background = torch.randint(0, 2, (6, 14), generator=torch.Generator().manual_seed(2)).double()
+    return tx.FourierSpectrum(freq, amplitudes), background
+
+
+@case(FS, "kernel='grid' whose tables exceed max_memory (3^14 coalition cells)", ValueError, r"kernel='grid' tabulates")
+def _():
+    spectrum, background = fourteen_players()
+    tx.FourierShap.from_spectrum(spectrum, background, kernel="grid", max_memory="1MB").attribute(background[:2])
+
+
+@result_case(FS, "kernel='auto' under a 1 MiB budget: not the grid kernel, the values of brute force")
+def _():
+    from tests.fourier.brute_force import shapley
+
+    spectrum, background = fourteen_players()
+    explainer = tx.FourierShap.from_spectrum(spectrum, background, max_memory="1MB")
+    x = torch.randint(0, 2, (3, 14), generator=torch.Generator().manual_seed(3)).double()
+    want = shapley(spectrum.frequencies.numpy(), spectrum.amplitudes.numpy(), x.numpy(), background.numpy())
+    torch.testing.assert_close(explainer.attribute(x), torch.from_numpy(want), rtol=0, atol=1e-10)
+
+
+# --- Captum's per-example additional_forward_args ---------------------------------------------------------------
+def scaled(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    return (x.double() * scale).sum(1)
+
+
+@case(
+    FS, "a per-row tensor in additional_forward_args (one per background row)", ValueError, r"\[0\] has shape \(6, 1\)"
+)
+def _():
+    tx.FourierShap(scaled, bits(6), additional_forward_args=(torch.ones(6, 1, dtype=torch.float64),))
+
+
+@case(
+    FS, "a per-row tensor of the rows to explain (failed in the model)", ValueError, r"per-example tensor .*cannot be"
+)
+def _():
+    tx.FourierShap(scaled, bits(6), data=bits(40), additional_forward_args=(torch.ones(5, 1, dtype=torch.float64),))
+
+
+@result_case(FS, "a shared (1, n) tensor in additional_forward_args: accepted, values of brute force")
+def _():
+    scale = torch.tensor([[1.0, -2.0, 0.5, 3.0]], dtype=torch.float64)
+    explainer = quiet_fit(scaled, bits(6), method="exact", additional_forward_args=(scale,))
+    want = interventional_shap(lambda z: scaled(z, scale), bits(3, 1), bits(6))
+    torch.testing.assert_close(explainer.attribute(bits(3, 1), additional_forward_args=(scale,)), want)

@@ -43,6 +43,36 @@ def _():
     tx.fourier.FitOptions(time_budget=0)
 
 
+@case("torchxplain.fourier.FitOptions", "show_progress='yes'", TypeError, r"show_progress must be True or False")
+def _():
+    tx.fourier.FitOptions(show_progress="yes")  # was accepted until a fit used it
+
+
+@case("torchxplain.fourier.FitOptions", "max_memory='lots'", ValueError, r"max_memory must be bytes or a string like")
+def _():
+    tx.fourier.FitOptions(max_memory="lots")
+
+
+@case("torchxplain.fourier.FitOptions", "max_memory=0", ValueError, r"max_memory must be at least 1 MiB.*got 0")
+def _():
+    tx.fourier.FitOptions(max_memory=0)
+
+
+@case("torchxplain.FourierShap", "seed='abc' (failed inside int())", TypeError, r"seed must be an int, got str")
+def _():
+    tx.FourierShap(model, bits(5), seed="abc")
+
+
+@case("torchxplain.FourierShap", "seed=-1 on a tabulated fit (passed)", ValueError, r"seed must be >= 0, got -1")
+def _():
+    tx.FourierShap(model, bits(5), seed=-1)
+
+
+@case("torchxplain.FourierShap", "seed='abc' on continuous rows", TypeError, r"seed must be an int, got str")
+def _():
+    tx.FourierShap(model, bits(5) + 0.5, seed="abc", show_progress=False)
+
+
 @case("torchxplain.fourier.FitOptions", "an unknown option by name", TypeError, r"unexpected fit options \['budget'\]")
 def _():
     tx.fit_sparse_fourier(model, 4, background=bits(5), budget=3)
@@ -245,6 +275,27 @@ def _():
     tx.fourier.parse_model(DecisionTreeRegressor())
 
 
+@case("torchxplain.FourierShap", "an unfitted XGBRegressor (NotFittedError)", ValueError, r"XGBRegressor is not")
+def _():
+    import xgboost
+
+    tx.FourierShap.from_trees(xgboost.XGBRegressor(), np.zeros((4, 3)))
+
+
+@case("torchxplain.explain_after_fit", "an unfitted XGBClassifier", ValueError, r"XGBClassifier is not fitted")
+def _():
+    import xgboost
+
+    tx.explain_after_fit(xgboost.XGBClassifier(), np.zeros((4, 3)), np.zeros((2, 3)))
+
+
+@case(A + "parse_model", "an empty xgboost Booster (failed inside save_raw)", ValueError, r"Booster is not fitted")
+def _():
+    import xgboost
+
+    tx.fourier.parse_model(xgboost.Booster())
+
+
 @case(D + "parse_model_outputs", "a class index out of range", ValueError, r"target must be in 0\.\.2 .*got 9")
 def _():
     torchxplain.fourier.trees.adapters._dispatch.parse_model_outputs(tree(binary=False), target=9)
@@ -430,7 +481,7 @@ def _():
     torchxplain.fourier.values.interactions._api.check_index("SII", 9, 3)
 
 
-# --- issue 25: Captum's conventions, grouped players, devices, files, memory and dtype ---------------------------
+# --- Captum's conventions, grouped players, devices, files, memory and dtype ----------------------------------------
 def explainer() -> Any:
     return tx.FourierShap.from_spectrum(spectrum(), bits(3))
 
@@ -612,7 +663,7 @@ def _():
     tx.FourierShap(model, background, method="exact", data=pd.DataFrame(bits(6).numpy(), columns=list("dcba")))
 
 
-# --- continuous black boxes (issue 23) -----------------------------------------------------------------------------
+# --- continuous black boxes -----------------------------------------------------------------------------------------
 def reals(rows: int, seed: int = 0) -> torch.Tensor:
     return torch.randn(rows, 3, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
 
@@ -794,7 +845,21 @@ def _():
     load_crafted(explainer(), config=lambda c: c.update(fit_report={"method": "exact", "bogus": 1}))
 
 
-# --- issue 25: inputs that gave a wrong number (or failed inside a dependency), against independent references ----
+@case(SAVED, "a saved class name that is a list (raised 'unhashable type')", ValueError, r"names its class with a list")
+def _():
+    import json
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = explainer().save(os.path.join(folder, "fs.pt"))
+        data = torch.load(path, weights_only=True)
+        meta = json.loads(data["metadata"])
+        torch.save({**data, "metadata": json.dumps({**meta, "class": ["FourierShap"]})}, path)
+        tx.FourierShap.load(path)
+
+
+# --- inputs that gave a wrong number (or failed inside a dependency), against independent references --------------
 @result_case("torchxplain.FourierShap", "(N, n) baselines: Captum's per-row pairing (they were averaged)")
 def _():
     from captum.attr import ShapleyValues
@@ -890,7 +955,7 @@ def _():
     torch.testing.assert_close(tx.SparseFourierSurrogate(spectrum())(x.tolist()), want)
 
 
-# --- trees: the model's own output, on every input a newcomer gives (issue 25) ------------------------------
+# --- trees: the model's own output, on every input a newcomer gives ------------------------------------------
 def _margin_gap(model: Any, x: Any, margin: np.ndarray) -> float:
     """Largest |Σ φ + E[f] - margin| of a fresh explainer on ``x[40:]`` against ``x[:40]`` (efficiency against
     the model's own output: a spectrum that misreads an input misses it)."""

@@ -482,3 +482,36 @@ def _():
     slopes = torch.tensor([2.0, -3.0, 0.0], dtype=torch.float64) * 0.5  # f(x + xi e_j) - f(x) of y's linear part
     np.testing.assert_allclose(explanation.values, slopes.expand(6, 3).numpy(), atol=0.05)
     np.testing.assert_allclose(explanation.values, -_shift_reference(model, x[:6], 0.5).numpy(), atol=1e-8)
+
+
+# --- complex shifts, numpy masks, a diverging fit ---------------------------------------------------------------
+@case("torchxplain.Goals", "a complex xi (its imaginary part was dropped)", TypeError, r"xi must be real.*complex")
+def _():
+    tx.Goals(_gp(), xi=1.0 + 0.5j)
+
+
+@case("torchxplain.Goals", "a complex (J,) xi tensor", TypeError, r"xi must be real")
+def _():
+    tx.Goals(_gp(), xi=torch.tensor([1.0, 2.0, 1.0], dtype=torch.complex128))
+
+
+@result_case("torchxplain.Goals", "a numpy feature_mask (was refused): the tensor mask's scores")
+def _():
+    explainer, x = tx.Goals(_gp(), xi=0.5), torch.randn(4, 3, generator=torch.Generator().manual_seed(1)).double()
+    mask = np.array([[0, 0, 1]])
+    want = explainer.attribute(x, feature_mask=torch.tensor(mask))
+    torch.testing.assert_close(explainer.attribute(x, feature_mask=mask), want, rtol=0, atol=0)
+    torch.testing.assert_close(explainer.attribute(x, feature_mask=[[0, 0, 1]]), want, rtol=0, atol=0)
+    # the reference: shifting features 0 and 1 together through the posterior mean itself
+    shift = torch.tensor([0.5, 0.5, 0.0], dtype=torch.float64)
+    joint = explainer.forward_func(x) - explainer.forward_func(x + shift)
+    torch.testing.assert_close(want[:, 0], joint, rtol=1e-6, atol=1e-8)
+
+
+@case(f"{G}.LastLayerBNN", "a step driving a scale to 0 (Pyro's error)", ValueError, r"scale that reached 0")
+def _():
+    x = torch.randn(64, 3, generator=torch.Generator().manual_seed(0))
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+    goals.LastLayerBNN.from_sequential(net).fit(x, 3 * x[:, 0], epochs=5, lr=1e4, show_progress=False)

@@ -56,6 +56,13 @@ CASES = {
         ValueError,
         r"kit must be one kit name.*explain_batch",
     ),
+    "an attribution kit among relation kits (named the private idx._explain)": (
+        idx.relation_tensors,
+        (BC, A),
+        {"kits": ["shap"]},
+        ValueError,
+        r"kit 'shap' is attribution-based; use torchxplain\.idx\.explain\(bc, inputs, kit='shap'\)",
+    ),
     "unknown kit": (idx.explain, (BC, A), {"kit": "xx"}, ValueError, r"unknown kit 'xx'; expected one of"),
     "string input": (idx.explain, (BC, "w=l,t=m,p=l"), {}, TypeError, r"inputs must be a dict .*got the string"),
     "tuple of names": (idx.explain, (BC, ("l", "m", "l")), {}, TypeError, r"inputs must be a dict .*got tuple"),

@@ -62,6 +62,50 @@ def _():
     _lightning().MeanAbsAttribution(True)
 
 
+@case(f"{I}.MeanAbsAttribution", "compute() before any update (NaNs)", ValueError, r"before any attribution rows")
+def _():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torchmetrics' own 'compute before update' warning is not ours
+        _lightning().MeanAbsAttribution(3).compute()
+
+
+@result_case(f"{I}.MeanAbsAttribution", "compute() after updates: the mean |attribution| by hand, no warning")
+def _():
+    import warnings
+
+    rows = torch.tensor([[1.0, -2.0, 0.0], [-3.0, 4.0, 0.5]])
+    metric = _lightning().MeanAbsAttribution(3)
+    metric.update(rows[:1])
+    metric.update(rows[1:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch.testing.assert_close(metric.compute(), rows.abs().double().mean(0))
+    assert metric.total_rows == 2
+
+
+@result_case(f"{I}.ExplainModule", "pytorch_lightning.Trainer().predict(ExplainModule(...)) (failed inside Lightning)")
+def _():
+    import warnings
+
+    import torchxplain as tx
+
+    legacy = __import__("pytorch_lightning")
+    bits = torch.randint(0, 2, (12, 4), generator=torch.Generator().manual_seed(0)).double()
+    explainer = tx.FourierShap(lambda x: x.double()[:, 0] - 2 * x.double()[:, 1] * x.double()[:, 3], bits[:6])
+    module = _lightning().ExplainModule(explainer)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(bits), batch_size=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Lightning's own advice (workers, logging) is not under test
+        for trainer in (legacy.Trainer, __import__("lightning.pytorch").pytorch.Trainer, legacy.Trainer):
+            quiet = {"logger": False, "enable_progress_bar": False, "enable_model_summary": False}
+            out = trainer(accelerator="cpu", **quiet).predict(module, loader)
+            got = torch.cat([batch["attributions"] for batch in out])
+            torch.testing.assert_close(got, explainer.attribute(bits), rtol=0, atol=0)  # the explainer itself
+            torch.testing.assert_close(module.global_importance, explainer.attribute(bits).abs().mean(0))
+
+
 @case(f"{I}.plot_drift", "importance of the wrong length", ValueError, r"importance must be \(len\(epochs\)=2, n\)")
 def _():
     _lightning().plot_drift([0, 1], torch.zeros(3, 2))

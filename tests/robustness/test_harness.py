@@ -11,11 +11,13 @@ import pytest
 import torchxplain
 from tests.robustness import (  # noqa: F401  (they register their cases)
     cases_blackbox,
+    cases_continuous,
     cases_core,
     cases_fourier,
     cases_goals,
     cases_idx,
     cases_integrations,
+    cases_sources,
     cases_viz,
 )
 from tests.robustness.harness import CASES, EXEMPT, RESULT_CASES

@@ -6,7 +6,11 @@ The file is written with ``torch.save`` but holds only a ``dict`` of strings, in
      "metadata": '<JSON: {"class": ..., "config": {...}, "torchxplain": ...}>',
      "state": {name: Tensor, ...}}
 
-so it always loads with ``torch.load(path, weights_only=True)``: no Python object is ever unpickled.
+so it always loads with ``torch.load(path, weights_only=True)``: no Python object is ever unpickled. The metadata
+also holds a ``checksum`` (:func:`fingerprint`: SHA-256 of the config and every tensor), checked at load after the
+class's own field checks: a file whose fields were edited after saving is refused even when each field is valid
+on its own (two thresholds swapped, a dtype or flag changed), so a loaded explainer gives the numbers it gave when
+it was saved. Files written before the checksum (format 2 of earlier releases) load with the field checks alone.
 Which classes can be loaded is an explicit registry (:func:`loadable_classes`), never a class path read from
 the file: ``ExplainerBase.__init_subclass__`` registers every explainer class that overrides ``_config``
 (so this module imports nothing above ``_core``). A class opts in by implementing ``_config() -> dict``
@@ -17,10 +21,11 @@ refused at load with one :class:`~torchxplain._core.saved_fields.SavedFieldError
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -63,6 +68,17 @@ def _class_name(explainer: Any) -> str:
     raise TypeError(f"{type(explainer).__name__} cannot be saved: loadable classes are {sorted(registry)}")
 
 
+def fingerprint(config: Any, state: Mapping[str, Tensor]) -> str:
+    """SHA-256 (hex) of a saved object: its JSON ``config`` (keys sorted) and every ``state`` tensor's name, dtype,
+    shape and bytes, in name order. The same for a config and its JSON round trip (tuples read back as lists)."""
+    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode())
+    for key in sorted(state):
+        tensor = state[key].detach().cpu().contiguous()
+        digest.update(f"\n{key}|{tensor.dtype}|{tuple(tensor.shape)}\n".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
 def save_explainer(explainer: Any, path: str | os.PathLike[str]) -> str:
     """Write ``explainer`` to ``path`` (its ``state_dict`` on CPU plus its JSON-able ``_config()``).
 
@@ -78,7 +94,7 @@ def save_explainer(explainer: Any, path: str | os.PathLike[str]) -> str:
     name = _class_name(explainer)
     config = explainer._config()
     try:
-        metadata = json.dumps({"class": name, "config": config}, sort_keys=True)
+        config = json.loads(json.dumps(config, sort_keys=True))  # as load will read it (tuples become lists)
     except TypeError as err:
         raise TypeError(f"{name}._config() must return JSON-serialisable values: {err}") from None
     state = {}
@@ -86,6 +102,8 @@ def save_explainer(explainer: Any, path: str | os.PathLike[str]) -> str:
         if not isinstance(value, Tensor):
             raise TypeError(f"state_dict entry {key!r} is a {type(value).__name__}, not a tensor")
         state[key] = value.detach().cpu().clone()
+    checksum = fingerprint(config, state)
+    metadata = json.dumps({"class": name, "config": config, "checksum": checksum}, sort_keys=True)
     path = os.fspath(path)
     if os.path.isdir(path):
         raise IsADirectoryError(
@@ -162,20 +180,24 @@ def load_explainer(
     """
     data = _read(path)
     meta = data["metadata"]
+    saved_class = meta.get("class")
     registry = loadable_classes()
-    if meta.get("class") not in registry:  # its module may not be imported yet: torchxplain loads names lazily
+    if not isinstance(saved_class, str):  # a list or a mapping is not a name (and cannot be looked up)
+        raise ValueError(
+            f"{os.fspath(path)!r} names its class with a {type(saved_class).__name__}, not a class name; the file "
+            "is damaged or was edited: re-save it"
+        )
+    if saved_class not in registry:  # its module may not be imported yet: torchxplain loads names lazily
         package = importlib.import_module("torchxplain")
         for name in package.__all__:  # every public name, so every public explainer class registers
             getattr(package, name)
         registry = loadable_classes()
-    if meta.get("class") not in registry:
-        raise ValueError(
-            f"saved class {str(meta.get('class'))[:60]!r} is not loadable; loadable are {sorted(registry)}"
-        )
+    if saved_class not in registry:
+        raise ValueError(f"saved class {saved_class[:60]!r} is not loadable; loadable are {sorted(registry)}")
     device = None if map_location is None else check_device(map_location, "map_location")
     state = {k: v.to(device) if device is not None else v for k, v in data["state"].items()}
     try:
-        explainer = registry[meta["class"]]._from_config(meta["config"], state, forward_func)
+        explainer = registry[saved_class]._from_config(meta["config"], state, forward_func)
         explainer.load_state_dict(state, strict=True)
     except SavedFieldError as err:
         raise SavedFieldError(f"{os.fspath(path)!r}: {err}") from None
@@ -185,4 +207,19 @@ def load_explainer(
         ) from None
     except RuntimeError as err:
         raise ValueError(f"{os.fspath(path)!r} does not match its class's state: {str(err)[:200]}") from None
+    _check_checksum(path, meta, data["state"])
     return explainer
+
+
+def _check_checksum(path: str | os.PathLike[str], meta: dict[str, Any], state: Mapping[str, Tensor]) -> None:
+    """Refuse a file whose fields differ from those it was saved with (after the class's field checks, which
+    name a field that is invalid on its own); a file without a checksum (saved before it) passes."""
+    saved = meta.get("checksum")
+    if saved is None:
+        return
+    if not isinstance(saved, str) or saved != fingerprint(meta["config"], state):
+        raise SavedFieldError(
+            f"{os.fspath(path)!r}: the saved fields differ from those the file was saved with (its checksum does not "
+            "match), so it would not give the numbers it gave when saved; the file is damaged or was edited: "
+            "re-save it"
+        )

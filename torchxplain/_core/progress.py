@@ -1,4 +1,8 @@
-"""Progress bars (tqdm) that the caller, ``tx.settings.show_progress`` or ``TORCHXPLAIN_PROGRESS=0`` turn off."""
+"""Progress bars (tqdm) that the caller, ``tx.settings.show_progress`` or ``TORCHXPLAIN_PROGRESS=0`` turn off.
+
+Bars are shown where they can be seen (see ``tx.settings.show_progress``) and only for work that runs longer than
+:data:`DELAY` seconds, so quick steps print nothing.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ from tqdm.auto import tqdm
 from torchxplain._core.settings import show_progress
 
 T = TypeVar("T")
+
+DELAY = 1.0  # seconds of work before a bar appears
 
 
 def progress_enabled(show: bool | None = None) -> bool:
@@ -24,4 +30,4 @@ def progress(
     if not progress_enabled(show):
         yield from iterable
         return
-    yield from tqdm(iterable, desc=desc, total=total, leave=False)
+    yield from tqdm(iterable, desc=desc, total=total, leave=False, delay=DELAY)

@@ -19,8 +19,9 @@ exited, and one setting object may be entered by several threads at once.
 
 Settings:
     :class:`max_memory`: byte budget of every chunked intermediate (default 512 MiB; at least 1 MiB).
-    :class:`show_progress`: tqdm progress bars for long work (default on, unless the environment variable
-        ``TORCHXPLAIN_PROGRESS`` is ``0``/``false``/``no``/``off``).
+    :class:`show_progress`: tqdm progress bars for work over about a second (default: on when standard error
+        is a terminal or in a notebook; the environment variable ``TORCHXPLAIN_PROGRESS`` set to
+        ``0``/``false``/``no``/``off`` turns them off, ``1``/``true``/``yes``/``on`` on everywhere).
     :class:`validation`: ``"full"`` (default) checks shapes, dtypes, devices *and* values (binary, finite,
         one-hot) at the public boundary; ``"shapes"`` skips the O(data) value scans, for inner loops whose
         inputs are known to be valid.
@@ -35,6 +36,7 @@ import contextlib
 import contextvars
 import os
 import re
+import sys
 from collections.abc import Iterator
 from types import TracebackType
 from typing import Any, ClassVar, Generic, Literal, TypeVar, get_args
@@ -43,14 +45,21 @@ import torch
 
 V = TypeVar("V")
 
+#: The values of :class:`validation`: ``"full"`` checks values too (0/1 entries, finiteness), ``"shapes"`` only
+#: shapes and dtypes.
 ValidationLevel = Literal["full", "shapes"]
+#: The values of :class:`dtype_policy`: ``"auto"`` computes in float64 when an input is float64, else in float32
+#: (half precision never); ``"float32"`` / ``"float64"`` compute in that dtype.
 DtypePolicy = Literal["auto", "float32", "float64"]
 MemoryLike = int | str
 
+#: The smallest memory budget :class:`max_memory` accepts, in bytes (1 MiB).
 MIN_MEMORY = 2**20
+#: The default memory budget for chunked intermediates, in bytes (512 MiB).
 DEFAULT_MAX_MEMORY = 512 * 2**20
 _UNITS = {"": 1, "b": 1, "kb": 2**10, "kib": 2**10, "mb": 2**20, "mib": 2**20, "gb": 2**30, "gib": 2**30}
 _OFF = {"0", "false", "no", "off"}
+_ON = {"1", "true", "yes", "on"}
 
 
 class _Setting(Generic[V]):
@@ -150,6 +159,14 @@ class max_memory(_Setting[int]):  # noqa: N801 (GPyTorch-style lower-case settin
 
     Args:
         value: bytes (int) or a string such as ``"2GB"`` or ``"512MiB"``; at least 1 MiB.
+
+    Example:
+        >>> import torchxplain as tx
+        >>> with tx.settings.max_memory("1GB"):
+        ...     tx.settings.max_memory.value()
+        1073741824
+        >>> tx.settings.max_memory.value() == tx.settings.DEFAULT_MAX_MEMORY
+        True
     """
 
     @classmethod
@@ -164,7 +181,16 @@ class max_memory(_Setting[int]):  # noqa: N801 (GPyTorch-style lower-case settin
 class show_progress(_Setting[bool]):  # noqa: N801
     """Progress bars for long work: ``with tx.settings.show_progress(False): ...``.
 
-    The process default is on unless ``TORCHXPLAIN_PROGRESS`` is ``0``, ``false``, ``no`` or ``off``.
+    A bar appears only once its work has run for about a second. The process default is on where a bar can be
+    seen — standard error is a terminal, or the code runs in a Jupyter notebook — and off elsewhere (log files,
+    pipes, CI). The environment variable ``TORCHXPLAIN_PROGRESS`` overrides it: ``0``, ``false``, ``no`` or
+    ``off`` turn bars off, ``1``, ``true``, ``yes`` or ``on`` turn them on everywhere.
+
+    Example:
+        >>> import torchxplain as tx
+        >>> with tx.settings.show_progress(False):
+        ...     tx.settings.show_progress.value()
+        False
     """
 
     @classmethod
@@ -175,7 +201,22 @@ class show_progress(_Setting[bool]):  # noqa: N801
 
     @classmethod
     def _default(cls) -> bool:
-        return os.environ.get("TORCHXPLAIN_PROGRESS", "1").strip().lower() not in _OFF
+        chosen = os.environ.get("TORCHXPLAIN_PROGRESS", "").strip().lower()
+        if chosen in _OFF:
+            return False
+        return chosen in _ON or _bars_visible()
+
+
+def _bars_visible() -> bool:
+    """Whether a progress bar would be seen: standard error is a terminal, or this is a Jupyter kernel."""
+    try:
+        if sys.stderr is not None and sys.stderr.isatty():
+            return True
+    except ValueError:  # a closed stream
+        return False
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython is not None else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
 
 
 def _literal(value: Any, name: str, options: tuple[str, ...]) -> str:
@@ -236,6 +277,12 @@ def using(max_memory: MemoryLike | None = None, show_progress: bool | None = Non
         def shapley_values(spectrum, x, background, max_memory=None):
             with settings.using(max_memory=max_memory):
                 return _kernel(spectrum, x, background)
+
+    Example:
+        >>> import torchxplain as tx
+        >>> with tx.settings.using(max_memory="64MB", show_progress=False):
+        ...     tx.settings.max_memory.value(), tx.settings.show_progress.value()
+        (67108864, False)
     """
     with contextlib.ExitStack() as stack:
         for name, value in (("max_memory", max_memory), ("show_progress", show_progress)):

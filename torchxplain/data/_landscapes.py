@@ -25,6 +25,12 @@ def load_entacmaea(target: str = "brightness_red", dtype: torch.dtype = torch.fl
     Returns:
         ``X`` of shape ``(8192, 13)`` with entries in {0, 1} (site ``j`` is 1 for the mKate2 residue)
         and ``y`` of shape ``(8192,)`` (brightness score, arbitrary units).
+
+    Example:
+        >>> from torchxplain.data import load_entacmaea
+        >>> x, y = load_entacmaea()  # every genotype of 13 sites, and its red brightness
+        >>> x.shape, y.shape
+        (torch.Size([8192, 13]), torch.Size([8192]))
     """
     if target not in _ENTACMAEA_TARGETS:
         raise ValueError(f"target must be one of {_ENTACMAEA_TARGETS}, got {target!r}")
@@ -36,7 +42,10 @@ def load_entacmaea(target: str = "brightness_red", dtype: torch.dtype = torch.fl
     return torch.tensor(bits, dtype=dtype), torch.tensor(frame[target].to_numpy(), dtype=dtype)
 
 
+#: The four mutated sites of the GB1 landscape (wild-type residue and position), in the column order of
+#: :func:`load_gb1`.
 GB1_SITES = ("V39", "D40", "G41", "V54")
+#: The 20 amino acids in the order of each site's one-hot block in :func:`load_gb1`.
 GB1_RESIDUES = "ACDEFGHIKLMNPQRSTVWY"
 
 
@@ -53,6 +62,12 @@ def load_gb1(measured_only: bool = False, dtype: torch.dtype = torch.float32) ->
         ``X`` ``(N, 80)`` one-hot (site-major, residues in ``GB1_RESIDUES`` order), ``y`` ``(N,)`` binding fitness
         relative to the wild type VDGV, and ``groups`` ``(80,)`` the site (0..3) of each column — pass it as
         ``feature_mask`` to get one SHAP value per site.
+
+    Example:
+        >>> from torchxplain.data import load_gb1
+        >>> x, y, groups = load_gb1()  # 20^4 variants, one-hot per site
+        >>> x.shape, groups.unique().tolist()
+        (torch.Size([160000, 80]), [0, 1, 2, 3])
     """
     check_flag(measured_only, "measured_only")
     check_float_dtype(dtype)

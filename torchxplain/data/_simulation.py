@@ -5,7 +5,7 @@
 ``V[X_C beta] = rho v2``, ``V[W tau] = (1 - rho) v2``, ``V[Z omega] = pc_var (1 - v2)`` and
 ``V[eps] = (1 - pc_var)(1 - v2)``, so ``V[y] = 1`` up to the sample covariances between the parts.
 
-Choices the paper leaves open (documented in ``notes/goals.md``): genotypes are Binomial(2, maf) with
+Choices the paper leaves open: genotypes are Binomial(2, maf) with
 ``maf ~ U(maf_range)``; "all pairwise interactions" means all pairs of causal features; by default the
 population structure takes no variance (``pc_var = 0``); the standardised genotypes enter both the generative
 model and the returned ``x``.
@@ -31,7 +31,10 @@ class SimulatedData:
         causal: ``(J,)`` bool, the causal features.
         beta: ``(C,)`` additive effects of the causal features (after scaling), in ``causal`` index order.
         tau: ``(M,)`` interaction effects of the ``M = C (C - 1) / 2`` causal pairs (after scaling).
-        additive, interaction, structure, noise: ``(N,)`` the four parts of ``y``.
+        additive: ``(N,)`` the additive part of ``y``.
+        interaction: ``(N,)`` the pairwise-interaction part of ``y``.
+        structure: ``(N,)`` the population-structure part of ``y``.
+        noise: ``(N,)`` the noise part of ``y``.
     """
 
     x: Tensor
@@ -82,6 +85,12 @@ def simulate_goals_design(
         standardize: standardise genotype columns (used by the generative model and returned).
         seed: int seed or ``torch.Generator``.
         dtype: floating dtype of the returned tensors.
+
+    Example:
+        >>> from torchxplain.data import simulate_goals_design
+        >>> d = simulate_goals_design(n=50, n_features=10, n_causal=2, seed=0)
+        >>> d.x.shape, d.y.shape, int(d.causal.sum())
+        (torch.Size([50, 10]), torch.Size([50]), 2)
     """
     for name, value, low in (
         ("n", n, 3),

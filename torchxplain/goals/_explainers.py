@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 import gpytorch
+import numpy as np
 import torch
 from captum.log import log_usage
 from torch import Tensor
@@ -71,9 +72,27 @@ class Goals(ExplainerBase):
             networks: ``output`` (the class of a categorical head) and ``shortcut``.
 
     Example:
-        >>> g = Goals(gp, xi=1.0)                 # doctest: +SKIP
-        >>> scores = g.attribute(x)               # (Q, J)
-        >>> imp = g.global_importance()           # GlobalImportance over the training inputs
+        >>> import gpytorch
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> class GP(gpytorch.models.ExactGP):
+        ...     def __init__(self, x, y):
+        ...         super().__init__(x, y, gpytorch.likelihoods.GaussianLikelihood())
+        ...         self.mean_module = gpytorch.means.ConstantMean()
+        ...         self.covar_module = gpytorch.kernels.RBFKernel(ard_num_dims=3)
+        ...     def forward(self, x):
+        ...         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
+        >>> x = torch.rand(40, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+        >>> gp = GP(x, torch.sin(6 * x[:, 0]) + x[:, 1]).double()
+        >>> gp.covar_module.lengthscale, gp.likelihood.noise = 0.5, 0.01  # as a fit would set them
+        >>> g = tx.Goals(gp, xi=0.1, feature_names=["a", "b", "c"])
+        >>> g.attribute(x[:4]).shape, g.local_variance(x[:4]).shape  # (Q, J) scores and posterior variances
+        (torch.Size([4, 3]), torch.Size([4, 3]))
+        >>> g.global_importance().to_frame()[["feature", "rank"]]
+          feature  rank
+        0       a     1
+        1       b     2
+        2       c     3
     """
 
     def __init__(
@@ -235,6 +254,8 @@ class Goals(ExplainerBase):
         if not isinstance(self.backend, GPBackend):
             raise ValueError(f"feature_mask is not supported for {type(self.backend).__name__}")
         x = check_rows(x, self.train_inputs)
+        if isinstance(mask, (np.ndarray, list)):  # converted as every other explainer converts it
+            mask = to_tensor(mask, "feature_mask").tensor
         if not isinstance(mask, Tensor) or mask.is_floating_point() or mask.is_complex() or mask.dtype == torch.bool:
             raise TypeError(
                 "feature_mask must be an integer tensor of group ids broadcastable to the inputs, "

@@ -41,14 +41,12 @@ class GPBackend(nn.Module):
 
     Hyperparameters are read once (constrained values); the user's model is never called, refitted or
     switched between train/eval. Methods read the memory budget and progress setting in force
-    (``tx.settings``) and accept tensors, arrays and DataFrames ``(Q, J)`` (see
-    :func:`~torchxplain.goals._inputs.check_rows`).
+    (``tx.settings``) and accept tensors, arrays and DataFrames ``(Q, J)``.
 
     Args:
         model: fitted ``ExactGP`` with one ``(N, J)`` training input and ``(N,)`` targets, whose ``forward(x)``
             returns ``MultivariateNormal(mean(x), kernel(x))`` of one ``gpytorch.means.Mean`` and one
-            ``gpytorch.kernels.Kernel`` module, under any attribute names (see
-            :func:`~torchxplain.goals._gp_checks.gp_modules`).
+            ``gpytorch.kernels.Kernel`` module, under any attribute names.
         likelihood: ``GaussianLikelihood`` or ``FixedNoiseGaussianLikelihood`` (default ``model.likelihood``).
         xi: shift, a scalar or a ``(J,)`` tensor of nonzero values (negative allowed).
         jitter: added to the diagonal of ``A`` before the Cholesky factorisation (finite, ``>= 0``).
@@ -101,7 +99,7 @@ class GPBackend(nn.Module):
     @classmethod
     def from_state(cls, kernel: KernelOps, state: dict[str, Tensor]) -> GPBackend:
         """A backend rebuilt from checked saved buffers (``x``, ``xi``, ``mean_constant``, ``gram``, ``chol``,
-        ``alpha``; see :mod:`torchxplain.goals._persistence`) and its kernel."""
+        ``alpha``) and its kernel."""
         backend = cls.__new__(cls)
         nn.Module.__init__(backend)
         backend.kernel = kernel

@@ -6,6 +6,7 @@ import warnings
 from typing import Any
 
 import gpytorch
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -30,6 +31,11 @@ def check_xi(xi: float | Tensor, n_features: int) -> Tensor:
     """
     if isinstance(xi, bool):
         raise TypeError(f"xi must be a nonzero number or a ({n_features},) tensor, got the bool {xi!r}")
+    if xi.is_complex() if isinstance(xi, Tensor) else isinstance(xi, complex) or np.iscomplexobj(xi):
+        raise TypeError(
+            f"xi must be real (a shift in the units of the inputs), got the complex {str(xi)[:40]}; pass its real "
+            "part if that is what you mean"
+        )
     try:
         t = xi.detach().double() if isinstance(xi, Tensor) else torch.as_tensor(xi, dtype=torch.float64)
     except (TypeError, ValueError, RuntimeError):

@@ -79,6 +79,16 @@ class GlobalImportance:
     closed-form posterior, so it has no interval and no z-score; its frame reports the signed mean's
     uncertainty under explicit names (``mean_sd``, ``mean_z``). The sign convention is GOALS's
     ``delta = f(x) - f(x + xi e_j)``; rankings use ``|score|``.
+
+    Example:
+        >>> import torch
+        >>> from torchxplain.goals import GlobalImportance
+        >>> mean = torch.tensor([-0.8, 0.1])
+        >>> imp = GlobalImportance(mean, mean, torch.tensor([0.01, 0.04]), feature_names=("a", "b"))
+        >>> imp.to_frame()[["feature", "rank", "mean", "sd"]]
+          feature  rank  mean   sd
+        0       a     1  -0.8  0.1
+        1       b     2   0.1  0.2
     """
 
     mean: Tensor

@@ -87,6 +87,15 @@ def rate(
     Raises:
         ValueError: NaN or infinite inputs (named with their position), mismatched shapes, or an effect-size
             covariance that is not positive definite.
+
+    Example:
+        >>> import torch
+        >>> from torchxplain.goals import rate
+        >>> x = torch.randn(30, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+        >>> f_mean, f_cov = 2 * x[:, 0], 0.1 * torch.eye(30, dtype=torch.float64)  # a posterior over f at x
+        >>> scores, kld = rate(x, f_mean, f_cov)
+        >>> scores.shape, int(scores.argmax())  # RATE scores sum to 1; feature 0 drives f
+        (torch.Size([3]), 0)
     """
     check_rate_options(projection, kl, jitter)
     x = check_finite(to_tensor(x, "x", ndim=2).tensor, "x")

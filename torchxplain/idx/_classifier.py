@@ -56,6 +56,29 @@ class BayesianClassifier(nn.Module):
     Inputs to :meth:`forward` are validated integer codes ``(B, |O|)``, one column per observation in
     :attr:`observations` order; :meth:`encode` turns any accepted input form into codes. Computations follow
     ``tx.settings.dtype_policy`` (:meth:`computing`): a float16 or bfloat16 classifier computes in float32.
+
+    Attributes:
+        spec: the validated float64 :class:`~torchxplain.idx.ClassifierSpec` the tables were built from.
+        variables: every variable's name, classifications and observations, in the order of the tables.
+        value_names: variable name -> its value names (a value's code is its position).
+        structure: classification name -> its children (influencers).
+        classifications: the classified variables, in ``variables`` order.
+        observations: the observed variables, in the column order of coded inputs.
+        influences: the ``(influencer, influencee)`` pairs, one per edge of the network.
+        levels: the classifications grouped by how far they are from the observations (decided bottom-up).
+
+    Example:
+        >>> from torchxplain import idx
+        >>> bc = idx.BayesianClassifier(
+        ...     values={"sky": ["sun", "rain"], "plan": ["go", "stay"]},
+        ...     structure={"plan": ["sky"]},
+        ...     priors={"plan": [0.6, 0.4]},
+        ...     cpts={("plan", "sky"): [[0.8, 0.2], [0.3, 0.7]]},  # P(sky | plan)
+        ... )
+        >>> bc.observations, bc.classifications
+        (('sky',), ('plan',))
+        >>> bc.decode(bc.decide(bc.encode({"sky": "rain"})))
+        [{'sky': 'rain', 'plan': 'stay'}]
     """
 
     log_prior: Tensor
@@ -158,20 +181,67 @@ class BayesianClassifier(nn.Module):
         dtype: torch.dtype = torch.float64,
         show_progress: bool | None = None,
     ) -> BayesianClassifier:
-        """Chain classifier from a discrete pgmpy network (see :func:`torchxplain.idx._io.spec_from_pgmpy`).
+        """Chain classifier from a discrete pgmpy network.
 
-        Warns (:class:`~torchxplain.idx._io.ChainApproximationWarning`) unless the network already is a naive
-        Bayes classifier: a general network becomes a chain of naive classifiers (the paper's semantics), whose
+        Every non-leaf node becomes a classification, a naive Bayes model over its children in the network, with
+        ``P(c)`` the network marginal and ``P(x | c)`` the network conditional (the other parents of ``x``
+        marginalised out), both by exact variable elimination; SD weights are the network marginals. Warns
+        (:class:`~torchxplain.idx.ChainApproximationWarning`) unless the network already is a naive Bayes
+        classifier: a general network becomes a chain of naive classifiers (the paper's semantics), whose
         posteriors can differ from the network's own inference.
+
+        Args:
+            network: a ``pgmpy`` ``DiscreteBayesianNetwork`` (or older ``BayesianNetwork``) with CPDs.
+            observations: the observations; must be the leaves (the default), since every other node needs
+                children to be classified from.
+            dtype: floating dtype of the tables.
+            show_progress: a progress bar over the network's nodes (default ``tx.settings.show_progress``).
         """
         with settings.using(show_progress=show_progress):
             return cls.from_spec(spec_from_pgmpy(network, observations), dtype)
 
     @classmethod
-    def from_sklearn(cls, model: Any, feature_names: Sequence[str], **kwargs: Any) -> BayesianClassifier:
-        """Naive BC from a fitted ``CategoricalNB`` (see :func:`torchxplain.idx._io.spec_from_sklearn`)."""
-        dtype = kwargs.pop("dtype", torch.float64)
-        return cls.from_spec(spec_from_sklearn(model, feature_names, **kwargs), dtype)
+    def from_sklearn(
+        cls,
+        model: Any,
+        feature_names: Any,
+        class_name: str = "class",
+        value_names: Any = None,
+        class_names: Sequence[str] | None = None,
+        sd_weights: Mapping[str, Any] | None = None,
+        dtype: torch.dtype = torch.float64,
+    ) -> BayesianClassifier:
+        """Naive BC from a fitted ``sklearn.naive_bayes.CategoricalNB``.
+
+        ``CategoricalNB`` sees integer codes ``0..n_categories_[i]-1`` per feature; the classifier's value names
+        come from ``value_names``, else from the categories of a DataFrame passed as ``feature_names``, else they
+        are the codes as strings ``"0", "1", ...``. SD weights default to the training frequency of each category.
+
+        Args:
+            model: the fitted ``CategoricalNB``.
+            feature_names: the names of its features in column order, or the training DataFrame (its columns;
+                categorical columns also name the values, in category order).
+            class_name: the name of the classification variable.
+            value_names: feature -> names of its codes in code order, or the fitted
+                ``sklearn.preprocessing.OrdinalEncoder`` that made the codes (its ``categories_``).
+            class_names: names of the classes (default: ``str`` of ``model.classes_``).
+            sd_weights: variable -> SD weights (Def. 8), replacing the training frequencies.
+            dtype: floating dtype of the tables.
+
+        Example:
+            >>> import numpy as np
+            >>> from sklearn.naive_bayes import CategoricalNB
+            >>> from sklearn.preprocessing import OrdinalEncoder
+            >>> from torchxplain import idx
+            >>> rows = np.array([["sun", "hot"], ["rain", "mild"], ["sun", "mild"], ["rain", "hot"]])
+            >>> encoder = OrdinalEncoder().fit(rows)
+            >>> nb = CategoricalNB().fit(encoder.transform(rows), ["go", "stay", "go", "stay"])
+            >>> bc = idx.BayesianClassifier.from_sklearn(nb, ["sky", "heat"], "plan", value_names=encoder)
+            >>> bc.value_names
+            {'sky': ('rain', 'sun'), 'heat': ('hot', 'mild'), 'plan': ('go', 'stay')}
+        """
+        spec = spec_from_sklearn(model, feature_names, class_name, value_names, class_names, sd_weights)
+        return cls.from_spec(spec, dtype)
 
     @classmethod
     def fit(
@@ -185,7 +255,26 @@ class BayesianClassifier(nn.Module):
         method: BinMethod = "same_size",
         dtype: torch.dtype = torch.float64,
     ) -> BayesianClassifier:
-        """Naive or chain BC fitted from a DataFrame (see :func:`torchxplain.idx._io.spec_from_frame`)."""
+        """Naive or chain BC fitted from a DataFrame of categorical (or binned numeric) columns.
+
+        Each classification's naive Bayes model is fitted like ``CategoricalNB(alpha)``:
+        ``P(x_v | c) = (n(x_v, c) + alpha) / (n(c) + alpha |V(x)|)`` with unsmoothed empirical class priors (or
+        ``class_prior[c]``); observation priors (the SD weights) are the empirical frequencies.
+
+        Args:
+            frame: training rows; one column per variable. String, categorical, bool and integer columns are
+                categorical (one value per distinct entry); floating columns must be binned (``bins=``) or
+                declared categorical (``values=``); missing values are refused.
+            structure: the class column for a naive classifier over all other columns, or classification ->
+                its children (a chain).
+            alpha: additive (Laplace/Lidstone) smoothing, > 0.
+            class_prior: classification -> its prior, replacing the empirical one.
+            values: optional value order per column (default: sorted distinct values; bins in bin order).
+            bins: discretise numeric columns first: a number of bins for every numeric column, or column ->
+                number of bins (bins are values ``"b0", "b1", ...``; new rows are binned with the same edges).
+            method: ``"same_size"`` (quantile bins) or ``"same_length"`` (equal-width bins).
+            dtype: floating dtype of the tables.
+        """
         spec, edges = spec_from_frame(frame, structure, alpha, class_prior, values, bins, method)
         return cls.from_spec(spec, dtype, edges)
 
@@ -230,7 +319,7 @@ class BayesianClassifier(nn.Module):
 
         Raises:
             ValueError: not a saved classifier or another version;
-                :class:`~torchxplain._core.saved_fields.SavedFieldError` (a ``ValueError``) naming a bad field.
+                a ``ValueError`` naming a bad field.
         """
         spec = ClassifierSpec.from_dict(data)
         fields = SavedFields(data)

@@ -31,7 +31,7 @@ DEFAULT_MAX_CF_ASSIGNMENTS = 2**21
 
 @dataclass(frozen=True)
 class CounterfactualTables:
-    """Critical and potential relations of every family (in :func:`~torchxplain.idx._tables.families` order).
+    """Critical and potential relations of every family (in the classifier's family order).
 
     Attributes:
         critical: per family, ``(M_y, m)`` bool: influence ``j`` is critical at joint value ``code``.

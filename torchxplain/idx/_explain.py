@@ -78,6 +78,14 @@ def explain_batch(
     Returns:
         An :class:`~torchxplain.idx._explanation.ExplanationBatch`: ``sigma (B, n)``, ``log_prob (B, n)``, per kit
         ``relations(kit)`` -> ``(B, P)`` bool masks; ``explanations(kit)`` and ``to_frame()`` give names.
+
+    Example:
+        >>> from torchxplain import idx
+        >>> bc = idx.datasets.play_outside()
+        >>> rows = idx.datasets.play_outside_data()[["w", "t", "p"]]
+        >>> batch = idx.explain_batch(bc, rows, kits=["md", "cf"])
+        >>> batch.relations("md")["support"].shape  # (inputs, influences)
+        torch.Size([18, 5])
     """
     kits = check_kits(kits, KITS)
     explanandum = check_explanandum(bc, explanandum)
@@ -153,6 +161,15 @@ def explain(
             :meth:`~torchxplain.idx._explanation.ExplanationBatch.to_frame`) instead of the list.
         **kwargs: ``rtol``, ``max_cf_assignments``, ``outputs``, ``max_memory``, ``show_progress`` and the
             lime/shap options, as in :func:`explain_batch`.
+
+    Example:
+        >>> from torchxplain import idx
+        >>> bc = idx.datasets.play_outside()
+        >>> ex = idx.explain(bc, {"w": "l", "t": "l", "p": "l"}, kit="md", explanandum="o")[0]
+        >>> ex.assignment
+        {'w': 'l', 't': 'l', 'p': 'l', 'r': '+', 'o': '-'}
+        >>> sorted(ex.relations["support"]), sorted(ex.relations["attack"])
+        ([('p', 'r'), ('r', 'o')], [('w', 'o')])
     """
     kit = check_kit(kit)
     check_flag(as_frame, "as_frame")

@@ -61,7 +61,8 @@ class ExplanationBatch:
         classifier: the explained classifier.
         sigma: ``(B, n)`` long, every variable's value (inputs for observations, decisions for classifications).
         log_prob: ``(B, n)``, ``log P(sigma(a, v) | a)`` (0 for observations).
-        kits: kit name -> :class:`KitRelations`.
+        kits: kit name -> the kit's relations: ``pairs`` (the ``(influencer, influencee)`` pairs of the
+            columns), ``masks`` (relation name -> ``(B, P)`` bool) and ``relevant`` (``(B, n)`` bool or ``None``).
         explanandum: the explained classification, or ``None`` for the all-influences view.
     """
 
@@ -223,14 +224,14 @@ class Explanation:
     Attributes:
         kit: ``"md"``, ``"sd"``, ``"cf"``, ``"lime"`` or ``"shap"``.
         index: the input's row in its batch.
-        assignment: value name of every variable (inputs for observations, decisions for classifications).
-        explanandum: the explained classification, or ``None`` for the all-influences view.
-        relevant: relevant variables ``X_r`` (with an explanandum it contains it, Def. 5; without, every variable
-            in some relation).
-        relations: relation name -> set of ``(influencer, influencee)`` variable names.
-        observations: names of the classifier's observations (for rendering).
-        probabilities: posterior probability of each classification's decided value.
-        scores: attribution value per related pair for the lime and shap kits (empty otherwise).
+
+    Example:
+        >>> from torchxplain import idx
+        >>> ex = idx.explain(idx.datasets.play_outside(), {"w": "m", "t": "l", "p": "l"}, kit="cf")[0]
+        >>> ex.kit, sorted(ex.relations)
+        ('cf', ['critical', 'potential'])
+        >>> ex.to_dict()["assignment"]
+        {'w': 'm', 't': 'l', 'p': 'l', 'r': '+', 'o': '-'}
     """
 
     __slots__ = ("_batch", "index", "kit")
@@ -258,7 +259,8 @@ class Explanation:
 
     @property
     def relevant(self) -> frozenset[str]:
-        """The relevant variables ``X_r``."""
+        """The relevant variables ``X_r`` (with an explanandum they contain it, Def. 5; without, every variable in
+        some relation)."""
         return self._row().relevant
 
     @property

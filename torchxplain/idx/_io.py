@@ -107,17 +107,19 @@ def spec_from_pgmpy(network: Any, observations: Sequence[str] | None = None) -> 
 
 def spec_from_sklearn(
     model: Any,
-    feature_names: Sequence[str],
+    feature_names: Any,
     class_name: str = "class",
-    value_names: Mapping[str, Sequence[str]] | None = None,
+    value_names: Any = None,
     class_names: Sequence[str] | None = None,
     sd_weights: Mapping[str, Any] | None = None,
 ) -> ClassifierSpec:
     """A naive BC from a fitted ``sklearn.naive_bayes.CategoricalNB``.
 
-    Feature ``i`` takes codes ``0..n_categories_[i]-1``; ``value_names`` names them (default ``"0", "1", ...``) and
-    ``class_names`` names the classes (default ``str`` of ``model.classes_``). SD weights default to the
-    training-data frequency of each category (``category_count_`` summed over classes).
+    Feature ``i`` takes codes ``0..n_categories_[i]-1``; ``value_names`` names them (a mapping, or the fitted
+    ``OrdinalEncoder`` whose ``categories_`` made the codes), else the categorical columns of a DataFrame passed
+    as ``feature_names``, else they are ``"0", "1", ...``; ``class_names`` names the classes (default ``str`` of
+    ``model.classes_``). SD weights default to the training-data frequency of each category (``category_count_``
+    summed over classes).
     """
     for attr in ("feature_log_prob_", "class_log_prior_", "category_count_"):
         if not hasattr(model, attr):
@@ -127,6 +129,7 @@ def spec_from_sklearn(
             )
     if isinstance(feature_names, str):
         raise TypeError(f"feature_names must be a list of names, got the string {feature_names!r}")
+    named = _category_names(feature_names)
     feature_names = [str(f) for f in feature_names]
     if len(feature_names) != len(model.feature_log_prob_):
         raise ValueError(
@@ -134,7 +137,14 @@ def spec_from_sklearn(
         )
     if class_name in feature_names:
         raise ValueError(f"class_name {class_name!r} is also a feature name; pick another class_name")
-    value_names = dict(value_names or {})
+    if hasattr(value_names, "categories_"):  # the OrdinalEncoder that made the codes
+        if len(value_names.categories_) != len(feature_names):
+            raise ValueError(
+                f"value_names is an encoder of {len(value_names.categories_)} columns, the model has "
+                f"{len(feature_names)} features"
+            )
+        value_names = {f: list(c) for f, c in zip(feature_names, value_names.categories_)}
+    value_names = {**named, **dict(value_names or {})}
     values: dict[str, list[str]] = {}
     cpts, weights = {}, {}
     for f, logp, counts in zip(feature_names, model.feature_log_prob_, model.category_count_):
@@ -155,6 +165,14 @@ def spec_from_sklearn(
     if sd_weights is not None:
         weights.update(sd_weights)
     return ClassifierSpec.build(values, {class_name: feature_names}, {class_name: prior}, cpts, sd_weights=weights)
+
+
+def _category_names(columns: Any) -> dict[str, list[str]]:
+    """Column -> its categories, for the categorical columns of a DataFrame (nothing for a list of names)."""
+    dtypes = getattr(columns, "dtypes", None)
+    if dtypes is None:
+        return {}
+    return {str(c): [str(v) for v in columns[c].cat.categories] for c in columns.columns if dtypes[c] == "category"}
 
 
 def _check_columns(frame: Any, used: Sequence[str], values: Mapping[str, Any], edges: Mapping[str, Any]) -> None:

@@ -45,7 +45,7 @@ def check_kits(kits: Any, allowed: Sequence[str] = RELATION_KITS) -> tuple[str, 
     for k in given:
         if k in ATTRIBUTION_KITS and k not in allowed:
             raise ValueError(
-                f"kit {k!r} is attribution-based; use torchxplain.idx._explain(..., kit={k!r}) or "
+                f"kit {k!r} is attribution-based; use torchxplain.idx.explain(bc, inputs, kit={k!r}) or "
                 f"torchxplain.idx.{k}_values, or pass kits from {tuple(allowed)}"
             )
         if k not in allowed:

@@ -48,7 +48,10 @@ class ModifiedPosteriors:
     """The family posteriors of every classification laid out over all influences ``E`` of ``B`` inputs.
 
     Attributes:
-        prob, diff, alternative: ``(B, E, V)`` as in :class:`FamilyPosteriors`, column ``e`` for influence ``e``.
+        prob: ``(B, E, V)``: ``P(sigma(a, y) | a'_{x_k})`` with influencer ``x`` of influence ``e`` set to value ``k``
+            (column ``e`` for influence ``e = (x, y)``); 0 beyond the values of ``x``.
+        diff: ``(B, E, V)``: ``prob - P(sigma(a, y) | a)``, snapped to 0 within the tie tolerance.
+        alternative: ``(B, E, V)`` bool: ``k`` is a value of ``x`` other than ``sigma(a, x)``.
         sigma: ``(B, n)`` the decision function over all variables.
         log_posterior: ``(B, n, V)`` log posteriors of every variable under ``a``.
     """

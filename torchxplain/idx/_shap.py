@@ -207,9 +207,8 @@ def _shap_exact(
 def _shap_fourier(
     bc: BayesianClassifier, codes: Tensor, bg: Tensor, sigma: Tensor, out_idx: Tensor, max_bits: int
 ) -> Tensor:
-    from torchxplain.fourier.spectrum._fwht import fwht, index_bits
-    from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
-    from torchxplain.fourier.values._public import shapley_values
+    from torchxplain.fourier.spectrum import FourierSpectrum, fwht, index_bits
+    from torchxplain.fourier.values import shapley_values
 
     device, dtype = codes.device, bc.dtype
     cards = bc.cardinality[bc.observation_index].tolist()

@@ -272,7 +272,7 @@ class ClassifierSpec:
 
         Raises:
             ValueError: not a saved classifier, or another version.
-            SavedFieldError: a missing or malformed field (value names that are not strings, tables that are
+            ValueError: a missing or malformed field (value names that are not strings, tables that are
                 not numbers, NaN probabilities, rows that do not sum to 1, ...), named in the message.
         """
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:

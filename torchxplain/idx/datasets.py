@@ -53,6 +53,12 @@ def play_outside(dtype: torch.dtype = torch.float64) -> BayesianClassifier:
     Observations ``w`` (wind), ``t`` (temperature) with values ``l, m, h`` and ``p`` (pressure) with
     ``l, h``; classifications ``r`` (raining: an NBC over ``t, p``) and ``o`` (play outside: an NBC over
     ``w, t, r``), both with values ``+, -``.
+
+    Example:
+        >>> from torchxplain import idx
+        >>> bc = idx.datasets.play_outside()
+        >>> bc.observations, bc.classifications
+        (('w', 't', 'p'), ('r', 'o'))
     """
     values = {"w": ["l", "m", "h"], "t": ["l", "m", "h"], "p": ["l", "h"], "r": ["+", "-"], "o": ["+", "-"]}
     priors = {"w": [_THIRD] * 3, "t": [_THIRD] * 3, "p": [0.5, 0.5], "r": [0.67, 0.33], "o": [0.22, 0.78]}
@@ -67,6 +73,7 @@ def play_outside_data() -> Any:
     return pd.DataFrame(rows, columns=["w", "t", "p", "r", "o"])
 
 
+#: The columns of :func:`votes`: the class (``party``) and the 16 votes, in the UCI file's order.
 VOTES_COLUMNS = (
     "party",
     "handicapped-infants",
@@ -86,7 +93,9 @@ VOTES_COLUMNS = (
     "duty-free-exports",
     "export-administration-act-south-africa",
 )
+#: The columns of :func:`car`: six attributes and the class, in the UCI file's order.
 CAR_COLUMNS = ("buying", "maint", "doors", "persons", "lug_boot", "safety", "class")
+#: Each column of :func:`car` -> its values, in their natural order (the class last).
 CAR_VALUES = {
     "buying": ("vhigh", "high", "med", "low"),
     "maint": ("vhigh", "high", "med", "low"),
@@ -139,7 +148,7 @@ def pgmpy_network(name: str) -> Any:
 
 
 def chain_from_network(name: str, dtype: torch.dtype = torch.float64) -> BayesianClassifier:
-    """A bundled pgmpy network as a chain of naive Bayes classifiers (:meth:`BayesianClassifier.from_pgmpy`).
+    """A bundled pgmpy network as a chain of naive Bayes classifiers (``BayesianClassifier.from_pgmpy``).
 
     Every non-leaf node is decided from its children's values, with ``P(child | node)`` from the network (other
     parents marginalised out): the IDX paper's reading of a network, whose posteriors can differ from the

@@ -12,6 +12,7 @@ from torch import Tensor
 from torchxplain.idx._classifier import BayesianClassifier, check_classifier
 from torchxplain.idx._relations import relation_tensors
 
+#: (kit, relation) -> the column name :func:`relation_shares` gives its share (the paper's Table 4 headers).
 SHARE_COLUMNS = {
     ("sd", "support"): "SD+",
     ("sd", "attack"): "SD-",
@@ -30,7 +31,8 @@ def structural_share(bc: BayesianClassifier) -> float:
 
 
 def shares_from_relations(relations: dict[str, dict[str, Tensor]]) -> dict[str, float]:
-    """Percentage of (input, influence) pairs in each relation, from :func:`relation_tensors` output."""
+    """Percentage of (input, influence) pairs in each relation, from :func:`~torchxplain.idx.relation_tensors`'s
+    output."""
     if not isinstance(relations, dict) or not all(isinstance(v, dict) for v in relations.values()):
         raise TypeError(
             "relations must be relation_tensors' output, a dict {kit: {relation name: (B, P) bool mask}}, got "
@@ -50,8 +52,15 @@ def relation_shares(
     """Table 4: the percentage of (input, influence) pairs in each relation, plus ``"R^C"``.
 
     Every influence of every input counts (the per-influence view), as in the paper's Table 4. Runs on the bulk
-    path (:func:`~torchxplain.idx._relations.relation_tensors`), so a million inputs take seconds; ``kwargs``
+    path (:func:`~torchxplain.idx.relation_tensors`), so a million inputs take seconds; ``kwargs``
     (``rtol``, ``max_cf_assignments``, ``max_memory``, ``show_progress``) go to it.
+
+    Example:
+        >>> from torchxplain import idx
+        >>> bc = idx.datasets.play_outside()
+        >>> rows = idx.datasets.play_outside_data()[["w", "t", "p"]]
+        >>> {k: round(v, 1) for k, v in idx.stats.relation_shares(bc, rows).items()}
+        {'SD+': 75.6, 'SD-': 24.4, 'MD+': 53.3, 'MD-': 13.3, 'CF!': 31.1, 'CF*': 38.9, 'R^C': 20.0}
     """
     _, rel = relation_tensors(bc, inputs, tuple(kits), **kwargs)
     out = shares_from_relations(rel)

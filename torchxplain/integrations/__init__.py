@@ -13,7 +13,7 @@ Works with ``lightning.pytorch`` and with ``pytorch_lightning`` (either or both 
   indices; :func:`merge_shards` puts them back in dataset order.
 * :class:`MeanAbsAttribution`: the dataset-level importance as a ``torchmetrics`` metric, all-reduced across ranks.
 * :func:`attribute_batch` (one batch of a loader explained, rows kept with their dataset indices) and
-  :func:`merge_shards` are pure torch, for other engines: ``docs/ray.md`` has a Ray Data ``map_batches`` recipe.
+  :func:`merge_shards` are pure torch, for other engines: ``docs/guides/ray.md`` has a Ray Data ``map_batches`` recipe.
 * Captum: :func:`expand_to_inputs` (global importances shaped for ``captum.metrics``) and
   :func:`background_averaged` (Captum's KernelShap / ShapleyValueSampling against a background set).
 

@@ -10,16 +10,11 @@ import torch
 from torch import Tensor, nn
 
 from torchxplain._core import check_finite, check_int, check_matrix
-from torchxplain._core.inputs import check_feature_names, dense_players, is_dataframe, to_tensor
+from torchxplain._core.inputs import check_feature_names, is_dataframe, to_tensor
 from torchxplain._core.seeding import make_generator
-from torchxplain.fourier.explainer._continuous import auto_players
-from torchxplain.fourier.explainer._fourier_shap import FourierShap
-from torchxplain.fourier.fit._api import DEFAULT_QUERIES, TABULATE_LIMIT
-from torchxplain.fourier.fit._enumerate import enumeration_queries
-from torchxplain.fourier.fit._levels import PlayerLevels
-from torchxplain.fourier.fit._one_hot import find_one_hot_blocks
-from torchxplain.fourier.fit.continuous._ladder import STAGES
-from torchxplain.fourier.trees.adapters._dispatch import supports
+from torchxplain.fourier.explainer import FourierShap
+from torchxplain.fourier.sources import Source
+from torchxplain.fourier.trees import supports
 from torchxplain.goals._explainers import Goals
 from torchxplain.goals.bnn._model import LastLayerBNN
 from torchxplain.idx._classifier import BayesianClassifier
@@ -38,6 +33,15 @@ class AfterFitResult:
         explainer: the fitted explainer (``None`` for IDX, which has no explainer object).
         attributions: ``(Q, n)`` local attributions of ``X_test`` (FourierSHAP values or GOALS local scores);
             for IDX, the list of :class:`~torchxplain.idx.Explanation` objects.
+
+    Example:
+        >>> import torchxplain as tx
+        >>> from torchxplain import idx
+        >>> result = tx.explain_after_fit(idx.datasets.play_outside(), None, {"w": "l", "t": "l", "p": "l"})
+        >>> result.method, result.explainer, result.reason
+        ('idx', None, 'a Bayesian network classifier: influence-driven explanations')
+        >>> result.attributions[0].assignment["o"]  # one idx.Explanation per input
+        '-'
     """
 
     method: str
@@ -50,7 +54,7 @@ def explain_after_fit(
     model: Any,
     X_train: Any,
     X_test: Any,
-    method: str = "auto",
+    method: Any = "auto",
     target: int | None = None,
     n_background: int = 100,
     seed: int = 0,
@@ -61,40 +65,59 @@ def explain_after_fit(
     * tree ensembles (scikit-learn, XGBoost, LightGBM) → exact tree spectrum (``FourierShap.from_trees``);
     * a ``gpytorch.models.ExactGP`` or a :class:`~torchxplain.goals.LastLayerBNN` → :class:`~torchxplain.Goals`;
     * a :class:`~torchxplain.idx.BayesianClassifier` → :func:`torchxplain.idx.explain`;
-    * a torch module or callable on binary (one-hot) data → :class:`~torchxplain.FourierShap` by queries: one
-      player per one-hot block found in ``X_train`` (``groups="auto"``, unless ``groups=`` is given; the reason says
-      what was found), fitted on hybrids of ``X_train`` with the background — tabulated exactly when the players'
-      level grid is small — or, when enumerating ``X_test``'s coalitions costs fewer queries than a fit,
-      ``method="enumerate"`` (exact);
-    * the same on continuous or mixed data → :class:`~torchxplain.FourierShap`'s continuous fit (threshold codes
-      of the columns at the midpoints of ``X_train``'s values, one player per column or one-hot block; the fit
-      report estimates the SHAP values' R² on held-out rows of ``X_train``), or enumeration when cheaper.
+    * a torch module, a callable or a fitted scikit-learn-style estimator on binary (one-hot), continuous or mixed
+      data → :class:`~torchxplain.FourierShap` by queries, one player per column or per one-hot block found in
+      ``X_train`` (``groups="auto"``, unless ``groups=`` is given; the reason says what was found). The router
+      knows the rows to explain and takes the cheapest route in predicted seconds: exact enumeration of
+      ``X_test``'s coalitions through the model, an exact tabulation when the players' level grid is small, or a
+      fit on hybrids of ``X_train`` with the background; the reason lists every candidate's predicted seconds.
 
     Args:
         model: the fitted model.
         X_train: ``(N, n)`` training inputs; a seeded sample of ``n_background`` rows is the background (not used
             by GOALS, which reads the model's own training inputs, nor by IDX).
-        X_test: ``(Q, n)`` rows to explain (for IDX: any input form :func:`torchxplain.idx._explain` takes). When
+        X_test: ``(Q, n)`` rows to explain (for IDX: any input form :func:`torchxplain.idx.explain` takes). When
             both are DataFrames their columns must agree (same names, same order); GOALS takes them as its
             ``feature_names``.
-        method: ``"auto"`` or one of ``"trees"``, ``"fourier"``, ``"goals"``, ``"idx"``.
+        method: ``"auto"`` or one of ``"trees"``, ``"fourier"``, ``"goals"``, ``"idx"``; or a black-box source
+            object (:class:`~torchxplain.fourier.Enumerate`, :class:`~torchxplain.fourier.Fit`, ...) to explain the
+            model by queries through that route.
         target: output column for multi-output models.
         n_background: background size for the SHAP methods.
         seed: seed of the background sample and of the spectrum fit.
         **options: passed to the chosen explainer (e.g. ``k`` for FourierSHAP, ``xi`` for GOALS, ``kit`` for IDX).
+
+    Example:
+        >>> import numpy as np
+        >>> import torchxplain as tx
+        >>> from sklearn.tree import DecisionTreeRegressor
+        >>> X = np.array([[0.0, 1.0], [1.0, 3.0], [2.0, 0.0], [3.0, 2.0]])
+        >>> tree = DecisionTreeRegressor(max_depth=2, random_state=0).fit(X, [1.0, 2.0, 4.0, 8.0])
+        >>> result = tx.explain_after_fit(tree, X, X[:1])
+        >>> result.method, result.attributions  # exact interventional TreeSHAP values against X
+        ('trees', tensor([[-2.2500,  0.0000]], dtype=torch.float64))
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {list(METHODS)}, got {str(method)[:40]!r}")
+    source = method if isinstance(method, Source) else None
+    if source is None and method not in METHODS:
+        raise ValueError(
+            f"method must be one of {list(METHODS)} or a source object (tx.fourier.Fit(), tx.fourier.Enumerate(), "
+            f"...), got {str(method)[:40]!r}"
+        )
     check_int(n_background, "n_background", 1, hint="the number of background rows")
     if method == "idx" or (method == "auto" and isinstance(model, BayesianClassifier)):
         reason = "requested" if method == "idx" else "a Bayesian network classifier: influence-driven explanations"
         return AfterFitResult("idx", reason, None, idx_explain(model, X_test, **options))
     converted_test, converted_train = to_tensor(X_test, "X_test", ndim=2), to_tensor(X_train, "X_train", ndim=2)
     test, train = converted_test.tensor, converted_train.tensor
-    check_finite(check_matrix(test, "X_test"), "X_test")
-    check_finite(check_matrix(train, "X_train", test.shape[1]), "X_train")
+    check_finite(check_matrix(train, "X_train"), "X_train")
+    check_finite(check_matrix(test, "X_test", train.shape[1]), "X_test")  # the model was fitted on X_train's width
     check_feature_names(converted_train.feature_names, converted_test.feature_names, "X_test")
-    chosen, reason, forward = _choose(model, train) if method == "auto" else (method, "requested", model)
+    if source is not None:
+        chosen, reason, forward = "fourier", "requested", _black_box(model, type(model).__name__)
+    elif method == "auto":
+        chosen, reason, forward = _choose(model)
+    else:
+        chosen, reason, forward = method, "requested", model
     if chosen == "goals":
         names = converted_train.feature_names or converted_test.feature_names
         explainer: Any = Goals(model, **({"feature_names": names} if names else {}) | options)
@@ -104,45 +127,20 @@ def explain_after_fit(
     if chosen == "trees":
         explainer = FourierShap.from_trees(model, background, target=target, **options)
     else:
-        route, why = _fourier_route(train, test, background, options)
-        options.setdefault("method", route)
-        explainer = FourierShap(
-            forward, _floating(background), data=_floating(X_train), target=target, seed=seed, **options
+        options.setdefault("groups", "auto")
+        explainer = FourierShap._for_rows(
+            forward,
+            _floating(background),
+            _floating(X_test),
+            data=_floating(X_train),
+            target=target,
+            seed=seed,
+            method="auto" if source is None else source,
+            **options,
         )
-        report = explainer.fit_report
-        reason = "; ".join(r for r in (reason, report.players if report is not None else None, why) if r)
+        players = explainer.fit_report.players if explainer.fit_report is not None else None
+        reason = "; ".join(r for r in (reason, players, explainer.route.reason if explainer.route else None) if r)
     return AfterFitResult(chosen, reason, explainer, explainer.attribute(_floating(X_test)).detach())
-
-
-def _fourier_route(train: Tensor, test: Tensor, background: Any, options: dict[str, Any]) -> tuple[str, str]:
-    """The black-box route with the rows to explain known (``method`` unless given, and why): a fit (tabulated
-    when the players' level grid is small), or exact enumeration of ``X_test``'s coalitions when that costs fewer
-    queries than a fit's default budget. ``groups`` default to ``"auto"`` (one-hot blocks found in the data)."""
-    options.setdefault("groups", "auto")
-    if "method" in options:
-        return str(options["method"]), ""
-    reference = to_tensor(background, "background").tensor
-    continuous = not bool(((train == 0) | (train == 1)).all())
-    if continuous:  # raw rows: a hybrid takes each column whole from the row or the background row
-        rows, bits, test_bits = train, reference.to(train.dtype), test.to(train.dtype)
-    else:
-        rows, bits, test_bits = train.bool(), reference.bool(), test.bool()
-    if isinstance(options["groups"], str):
-        table = torch.cat((rows, bits))
-        players = (auto_players(table, None) if continuous else find_one_hot_blocks(table, None)).ids
-    else:
-        players = to_tensor(options["groups"], "groups").tensor.long()
-    index, _, m = dense_players(players)
-    if not continuous and PlayerLevels(torch.cat((rows, bits)), index, m).grid_size <= TABULATE_LIMIT:
-        return "auto", ""
-    needed = enumeration_queries(test_bits, bits, index, m)
-    budget = STAGES[-1].samples if continuous else DEFAULT_QUERIES
-    if needed <= budget:
-        return "enumerate", (
-            f"the rows to explain are known and enumerating their coalitions takes {needed:,} queries, within a "
-            f"fit's {budget:,}: exact values by enumeration"
-        )
-    return "auto", ""
 
 
 def _floating(x: Any) -> Any:
@@ -153,32 +151,16 @@ def _floating(x: Any) -> Any:
     return t if t.is_floating_point() else t.to(torch.get_default_dtype())
 
 
-def _choose(model: Any, x_train: Tensor) -> tuple[str, str, Any]:
+def _choose(model: Any) -> tuple[str, str, Any]:
     """``(method, reason, forward function)`` for ``model``; a clear refusal when nothing fits."""
     name = type(model).__name__
     if isinstance(model, LastLayerBNN) or _is_exact_gp(model):
         return "goals", f"a Bayesian regression model ({name}): GOALS with posterior uncertainty", model
     if supports(model):
         return "trees", f"a tree ensemble ({name}): its exact Fourier spectrum", model
-    forward = model if isinstance(model, nn.Module) or callable(model) else _sklearn_forward(model)
-    if forward is None:
-        raise TypeError(
-            f"cannot explain a model of type {type(model).__module__}.{name}: {SUPPORTED}. Next step: pass a "
-            "callable on (B, n) float tensors, e.g. lambda x: torch.as_tensor(model.predict(x.numpy()))"
-        )
+    forward = _black_box(model, name)
     how = "its predict_proba/predict" if forward is not model else "it"
-    if not bool(((x_train == 0) | (x_train == 1)).all()):
-        return (
-            "fourier",
-            (
-                f"a {name} on continuous inputs: a sparse Fourier surrogate on threshold codes of the columns "
-                f"(midpoints of X_train's values) fitted by querying {how} at hybrids of X_train with the background, "
-                "one player per column or one-hot block; fit_report says how close its SHAP values are (estimated "
-                "on held-out rows)"
-            ),
-            forward,
-        )
-    return "fourier", f"a {name} on binary inputs: a sparse Fourier surrogate fitted by querying {how}", forward
+    return "fourier", f"a {name}: FourierSHAP by querying {how}", forward
 
 
 SUPPORTED = (
@@ -187,6 +169,17 @@ SUPPORTED = (
     "callables or fitted scikit-learn estimators with predict/predict_proba on binary or continuous inputs "
     "(FourierSHAP)"
 )
+
+
+def _black_box(model: Any, name: str) -> Any:
+    """``model`` as a callable on ``(B, n)`` float tensors; a clear refusal when it is none."""
+    forward = model if isinstance(model, nn.Module) or callable(model) else _sklearn_forward(model)
+    if forward is None:
+        raise TypeError(
+            f"cannot explain a model of type {type(model).__module__}.{name}: {SUPPORTED}. Next step: pass a "
+            "callable on (B, n) float tensors, e.g. lambda x: torch.as_tensor(model.predict(x.numpy()))"
+        )
+    return forward
 
 
 def _sklearn_forward(model: Any) -> Any:

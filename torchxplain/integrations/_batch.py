@@ -1,7 +1,7 @@
 """Engine-agnostic pieces of "explain a whole dataset": one batch in, a dict of tensors out; shards merged by index.
 
 Nothing here imports Lightning, so the same functions serve a Lightning ``predict_step``, a plain
-``torchrun`` loop or a Ray Data ``map_batches`` callable (the recipe is in ``docs/ray.md``).
+``torchrun`` loop or a Ray Data ``map_batches`` callable (the recipe is in ``docs/guides/ray.md``).
 """
 
 from __future__ import annotations
@@ -45,6 +45,17 @@ def attribute_batch(explainer: Any, batch: Any, **attribute_kwargs: Any) -> dict
 
     Returns:
         ``{"attributions": (B, ...) detached, shaped like the inputs}`` plus ``"index"`` when the batch had one.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> from torchxplain.integrations import attribute_batch
+        >>> spec = tx.FourierSpectrum(torch.tensor([[0, 0, 0], [1, 0, 0]], dtype=torch.bool), torch.tensor([1.0, 2.0]))
+        >>> explainer = tx.FourierShap.from_spectrum(spec, torch.zeros(1, 3))
+        >>> out = attribute_batch(explainer, {"inputs": torch.ones(2, 3), "index": torch.tensor([7, 3])})
+        >>> out["index"], out["attributions"]
+        (tensor([7, 3]), tensor([[-4.,  0.,  0.],
+                [-4.,  0.,  0.]]))
     """
     index = None
     if isinstance(batch, Mapping):

@@ -50,6 +50,13 @@ def expand_to_inputs(importance: Any, inputs: Any) -> Tensor | tuple[Tensor, ...
 
     Returns:
         Contiguous tensor(s) with the inputs' shapes, in the importances' dtype, with the inputs' structure.
+
+    Example:
+        >>> import torch
+        >>> from torchxplain.integrations import expand_to_inputs
+        >>> expand_to_inputs(torch.tensor([0.5, 0.25, 0.0]), torch.ones(2, 3))  # global importance, shaped like inputs
+        tensor([[0.5000, 0.2500, 0.0000],
+                [0.5000, 0.2500, 0.0000]])
     """
     is_tuple = isinstance(inputs, tuple)
     inputs_t = inputs if is_tuple else (inputs,)
@@ -197,5 +204,14 @@ def background_averaged(
 
     Returns:
         A :class:`BackgroundAveraged` callable.
+
+    Example:
+        >>> import torch
+        >>> from torchxplain.integrations import background_averaged
+        >>> model = lambda x: x[:, 0] * x[:, 1]
+        >>> wrapped = background_averaged(model, torch.tensor([[0.0, 0.0], [2.0, 2.0]]))
+        >>> x = torch.ones(1, 2)
+        >>> wrapped(x), wrapped(wrapped.baselines(x))  # f at x, and E_b f(b): the game's two ends
+        (tensor([1.]), tensor([2.]))
     """
     return BackgroundAveraged(forward_func, background, sentinel=sentinel, max_memory=max_memory)

@@ -130,11 +130,20 @@ def check_state_dict_is_own(explainer: Any) -> None:
 
 
 class ExplainerTestCase:
-    """Mixin for pytest classes: subclass it and implement :meth:`make_explainer` and :meth:`make_inputs`.
+    """Mixin for pytest classes: subclass it and implement ``make_explainer`` and ``make_inputs``.
 
     Class attributes tune it: ``atol`` (batch invariance tolerance in float64), ``attribute_kwargs``
     (extra arguments of every ``attribute`` call), ``noise_tunnel`` and ``captum_metrics`` (set False
     only for explainers whose inputs cannot take continuous noise, with the reason in a comment).
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> from torchxplain.testing import check_batch_invariance, check_captum_contract
+        >>> spec = tx.FourierSpectrum(torch.tensor([[0, 0], [1, 1]], dtype=torch.bool), torch.tensor([1.0, 0.5]))
+        >>> explainer = tx.FourierShap.from_spectrum(spec, torch.zeros(1, 2))
+        >>> check_captum_contract(explainer)  # each check raises AssertionError naming the broken contract
+        >>> check_batch_invariance(explainer, torch.tensor([[1.0, 0.0], [1.0, 1.0]]), atol=1e-6)
     """
 
     atol: float = 1e-8

@@ -22,6 +22,14 @@ class BarDisplay(Display):
 
     Attributes:
         order_: ``(shown,)`` feature indices drawn, bottom to top (set by :meth:`plot`).
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> display = tx.viz.BarDisplay(torch.tensor([0.3, 0.7]), ["age", "dose"]).plot()
+        >>> [label.get_text() for label in display.ax_.get_yticklabels()]
+        ['age', 'dose']
+        >>> display.figure_.clf()
     """
 
     order_: np.ndarray
@@ -76,6 +84,16 @@ class BeeswarmDisplay(Display):
     Attributes:
         order_: ``(shown,)`` feature indices drawn, bottom to top, by mean ``|attribution|``.
         colour_values_: ``(Q, shown)`` the shared-scale colour values in ``[0, 1]`` (NaN: grey), or ``None``.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> values = torch.tensor([[0.5, -1.0], [0.2, 0.3], [-0.1, 0.8]])  # (Q, p) attributions
+        >>> features = torch.tensor([[1.0, 0.0], [2.0, 1.0], [3.0, 0.5]])  # the explained rows: the colours
+        >>> display = tx.viz.BeeswarmDisplay(values, features, ["age", "dose"]).plot()
+        >>> display.figure_ is display.ax_.figure
+        True
+        >>> display.figure_.clf()
     """
 
     order_: np.ndarray

@@ -70,7 +70,7 @@ def save(figure: Figure, path: str | Path, dpi: int = 110) -> str:
 class Display:
     """Base of the plot objects (scikit-learn's Display style).
 
-    A display holds the numbers to draw; :meth:`plot` (in each subclass) draws them on ``ax`` (a new figure
+    A display holds the numbers to draw; ``plot`` (in each subclass) draws them on ``ax`` (a new figure
     when ``None``), stores ``figure_`` and ``ax_`` and returns the display. Nothing is ever shown and the
     matplotlib backend is never changed.
     """
@@ -91,7 +91,7 @@ class Display:
         return ax
 
     def save(self, path: str | Path, dpi: int = 110) -> str:
-        """Save the drawn figure as PNG at ``path``, close it and return the path (call :meth:`plot` first)."""
+        """Save the drawn figure as PNG at ``path``, close it and return the path (call ``plot`` first)."""
         if not hasattr(self, "figure_"):
             raise RuntimeError(f"{type(self).__name__}.save needs a figure: call .plot() first")
         return save(self.figure_, path, dpi)

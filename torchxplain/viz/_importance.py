@@ -25,6 +25,15 @@ class ImportanceDisplay(Display):
     Attributes:
         order_: ``(shown,)`` feature indices drawn, bottom to top (set by :meth:`plot`).
         intervals_drawn_: whether intervals were drawn (captions should say so only then).
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> score, lower, upper = torch.tensor([0.9, 0.1]), torch.tensor([0.7, -0.1]), torch.tensor([1.1, 0.3])
+        >>> display = tx.viz.ImportanceDisplay(score, lower, upper, ["age", "dose"]).plot()
+        >>> display.ax_.get_xlabel()
+        'importance, interval'
+        >>> display.figure_.clf()
     """
 
     order_: np.ndarray

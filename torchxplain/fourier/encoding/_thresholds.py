@@ -68,6 +68,16 @@ class ThresholdEncoding:
         missing_value: a value that marks a missing entry besides NaN (XGBoost's ``missing=``; NaN: none).
         feature_names: the inputs' column names (``None`` when unknown); a DataFrame passed to :meth:`transform`
             must have these columns in this order.
+
+    Example:
+        >>> import numpy as np
+        >>> import torchxplain as tx
+        >>> encoding = tx.fourier.ThresholdEncoding.from_data(np.array([[0.0], [1.0], [3.0]]))
+        >>> encoding.threshold  # midpoints between the column's values
+        tensor([0.5000, 2.0000], dtype=torch.float64)
+        >>> encoding.transform(np.array([[0.2], [2.5]]))  # thermometer codes
+        tensor([[0., 0.],
+                [1., 1.]], dtype=torch.float64)
     """
 
     def __init__(

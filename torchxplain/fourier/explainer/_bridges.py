@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core.inputs import to_tensor
-from torchxplain.fourier.values.interactions._weights import INDICES
+from torchxplain.fourier.values import INDICES
 
 
 def _optional(module: str) -> ModuleType:
@@ -69,6 +69,17 @@ def to_shapiq_values(
     Returns:
         ``Q`` objects with ``n_players = m``, ``min_order = 0``, ``estimated = False``; shapiq's plots
         (``plot_network``, ``plot_upset``, ``plot_force``, ...) work on them.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> from torchxplain.fourier import to_shapiq_values
+        >>> spec = tx.FourierSpectrum(torch.tensor([[0, 0], [1, 1]], dtype=torch.bool), torch.tensor([1.0, 0.5]))
+        >>> x, background = torch.ones(1, 2), torch.zeros(1, 2)
+        >>> iv = tx.fourier.interaction_values(spec, x, background, index="k-SII", max_order=2)
+        >>> rows = to_shapiq_values(iv, "k-SII", baseline_value=1.5)  # one shapiq.InteractionValues per row
+        >>> rows[0].index, rows[0].max_order, float(rows[0][(0, 1)])
+        ('k-SII', 2, 2.0)
     """
     shapiq = _optional("shapiq")
     if index not in INDICES:
@@ -130,6 +141,14 @@ def to_shap_explanation(
 
     Returns:
         ``shap.Explanation`` holding float64 numpy arrays.
+
+    Example:
+        >>> import torch
+        >>> from torchxplain.fourier import to_shap_explanation
+        >>> values = torch.tensor([[0.5, -1.0], [0.25, 0.0]])  # (Q, p) SHAP values of two rows
+        >>> explanation = to_shap_explanation(values, 3.0, data=torch.ones(2, 2), feature_names=["a", "b"])
+        >>> explanation.values.shape, explanation.feature_names, explanation.base_values.tolist()
+        ((2, 2), ['a', 'b'], [3.0, 3.0])
     """
     shap = _optional("shap")
     vals = _array(values, "values").astype(np.float64)

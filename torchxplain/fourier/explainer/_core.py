@@ -2,16 +2,16 @@
 
 :class:`FourierExplainerCore` holds the validated state (spectrum as a surrogate module, encoder, background rows and
 their encoding, default players) and computes Shapley and Banzhaf values and interaction indices through a
-:class:`~torchxplain.fourier.values._plan.ValuePlan` cached per players — or, for Captum's per-row ``baselines``,
-the paired kernel (:mod:`~torchxplain.fourier.explainer._paired`; the rule in
-:mod:`~torchxplain.fourier.explainer._references`). :class:`~torchxplain.FourierShap` adds the constructors (black
-box, spectrum, trees) and persistence.
+:class:`~torchxplain.fourier.values._plan.ValuePlan` cached per players (or a provider's plan) — or, for per-row
+``baselines``, the paired kernel (:mod:`~torchxplain.fourier.values._paired`; rule in ``_references``).
+:class:`~torchxplain.FourierShap` adds the constructors (black box, spectrum, trees) and persistence.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, cast
 
 import torch
@@ -20,7 +20,6 @@ from torch import Tensor
 
 from torchxplain._core import ExplainerBase, check_flag, check_int, chunk_bounds, settings
 from torchxplain._core.inputs import (
-    FeatureNames,
     check_feature_names,
     data_dtype,
     flatten_inputs,
@@ -28,28 +27,29 @@ from torchxplain._core.inputs import (
     to_tensor,
     unflatten_values,
 )
-from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder
-from torchxplain.fourier.explainer._bridges import to_shap_explanation, to_shapiq_values
-from torchxplain.fourier.explainer._forward_args import as_args, model_output, same_args
-from torchxplain.fourier.explainer._outputs import Outputs
-from torchxplain.fourier.explainer._paired import paired_indices
+from torchxplain.fourier.encoding import BinaryEncoder, InputEncoder
+from torchxplain.fourier.explainer._bridges import to_shapiq_values
+from torchxplain.fourier.explainer._domain import warn_outside_domain
+from torchxplain.fourier.explainer._forward_args import as_args, model_output, same_args, same_snapshot, snapshot
 from torchxplain.fourier.explainer._plan_cache import PlanCache
-from torchxplain.fourier.explainer._player_values import PlayerValues, player_data, player_labels
+from torchxplain.fourier.explainer._player_values import PlayerValues
 from torchxplain.fourier.explainer._player_values import player_names as player_names_of
 from torchxplain.fourier.explainer._references import Reference, reference
-from torchxplain.fourier.fit._enumerate import EnumerationPlan
-from torchxplain.fourier.fit._oracle import Oracle, model_placement
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
-from torchxplain.fourier.spectrum._surrogate import SparseFourierSurrogate
-from torchxplain.fourier.trees._pruning import PruningReport
-from torchxplain.fourier.values._cost import check_kernel
-from torchxplain.fourier.values._families import SupportFamilies
-from torchxplain.fourier.values._plan import Kernel, ValuePlan
-from torchxplain.fourier.values._players import PlayerMap, player_map
-from torchxplain.fourier.values.interactions._api import check_index, check_result_memory
-from torchxplain.fourier.values.interactions._weights import Index
-
-SpectrumOrList = FourierSpectrum | list[FourierSpectrum]
+from torchxplain.fourier.explainer._result import FourierExplanation
+from torchxplain.fourier.fit import model_placement
+from torchxplain.fourier.sources import Built, Plan, Provider
+from torchxplain.fourier.spectrum import FourierSpectrum, SparseFourierSurrogate
+from torchxplain.fourier.values import (
+    Index,
+    Kernel,
+    PlayerMap,
+    ValuePlan,
+    check_index,
+    check_kernel,
+    check_result_memory,
+    paired_indices,
+    player_map,
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,8 @@ class Computed:
         x, bits: ``(Q, n_features)`` the rows explained, and their encoding.
         reference: what they were explained against.
         columns, pick: the selected outputs and, for a per-row target, each row's pick among them.
+        stderr: per selected output, ``(Q, m_active)`` standard errors of estimated first-order values, or
+            ``None`` where they are exact.
     """
 
     values: list[Any]
@@ -73,6 +75,7 @@ class Computed:
     reference: Reference
     columns: list[int]
     pick: Tensor | None
+    stderr: list[Tensor | None]
 
 
 def _concat(parts: list[Any]) -> Any:
@@ -89,100 +92,101 @@ class FourierExplainerCore(ExplainerBase):
 
     background: Tensor
     background_bits: Tensor
-    enumerator: Oracle | None = None  # FourierShap(model, ..., method="enumerate"): values through the model
-    leaves: Any = None  # FourierShap.from_trees(..., route="leaves"): a LeafSource, values from the leaf tables
+    provider: Provider | None = None  # values without a spectrum (e.g. enumeration through the model)
+    show_progress: bool | None = None  # the constructor's progress bars, for the model's queries at value time too
     groups: Tensor | None
     encoder: InputEncoder
     additional_forward_args: tuple[Any, ...] | None
     _plans: PlanCache
 
     @classmethod
-    def _assemble(
-        cls, spectra: SpectrumOrList, encoder: InputEncoder, raw: Tensor, bits: Tensor, **options: Any
-    ) -> Any:
-        """An explainer of given spectra and encoder (no fit): :meth:`_setup` on a new instance."""
+    def _assemble(cls, built: Built, **options: Any) -> Any:
+        """An explainer of what a source built (no model of the user's to hold): :meth:`_setup` on a new
+        instance."""
         explainer = cls.__new__(cls)
         ExplainerBase.__init__(explainer, None)
-        explainer._setup(spectra, encoder, raw, bits, **options)
+        explainer._setup(built, **options)
         return explainer
 
     def _setup(
         self,
-        spectra: SpectrumOrList,
-        encoder: InputEncoder,
-        raw: Tensor,
-        bits: Tensor,
+        built: Built,
         *,
-        names: FeatureNames | None,
-        outputs: Outputs,
-        groups: Any,
-        groups_name: str = "groups",
-        groups_checked: bool = False,
         relaxed: bool,
         max_memory: int | str | None,
         differentiable: bool,
         kernel: Kernel,
-        pruning: PruningReport | tuple[PruningReport, ...] | None = None,
-        fit_report: Any = None,
-        families: list[SupportFamilies | None] | None = None,
     ) -> None:
-        """Hold the validated state (``raw``: background rows, ``bits``: their encoding; one spectrum per output;
-        ``groups`` already through ``player_ids`` when ``groups_checked``; ``families``: their support families
-        when known, e.g. recorded by a tree extraction); all constructors end here."""
-        spectra = [spectra] if isinstance(spectra, FourierSpectrum) else list(spectra)
-        if len(spectra) != len(outputs) or any(s.n_features != encoder.n_binary for s in spectra):
-            raise ValueError(
-                f"{len(spectra)} spectra on {sorted({s.n_features for s in spectra})} features for {len(outputs)} "
-                f"outputs of inputs that encode to {encoder.n_binary} features"
+        """Hold what a source built (validated: encoder, background rows and codes, default players, one spectrum
+        per output or a provider of values); every constructor ends here."""
+        provider, encoder, raw = built.provider, built.encoder, built.background
+        spectra = built.spectra or [
+            FourierSpectrum.trusted(
+                torch.zeros(0, encoder.n_binary, dtype=torch.bool), torch.zeros(0, dtype=torch.float64)
             )
+        ]
+        if provider is None and (
+            len(spectra) != len(built.outputs) or any(s.n_features != encoder.n_binary for s in spectra)
+        ):
+            raise ValueError(
+                f"{len(spectra)} spectra on {sorted({s.n_features for s in spectra})} features for "
+                f"{len(built.outputs)} outputs of inputs that encode to {encoder.n_binary} features"
+            )
+        if provider is not None:
+            for flag, what in ((relaxed, "relaxed"),):
+                if flag and (refusal := provider.refusal(what)):
+                    raise ValueError(refusal)
         if max_memory is not None:
             settings.max_memory(max_memory)  # validate the budget now, not at the first call
         check_kernel(kernel)  # a kernel name is refused now, not at the first call
         dtype = data_dtype(raw, spectra[0].dtype)
-        known = families[0] if families is not None and len(spectra) == 1 else None
+        known = built.families[0] if built.families is not None and len(spectra) == 1 else None
         self.surrogate = SparseFourierSurrogate.from_outputs(
             [s.to(device=raw.device, dtype=dtype) for s in spectra], support=None if known is None else known.features
         )
         self.encoder = encoder.to(raw.device)
         self.register_buffer("background", raw.to(dtype))
         codes = torch.bool if encoder.binary_codes else dtype  # a RawEncoder's "codes" are the raw rows
-        self.register_buffer("background_bits", bits.to(device=raw.device, dtype=codes))
-        ids = groups if groups_checked else player_ids(groups, encoder.n_inputs, groups_name, raw.device)
-        self.register_buffer("groups", ids)
-        self.outputs = outputs
+        self.register_buffer("background_bits", built.codes.to(device=raw.device, dtype=codes))
+        self.register_buffer("groups", built.groups)
+        self.outputs = built.outputs
         self.relaxed = relaxed
         self.max_memory = max_memory
         self.differentiable = differentiable
         self.kernel: Kernel = kernel
-        self.feature_names = names
-        self.pruning = pruning
-        self.fit_report = fit_report
+        self.feature_names = built.names
+        self.pruning = built.pruning
+        self.fit_report = built.report
+        self.__dict__["provider"] = provider  # plain attribute: a model it queries is never registered
         self.__dict__.setdefault("additional_forward_args", None)
         self.__dict__["_plans"] = PlanCache()
+        self.__dict__["_last"] = None
         # the plans of a single output read its recorded families (several outputs share reordered frequencies)
         self.__dict__["_families"] = known
         if self.forward_func is None:
-            owned = self.surrogate if isinstance(encoder, BinaryEncoder) else self.predict
+            owned = self.surrogate if isinstance(encoder, BinaryEncoder) and provider is None else self.predict
             self.__dict__["forward_func"] = owned
             self.owns_forward_func = True
+
+    def _refuse(self, what: str) -> None:
+        """Raise the provider's refusal of ``what`` (values without a spectrum cannot serve everything)."""
+        refusal = None if self.provider is None else self.provider.refusal(what)
+        if refusal:
+            raise ValueError(refusal)
 
     # --- what it explains --------------------------------------------------------------------------------
     @property
     def spectrum(self) -> FourierSpectrum:
-        """The explained spectrum (on the encoder's binary features); one per output: :meth:`output_spectrum`."""
-        if self.enumerator is not None:
-            raise ValueError("an explainer with method='enumerate' enumerates coalitions: it holds no spectrum")
-        if self.leaves is not None:  # the leaf route extracts it on demand (priced; refused when it cannot fit)
-            if len(self.outputs) != 1:
-                raise ValueError("this explainer takes the leaf route for several outputs: see output_spectrum(i)")
+        """The explained spectrum, on the encoder's binary features (:meth:`output_spectrum` gives each output's)."""
+        self._refuse("spectrum")
+        if hasattr(self.provider, "output_spectrum") and len(self.outputs) == 1:  # made on demand: priced, or refused
             return self.output_spectrum(0)
         return self.surrogate.spectrum
 
     def output_spectrum(self, output: int) -> FourierSpectrum:
         """The spectrum of the ``output``-th explained output (see ``outputs``)."""
-        if self.leaves is not None:
-            return cast(FourierSpectrum, self.leaves.spectrum(output)[0])
-        return self.surrogate.output_spectrum(output)
+        on_demand = hasattr(self.provider, "output_spectrum")  # a tree's leaves: extracted, priced, or refused
+        return self.provider.output_spectrum(output) if on_demand else self.surrogate.output_spectrum(output)  # type: ignore[union-attr]
 
     @property
     def target(self) -> int | None:
@@ -193,7 +197,7 @@ class FourierExplainerCore(ExplainerBase):
 
     @property
     def n_features(self) -> int:
-        """Number of input features (raw columns: original features of a tree model, or binary inputs)."""
+        """The number of input features (raw columns), e.g. a tree model's original features or the binary inputs."""
         return self.encoder.n_inputs
 
     @property
@@ -205,11 +209,10 @@ class FourierExplainerCore(ExplainerBase):
         """The explained function on raw inputs ``(B, n_features)`` -> ``(B,)``, or ``(B, C)`` for ``C`` outputs
         (the model itself for an exact spectrum). No autograd graph unless the explainer is ``differentiable``."""
         x, _ = self._inputs((self._convert(inputs),))
+        warn_outside_domain(self, x)
         bits = self.encoder.encode(x, self.dtype)
-        if self.enumerator is not None:  # the model itself
-            return self._enumerated(bits)
-        if self.leaves is not None:  # the ensemble from its leaf tables
-            return cast(Tensor, self.leaves.predict(bits)).to(self.dtype)
+        if self.provider is not None:
+            return self._provided(bits)
         out = self.surrogate.evaluate_checked(bits)
         return out if self.differentiable else out.detach()
 
@@ -217,6 +220,93 @@ class FourierExplainerCore(ExplainerBase):
     def has_convergence_delta(self) -> bool:
         """``attribute(..., return_convergence_delta=True)`` returns the efficiency gap (Captum's protocol)."""
         return True
+
+    def explain(
+        self,
+        inputs: Any,
+        baselines: Any = None,
+        target: Any = None,
+        feature_mask: Any = None,
+        *,
+        background: Any = None,
+        internal_batch_size: int | None = None,
+        player_names: Any = None,
+        kind: str = "shapley",
+    ) -> FourierExplanation:
+        """The interventional values of ``inputs`` as one :class:`~torchxplain.fourier.FourierExplanation`: values
+        per player, base values, players and names, and standard errors where the values are estimated. Its views
+        (Captum's tensor, per-player values, ``to_shap``, ``to_shapiq``, ``to_frame``) compute nothing again, and
+        the explainer's own ``attribute``, ``banzhaf``, ``player_values`` and ``to_shap`` are those views: called on
+        the same rows and arguments one after another, they reuse this result.
+
+        Args:
+            inputs: ``(N, n)`` rows (or a Captum tuple of ``(N, ...)`` tensors); tensors, arrays, lists, DataFrames.
+            baselines: Captum's: one reference per input row — a scalar, a ``(1, n)`` row shared by all inputs,
+                or an ``(N, n)`` tensor whose row ``i`` is input ``i``'s reference (a tuple of those for tuple
+                inputs). Any other number of rows is refused: pass a set of rows as ``background=``.
+            target: an output index, or one per row (a list or ``(N,)`` tensor) for an explainer of several outputs.
+            feature_mask: Captum's integer player ids, broadcastable to each input (overrides ``groups``).
+            background: ``(B, n)`` rows every input is explained against (default: the explainer's background).
+            internal_batch_size: at most this many input rows per pass of the closed forms (Captum's chunking).
+            player_names: the ``m`` players' names, ordered by id (default: a one-column player's column name, a
+                block's common column prefix such as ``site3`` for ``site3_A``, ``site3_C``; else ``"player <id>"``).
+            kind: ``"shapley"`` or ``"banzhaf"``.
+        """
+        inputs_t, is_tuple = self._as_tuple(inputs)
+        return self._explain(
+            inputs_t, is_tuple, baselines, target, feature_mask, background, internal_batch_size, player_names, kind
+        )
+
+    def _explain(
+        self,
+        inputs_t: tuple[Tensor, ...],
+        is_tuple: bool,
+        baselines: Any,
+        target: Any,
+        feature_mask: Any,
+        background: Any,
+        internal_batch_size: Any,
+        player_names: Any,
+        kind: str,
+    ) -> FourierExplanation:
+        """:meth:`explain` on inputs already converted to tensors."""
+        if kind not in ("shapley", "banzhaf"):
+            raise ValueError(f"kind must be 'shapley' or 'banzhaf', got {kind!r:.40}")
+        amplitudes = self.surrogate.amplitudes
+        arguments = (inputs_t, baselines, target, feature_mask, background, internal_batch_size, player_names, kind)
+        key = snapshot(arguments) + (amplitudes.data_ptr(), amplitudes._version)
+        last = self.__dict__.get("_last")
+        if last is not None and not self.differentiable and same_snapshot(last[0], key):
+            cached = cast(FourierExplanation, last[1])  # the same call: only Captum's tuple-ness may differ
+            return cached if cached._is_tuple == is_tuple else replace(cached, _is_tuple=is_tuple)
+        result = self._compute(kind, inputs_t, feature_mask, baselines, background, target, internal_batch_size)
+        players = result.players
+        several = len(result.columns) > 1 and result.pick is None
+        stderr = None
+        if any(se is not None for se in result.stderr):
+            errors = [
+                players.expand(se if se is not None else torch.zeros_like(v), 1)
+                for se, v in zip(result.stderr, result.values)
+            ]
+            stderr = self.outputs.combine(errors, result.pick, target)
+        explanation = FourierExplanation(
+            values=self.outputs.combine([players.expand(v, 1) for v in result.values], result.pick, target),
+            base_values=self._base(result, target),
+            stderr=stderr,
+            player_ids=players.ids,
+            player_names=player_names_of(player_names, players.ids, players.of_input, self.feature_names),
+            feature_names=None if self.feature_names is None else tuple(self.feature_names),
+            data=result.x,
+            kind=kind,
+            route="spectrum" if self.provider is None else self.provider.route,
+            output_names=tuple(self.outputs.names[c] for c in result.columns) if several else None,
+            _of_input=players.of_input,
+            _attribution=self._shaped_like_inputs(result, inputs_t, target),
+            _is_tuple=is_tuple,
+            _masked=feature_mask is not None,
+        )
+        self.__dict__["_last"] = (key, explanation, result)
+        return explanation
 
     @log_usage()
     def attribute(
@@ -232,20 +322,14 @@ class FourierExplainerCore(ExplainerBase):
         internal_batch_size: int | None = None,
         return_convergence_delta: bool = False,
     ) -> Any:
-        """Interventional SHAP values, shaped like ``inputs`` (each feature gets its player's value).
+        """Interventional SHAP values, shaped like ``inputs`` (each feature gets its player's value): the Captum
+        view of :meth:`explain`.
 
         Args:
-            inputs: ``(N, n)`` rows (or a Captum tuple of ``(N, ...)`` tensors); tensors, arrays, lists, DataFrames.
-            baselines: Captum's: one reference per input row — a scalar, a ``(1, n)`` row shared by all inputs,
-                or an ``(N, n)`` tensor whose row ``i`` is input ``i``'s reference (a tuple of those for tuple
-                inputs). Any other number of rows is refused: pass a set of rows as ``background=``.
-            target: an output index, or one per row (a list or ``(N,)`` tensor) for an explainer of several outputs.
-            additional_forward_args: a black box's extra model arguments; the spectrum was fitted with those given
+            inputs, baselines, target, feature_mask, background, internal_batch_size: as :meth:`explain`.
+            additional_forward_args: a black box's extra model arguments; the explainer was built with those given
                 to the constructor, so only the same ones (or ``None``) are accepted here.
-            feature_mask: Captum's integer player ids, broadcastable to each input (overrides ``groups``).
-            show_progress: unused (values are closed forms); kept for Captum's signature.
-            background: ``(B, n)`` rows every input is explained against (default: the explainer's background).
-            internal_batch_size: at most this many input rows per pass of the closed forms (Captum's chunking).
+            show_progress: unused (kept for Captum's signature).
             return_convergence_delta: also return the efficiency gap ``Σ_players φ − (f(x) − E f(b))`` per row,
                 ``(N,)`` (``(N, C)`` for several outputs), with ``f`` the user's model for a black box (so the gap
                 shows the fit's error at those rows) and the explained spectrum otherwise (rounding-level).
@@ -288,9 +372,13 @@ class FourierExplainerCore(ExplainerBase):
         if kwargs:
             raise TypeError(f"FourierShap.attribute got unexpected arguments {sorted(kwargs)}")
         self._check_forward_args(additional_forward_args)
-        result = self._compute("shapley", inputs, feature_mask, baselines, background, target, internal_batch_size)
-        values = self._shaped_like_inputs(result, inputs, target)
-        return (*values, self._convergence_delta(result, target)) if return_convergence_delta else values
+        explanation = self._explain(
+            inputs, True, baselines, target, feature_mask, background, internal_batch_size, None, "shapley"
+        )
+        values = explanation._attribution
+        if not return_convergence_delta:
+            return values
+        return (*values, self._convergence_delta(self.__dict__["_last"][2], target))
 
     def banzhaf(
         self,
@@ -303,11 +391,17 @@ class FourierExplainerCore(ExplainerBase):
         internal_batch_size: int | None = None,
     ) -> Tensor | tuple[Tensor, ...]:
         """Interventional Banzhaf values, shaped like ``inputs`` (each feature gets its player's value); arguments
-        as :meth:`attribute`."""
-        inputs_t, is_tuple = self._as_tuple(inputs)
-        result = self._compute("banzhaf", inputs_t, feature_mask, baselines, background, target, internal_batch_size)
-        out = self._shaped_like_inputs(result, inputs_t, target)
-        return out if is_tuple else out[0]
+        as :meth:`attribute` (the Captum view of ``explain(..., kind="banzhaf")``)."""
+        explanation = self.explain(
+            inputs,
+            baselines,
+            target,
+            feature_mask,
+            background=background,
+            internal_batch_size=internal_batch_size,
+            kind="banzhaf",
+        )
+        return explanation.attribution()
 
     def interactions(
         self,
@@ -380,28 +474,23 @@ class FourierExplainerCore(ExplainerBase):
         kind: str = "shapley",
         internal_batch_size: int | None = None,
     ) -> PlayerValues:
-        """One value per player — a categorical variable's one-hot block, a site — with the players' names.
-
-        Args:
-            inputs, feature_mask, baselines, target, background, internal_batch_size: as :meth:`attribute` (the
-                players are ``feature_mask``'s ids, else the explainer's ``groups``/``feature_groups``, else one
-                per input feature).
-            player_names: the ``m`` players' names, ordered by id (default: a one-column player's column name, a
-                block's common column prefix such as ``site3`` for ``site3_A``, ``site3_C``; else ``"player <id>"``).
-            kind: ``"shapley"`` or ``"banzhaf"``.
+        """One value per player — a categorical variable's one-hot block, a site — with the players' names: the
+        per-player view of :meth:`explain` (arguments as there).
 
         Returns:
             :class:`~torchxplain.fourier.PlayerValues`: ``values`` ``(Q, m)`` (``(Q, m, C)`` for several outputs),
             ``names``, ``ids`` and ``base_values``; Shapley values plus the base value give the explained output.
         """
-        if kind not in ("shapley", "banzhaf"):
-            raise ValueError(f"kind must be 'shapley' or 'banzhaf', got {kind!r:.40}")
-        inputs_t = self._as_tuple(inputs)[0]
-        result = self._compute(kind, inputs_t, feature_mask, baselines, background, target, internal_batch_size)
-        players = result.players
-        values = self.outputs.combine([players.expand(v, 1) for v in result.values], result.pick, target)
-        names = player_names_of(player_names, players.ids, players.of_input, self.feature_names)
-        return PlayerValues(values, names, players.ids, self._base(result, target))
+        return self.explain(
+            inputs,
+            baselines,
+            target,
+            feature_mask,
+            background=background,
+            internal_batch_size=internal_batch_size,
+            player_names=player_names,
+            kind=kind,
+        ).player_values()
 
     def expected_value(self, background: Any = None) -> Tensor:
         """The explained function's mean over the background rows (or the ``background`` given), SHAP's base
@@ -419,7 +508,8 @@ class FourierExplainerCore(ExplainerBase):
         *,
         background: Any = None,
     ) -> Any:
-        """A ``shap.Explanation`` of ``inputs`` ``(Q, n)`` for shap's waterfall, beeswarm and force plots.
+        """A ``shap.Explanation`` of ``inputs`` ``(Q, n)`` for shap's waterfall, beeswarm and force plots: the shap
+        view of :meth:`explain` (see :meth:`~torchxplain.fourier.FourierExplanation.to_shap`).
 
         Without ``feature_mask`` the columns are the input features (named by the background DataFrame's columns
         when there was one) and ``data`` holds the inputs. With it, one column per player, named as in
@@ -436,28 +526,10 @@ class FourierExplainerCore(ExplainerBase):
                 "player_names name the players of a feature_mask; pass feature_mask= too (without one the columns "
                 "are the input features, named by the background DataFrame's columns)"
             )
-        x = self._convert(inputs)
-        result = self._compute("shapley", (x,), feature_mask, baselines, background, target)
-        players = result.players
-        names: Any
-        labels = None
-        if feature_mask is None:
-            per = [players.to_inputs(v) for v in result.values]
-            names, data = self.feature_names, result.x
-        else:
-            per = [players.expand(v, 1) for v in result.values]
-            names = player_names_of(player_names, players.ids, players.of_input, self.feature_names)
-            data = player_data(result.x, players.of_input, players.m)
-            labels = player_labels(data, players.of_input, self.feature_names)
-        several = len(result.columns) > 1 and result.pick is None
-        return to_shap_explanation(
-            self.outputs.combine(per, result.pick, target).detach(),
-            self._base(result, target).detach(),
-            data,
-            feature_names=names,
-            output_names=[self.outputs.names[c] for c in result.columns] if several else None,
-            display_data=labels,
+        explanation = self.explain(
+            inputs, baselines, target, feature_mask, background=background, player_names=player_names
         )
+        return explanation.to_shap()
 
     def to_shapiq(
         self,
@@ -510,7 +582,7 @@ class FourierExplainerCore(ExplainerBase):
         (in chunks of ``internal_batch_size`` rows)."""
         batch = check_int(internal_batch_size, "internal_batch_size", minimum=1, optional=True)
         mask = feature_mask if feature_mask is None or isinstance(feature_mask, tuple) else (feature_mask,)
-        with settings.using(max_memory=self.max_memory):
+        with settings.using(max_memory=self.max_memory, show_progress=self.show_progress):
             x, shapes = self._inputs(inputs)
             columns, pick = self.outputs.select(target)
             if pick is not None and pick.shape[0] != x.shape[0]:
@@ -521,11 +593,9 @@ class FourierExplainerCore(ExplainerBase):
             players = self._players(mask, shapes)
             background, baselines = self._frame(background, "background"), self._frame(baselines, "baselines")
             ref = reference(baselines, background, inputs, self.encoder, self.feature_names, self.dtype)
-            if ref.paired and self.enumerator is not None:
-                raise ValueError(
-                    "method='enumerate' averages over a background set; per-row baselines (one baseline row per input "
-                    "row) need a spectrum: pass background= (the rows to average over), or fit one (method='auto')"
-                )
+            warn_outside_domain(self, x, ref.raw)  # rows the fit never saw: a FitQualityWarning with the effect
+            if ref.paired:
+                self._refuse("paired")
             bits = self.encoder.encode(x, self.dtype)
             relaxed = self.relaxed and not bool(((bits == 0) | (bits == 1)).all())
             if relaxed and (kind != "shapley" or players.binary_groups is not None or ref.paired):
@@ -536,24 +606,20 @@ class FourierExplainerCore(ExplainerBase):
                 )
             order = 1
             if kind == "interaction_values":
-                if self.enumerator is not None:
-                    raise ValueError(
-                        "interaction_values needs a spectrum; with method='enumerate' use interactions() (pairwise "
-                        "Shapley interactions), shapley or banzhaf values, or fit one (method='auto')"
-                    )
+                self._refuse("interaction_values")
                 order = check_index(index, max_order, players.m)
                 check_result_memory(players.m, order, self.dtype)
             bounds = chunk_bounds(x.shape[0], batch) if batch and x.shape[0] else [(0, x.shape[0])]
-            values = [
-                _concat(
-                    [
-                        self._values(kind, bits[a:b], ref.rows(a, b), players, column, relaxed, index, order)
-                        for a, b in bounds
-                    ]
-                )
-                for column in columns
-            ]
-            return Computed(values, players, shapes, x, bits, ref, columns, pick)
+            values, stderr = [], []
+            for column in columns:
+                parts = [
+                    self._values(kind, bits[a:b], ref.rows(a, b), players, column, relaxed, index, order)
+                    for a, b in bounds
+                ]
+                estimated = [part for part in parts if isinstance(part, tuple)]
+                values.append(_concat([part[0] if isinstance(part, tuple) else part for part in parts]))
+                stderr.append(_concat([part[1] for part in estimated]) if estimated else None)
+            return Computed(values, players, shapes, x, bits, ref, columns, pick, stderr)
 
     def _values(
         self,
@@ -569,9 +635,8 @@ class FourierExplainerCore(ExplainerBase):
         """One output's values of a block of rows: the cached plan of a background set, or the paired kernel."""
         # dummies add nothing: above the active players' count every index is 0 (expanded below)
         kernel_order = min(order, players.m_active)
-        if ref.paired and self.leaves is not None:
-            assert ref.bits is not None
-            return self.leaves.paired(kind, bits, ref.bits, players, column)
+        if ref.paired and (paired := getattr(self.provider, "paired", None)) is not None:  # the provider's own
+            return paired(kind, bits, ref.bits, players.binary_groups, players.m_active, column)
         if ref.paired:
             assert ref.bits is not None
             name, top = {"shapley": ("SV", 1), "banzhaf": ("BV", 1), "interactions": ("SII", 2)}.get(
@@ -583,14 +648,16 @@ class FourierExplainerCore(ExplainerBase):
                 return result[top]
         else:
             plan = self._plan(players, ref.bits, column)
+            estimate = getattr(plan, "estimate", None)  # a provider whose values carry standard errors
+            if estimate is not None and kind in ("shapley", "banzhaf"):
+                return estimate(bits, kind)
             if kind == "shapley":
                 return plan.shapley(bits, relaxed=relaxed)
             if kind == "banzhaf":
                 return plan.banzhaf(bits)
             if kind == "interactions":
                 return plan.interactions(bits)
-            assert not isinstance(plan, EnumerationPlan)  # enumeration was refused above
-            result = plan.interaction_values(bits, index, kernel_order)
+            result = cast(ValuePlan, plan).interaction_values(bits, index, kernel_order)  # refused above if absent
         for t in range(kernel_order + 1, order + 1):
             result[t] = bits.new_zeros((bits.shape[0],) + (players.m_active,) * t)
         return result
@@ -602,19 +669,17 @@ class FourierExplainerCore(ExplainerBase):
         return tuple(self.outputs.combine([p[i] for p in per_input], result.pick, target) for i in range(len(inputs)))
 
     # --- what the values sum to --------------------------------------------------------------------------
-    def _enumerated(self, bits: Tensor) -> Tensor:
-        """The model at encoded rows (``method="enumerate"``: binary codes, or a RawEncoder's raw rows)."""
-        assert self.enumerator is not None
-        return self.enumerator(bits.bool() if self.encoder.binary_codes else bits).to(self.dtype)
+    def _provided(self, bits: Tensor) -> Tensor:
+        """The explained function at encoded rows, from the provider (e.g. the model itself)."""
+        assert self.provider is not None
+        return self.provider.evaluate(bits).to(self.dtype)
 
     def _output_at(self, bits: Tensor, model: bool = False, raw: Tensor | None = None) -> Tensor:
         """The explained function at encoded rows, ``(R,)`` or ``(R, C)``: the spectrum; with ``model`` a black
         box's own model (queried as the fit queried it: at the ``raw`` rows when the encoder is not binary); with
         ``method="enumerate"`` always the model."""
-        if self.enumerator is not None:
-            return self._enumerated(bits)
-        if self.leaves is not None:
-            return cast(Tensor, self.leaves.predict(bits)).to(self.dtype)
+        if self.provider is not None:
+            return self._provided(bits)
         if model and self.fit_report is not None and not self.owns_forward_func:
             model_func = cast(Callable[..., Tensor], self.forward_func)
             device, dtype = model_placement(model_func, self.background.device, None, self.background)
@@ -689,24 +754,15 @@ class FourierExplainerCore(ExplainerBase):
         keep = amplitudes[:, column] != 0
         return FourierSpectrum.trusted(self.surrogate.frequencies[keep], amplitudes[keep, column])
 
-    def _plan(self, players: PlayerMap, baselines_bits: Tensor | None, column: int) -> Any:
-        """The closed forms of output ``column`` against the background (cached) or explicit rows (per call); with
-        ``method="enumerate"``, enumeration through the model instead; on the leaf route, the leaf tables."""
-        if self.leaves is not None:
-            rows = self.background_bits if baselines_bits is None else baselines_bits
-
-            def leaf_plan() -> Any:
-                return self.leaves.plan(column, rows, players, self.dtype, self.kernel)
-
-            if baselines_bits is not None:
-                return leaf_plan()
-            return self._plans.get(
-                (0, self.background_bits.data_ptr(), 0, self.dtype), (players.key, column), leaf_plan
-            )
-        if self.enumerator is not None:
+    def _plan(self, players: PlayerMap, baselines_bits: Tensor | None, column: int) -> ValuePlan | Plan:
+        """The closed forms of output ``column`` against the background (cached) or explicit rows (per call); a
+        provider's plan (e.g. enumeration through the model) instead when the explainer holds no spectrum."""
+        if self.provider is not None:
             bits = self.background_bits if baselines_bits is None else baselines_bits
-            binary = self.encoder.binary_codes
-            return EnumerationPlan(self.enumerator, bits, players.binary_groups, players.m_active, binary)
+            provided = partial(self.provider.plan, bits, players.binary_groups, players.m_active, column)
+            if baselines_bits is not None or not getattr(self.provider, "reuses_plans", False):
+                return provided()
+            return self._plans.get((bits.data_ptr(), self.dtype), (players.key, column), provided)
         spectrum = self._column_spectrum(column)
         bits = self.background_bits if baselines_bits is None else baselines_bits
 
@@ -724,8 +780,8 @@ class FourierExplainerCore(ExplainerBase):
         return self._plans.get(state, (players.key, self.kernel, column), build)
 
     def _frame(self, x: Any, name: str) -> Any:
-        """A DataFrame's ``category`` columns as the model's category ids on the leaf route (else ``x``)."""
-        return x if self.leaves is None or x is None else self.leaves.encode_frame(x, name)
+        """``x`` as the provider recodes a DataFrame's columns (a tree's ``category`` columns as its category ids)."""
+        return x if x is None or not hasattr(self.provider, "encode_frame") else self.provider.encode_frame(x, name)  # type: ignore[union-attr]
 
     def _convert(self, x: Any) -> Tensor:
         converted = to_tensor(self._frame(x, "inputs"), "inputs", device=self.background.device)

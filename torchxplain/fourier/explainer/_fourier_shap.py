@@ -1,11 +1,11 @@
-"""``FourierShap``: Captum-compatible interventional SHAP values from a sparse Fourier spectrum.
+"""``FourierShap``: Captum-compatible interventional SHAP values from a source of a spectrum (or of exact values).
 
-One class serves every source of a spectrum — a black box fitted by queries (the constructor), a known spectrum
-(:meth:`FourierShap.from_spectrum`) and a tree ensemble's exact spectrum (:meth:`FourierShap.from_trees`) — and
-every kind of input through its encoder (binary rows, or continuous rows of a tree ensemble). All values take one
-path: validate the inputs once, encode them, evaluate the closed forms with a
-:class:`~torchxplain.fourier.values._plan.ValuePlan` cached per background and players, and map the players' values
-back to the inputs.
+The constructor walks explainer → router → source → engine: the black box's inputs are validated and its players
+found once (:func:`~torchxplain.fourier.sources._problem.black_box_problem`), the router picks the source priced in
+seconds (:func:`~torchxplain.fourier.sources._route.route`), and the source builds what the explainer holds
+(:class:`~torchxplain.fourier.sources._built.Built`). :meth:`FourierShap.from_spectrum` and
+:meth:`FourierShap.from_trees` are the sugar for the other two sources. All values then take one path
+(:mod:`~torchxplain.fourier.explainer._core`).
 
 Example::
 
@@ -23,41 +23,50 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import torch
 from torch import Tensor
 
 from torchxplain._core import settings
-from torchxplain._core.devices import check_device
-from torchxplain._core.inputs import check_feature_names, dense_players, player_ids, rows
-from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder
-from torchxplain.fourier.explainer._continuous import continuous_source, non_binary
+from torchxplain._core.validation import check_int
 from torchxplain.fourier.explainer._core import FourierExplainerCore
-from torchxplain.fourier.explainer._forward_args import as_args, bind
-from torchxplain.fourier.explainer._outputs import Outputs, single_output
+from torchxplain.fourier.explainer._forward_args import as_args, bind, refuse_per_row
 from torchxplain.fourier.explainer._persistence import explainer_config, explainer_from_config
-from torchxplain.fourier.fit._api import Method, checked_sizes, fit_validated, resolve_auto_groups
-from torchxplain.fourier.fit._options import FitOptions, fit_options_from
-from torchxplain.fourier.fit._oracle import Oracle, model_placement
-from torchxplain.fourier.fit._report import FitReport, enumeration_report
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
-from torchxplain.fourier.trees._leaf_source import Route, check_route, choose_route, empty_spectra, leaf_route
-from torchxplain.fourier.trees._leaves import leaf_table
-from torchxplain.fourier.trees._source import tree_source
-from torchxplain.fourier.trees.adapters._dispatch import parse_model_outputs
-from torchxplain.fourier.values._plan import Kernel
+from torchxplain.fourier.fit import FitOptions
+from torchxplain.fourier.sources import (
+    SOURCES,
+    KnownSpectrum,
+    Route,
+    Trees,
+    black_box_problem,
+    refuse_foreign,
+    route,
+)
+from torchxplain.fourier.spectrum import FourierSpectrum
+from torchxplain.fourier.values import Kernel
+
+PLACEMENT_OPTIONS = ("device", "show_progress", "max_memory")
+"""``FitOptions`` fields that are the explainer's own arguments (``options=`` sugar maps them there)."""
 
 
-def _enumeration_source(n: int, m: int, found: Any, dtype: torch.dtype) -> tuple[FourierSpectrum, FitReport]:
-    """The (empty) spectrum and the report of an explainer that enumerates coalitions through the model."""
-    spectrum = FourierSpectrum.trusted(torch.zeros(0, n, dtype=torch.bool), torch.zeros(0, dtype=dtype))
-    reason = (
-        "requested: exact values by enumerating, for each (row, background row) pair, every coalition of the "
-        "players they differ in (2^d model queries per pair, made when values are asked for)"
-    )
-    report = enumeration_report(n, m, None if found is None else found.description, reason)
-    return spectrum, report
+def _knobs(knobs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Knobs by name, with an ``options=FitOptions(...)`` expanded into its non-default fields; and the placement
+    fields it set (device, progress, memory)."""
+    options = knobs.pop("options", None)
+    if options is None:
+        return knobs, {}
+    if not isinstance(options, FitOptions):
+        raise TypeError(f"options must be a FitOptions, got {type(options).__name__}")
+    defaults = FitOptions()
+    given = {
+        name: getattr(options, name) for name in FitOptions.names() if getattr(options, name) != getattr(defaults, name)
+    }
+    both = sorted(set(given) & set(knobs))
+    if both:
+        raise TypeError(f"{', '.join(both)} given both by name and in options=; pass each once")
+    placement = {name: given.pop(name) for name in PLACEMENT_OPTIONS if name in given}
+    return knobs | given, placement
 
 
 class FourierShap(FourierExplainerCore):
@@ -79,7 +88,7 @@ class FourierShap(FourierExplainerCore):
     What each input is explained against: ``background=`` (any method) is a set of rows every input is explained
     against (default: the constructor's background); Captum's ``baselines=`` give one reference per input row — a
     scalar, a ``(1, n)`` row for all, or an ``(N, n)`` tensor whose row ``i`` is input ``i``'s reference — and any
-    other row count is refused (see :mod:`~torchxplain.fourier.explainer._references`). ``player_values`` gives one
+    other row count is refused. ``player_values`` gives one
     value per player with the players' names.
 
     Args:
@@ -125,174 +134,136 @@ class FourierShap(FourierExplainerCore):
             refused, not moved). It must exist on this machine.
 
     Attributes:
-        spectrum: the explained spectrum; ``encoder``: the input encoding; ``fit_report``: the black-box fit's
-        report (``None`` otherwise); ``pruning``: a :class:`PruningReport` when a tree spectrum was pruned;
-        ``feature_names``: the background DataFrame's columns, if any.
+        encoder: the input encoding (an :class:`~torchxplain.fourier.InputEncoder`).
+        fit_report: the black-box fit's :class:`~torchxplain.fourier.FitReport` (``None`` otherwise).
+        pruning: a :class:`~torchxplain.fourier.PruningReport` when a tree spectrum was pruned, else ``None``.
+        feature_names: the background DataFrame's columns, if any.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> def model(x):  # a black box on 3 binary features
+        ...     return 2 * x[:, 0] + x[:, 0] * x[:, 1]
+        >>> explainer = tx.FourierShap(model, background=torch.zeros(1, 3))
+        >>> explainer.fit_report.method  # 2^3 combinations: tabulated, so exact
+        'tabulate'
+        >>> explainer.attribute(torch.tensor([[1.0, 1.0, 0.0]]))  # sums to model(x) - model(background) = 3
+        tensor([[2.5000, 0.5000, 0.0000]])
     """
 
     def __init__(
         self,
         forward_func: Callable[..., Tensor] | None,
         background: Any,
-        k: int | None = None,
-        max_degree: int | None = None,
-        n_queries: int | None = None,
-        method: Method | Literal["enumerate"] = "auto",
-        target: int | None = None,
+        *,
+        data: Any = None,
+        method: Any = "auto",
         groups: Any = None,
+        target: int | None = None,
         seed: int = 0,
         relaxed: bool = False,
-        max_memory: int | str | None = None,
-        show_progress: bool | None = None,
         differentiable: bool = False,
         kernel: Kernel = "auto",
-        data: Any = None,
-        target_r2: float | None = 0.99,
-        options: FitOptions | None = None,
+        max_memory: int | str | None = None,
+        show_progress: bool | None = None,
         additional_forward_args: Any = None,
         device: torch.device | str | None = None,
-        **fit_options: Any,
+        **knobs: Any,
     ) -> None:
         super().__init__(forward_func)
+        self._black_box(
+            forward_func,
+            background,
+            None,
+            data=data,
+            method=method,
+            groups=groups,
+            target=target,
+            seed=seed,
+            relaxed=relaxed,
+            differentiable=differentiable,
+            kernel=kernel,
+            max_memory=max_memory,
+            show_progress=show_progress,
+            additional_forward_args=additional_forward_args,
+            device=device,
+            knobs=knobs,
+        )
+
+    @classmethod
+    def _for_rows(cls, forward_func: Callable[..., Tensor], background: Any, rows: Any, **kwargs: Any) -> FourierShap:
+        """The constructor when the rows to explain are known (``explain_after_fit``): the router prices the
+        routes for those rows instead of :data:`~torchxplain.fourier.sources._route.ASSUMED_ROWS` like ``data``."""
+        explainer = cls.__new__(cls)
+        FourierExplainerCore.__init__(explainer, forward_func)
+        names = ["data", "method", "groups", "target", "seed", "relaxed", "differentiable", "kernel", "max_memory"]
+        names += ["show_progress", "additional_forward_args", "device"]
+        defaults = {"method": "auto", "seed": 0, "relaxed": False, "differentiable": False, "kernel": "auto"}
+        given = {name: kwargs.pop(name, defaults.get(name)) for name in names}
+        explainer._black_box(forward_func, background, rows, **given, knobs=kwargs)
+        return explainer
+
+    def _black_box(
+        self,
+        forward_func: Callable[..., Tensor] | None,
+        background: Any,
+        rows: Any,
+        *,
+        data: Any,
+        method: Any,
+        groups: Any,
+        target: Any,
+        seed: Any,
+        relaxed: bool,
+        differentiable: bool,
+        kernel: Kernel,
+        max_memory: int | str | None,
+        show_progress: bool | None,
+        additional_forward_args: Any,
+        device: torch.device | str | None,
+        knobs: dict[str, Any],
+    ) -> None:
+        """explainer → router → source → engine (module docstring)."""
         if forward_func is None or not callable(forward_func):
             raise TypeError(
                 "forward_func must be the model to fit (a callable on (B, n) tensors); for a known spectrum "
                 "use FourierShap.from_spectrum, for a tree ensemble FourierShap.from_trees"
             )
-        options = fit_options_from({**fit_options, "options": options}, max_memory, show_progress)
+        knobs, placement = _knobs(knobs)
+        device = placement.get("device", device)
+        max_memory = placement.get("max_memory", max_memory)
+        show_progress = placement.get("show_progress", show_progress)
+        if isinstance(target, Tensor) and target.numel() == 1 and not target.is_floating_point():
+            target = int(target)
         args = as_args(additional_forward_args)
-        place = None if device is None else check_device(device)
+        refuse_per_row(args, {"background": background, "data": data})  # Captum's per-example arguments
         with settings.using(max_memory=max_memory, show_progress=show_progress):
-            converted = rows(background, "background", device=place)
-            raw, names = converted.tensor, converted.feature_names
-            if place is not None and raw.device != place:
+            problem = black_box_problem(
+                bind(forward_func, args),
+                background,
+                data,
+                groups,
+                target=check_int(target, "target", minimum=0, optional=True),
+                seed=check_int(seed, "seed", minimum=0),
+                device=device,
+                rows_to_explain=rows,
+            )
+            if relaxed and problem.continuous:
                 raise ValueError(
-                    f"background is on {raw.device} but device={str(device)!r}; the explainer lives on its "
-                    f"background's device: pass background.to({str(place)!r})"
+                    f"relaxed=True extends a spectrum of binary inputs to real values, but {problem.why_continuous}; "
+                    "drop it (continuous rows are explained at their own values)"
                 )
-            given = None if data is None else rows(data, "data", n_features=raw.shape[1], device=raw.device)
-            if given is not None:
-                check_feature_names(names, given.feature_names, "data")  # a frame's columns, as the background's
-            data_rows = None if given is None else given.tensor.to(raw.device)
-            why = non_binary(raw, data_rows, names)
-            query_device, query_dtype = model_placement(
-                forward_func, raw.device if options.device is None else options.device, options.dtype, raw
-            )
-            if why is not None:
-                source = continuous_source(
-                    bind(forward_func, args),
-                    raw,
-                    data_rows,
-                    names,
-                    groups,
-                    method=method,
-                    **checked_sizes(k, max_degree, n_queries, target),
-                    seed=seed,
-                    target_r2=target_r2,
-                    options=replace(options, device=query_device, dtype=query_dtype),
-                    relaxed=relaxed,
-                    why=why,
-                )
-                spectrum, bits, ids, report = source.spectrum, source.bits, source.ids, source.report
-                encoder: InputEncoder = source.encoder
-                if source.enumerator is not None:
-                    self.__dict__["enumerator"] = source.enumerator  # plain attribute: the model is never registered
-            else:
-                spectrum, encoder, bits, ids, report = self._binary_source(
-                    forward_func,
-                    args,
-                    raw,
-                    data_rows,
-                    names,
-                    groups,
-                    k,
-                    max_degree,
-                    n_queries,
-                    method,
-                    target,
-                    seed,
-                    relaxed,
-                    target_r2,
-                    options,
-                    query_device,
-                    query_dtype,
-                )
-        self._setup(
-            spectrum,
-            encoder,
-            raw,
-            bits,
-            names=names,
-            outputs=single_output(target, "model output" if target is None else f"model output {target}"),
-            groups=ids,
-            groups_checked=True,
-            relaxed=relaxed,
-            max_memory=max_memory,
-            differentiable=differentiable,
-            kernel=kernel,
-            fit_report=report,
-        )
+            chosen = route(problem, method, knobs)
+            built = chosen.source.build(problem, chosen.reason)
+        if built.report is not None:
+            built = replace(built, report=replace(built.report, route=chosen.as_records()))
+        self._setup(built, relaxed=relaxed, max_memory=max_memory, differentiable=differentiable, kernel=kernel)
+        self.__dict__["route"] = chosen
         self.__dict__["additional_forward_args"] = args
+        self.show_progress = show_progress
 
-    def _binary_source(
-        self,
-        forward_func: Callable[..., Tensor],
-        args: Any,
-        raw: Tensor,
-        data_rows: Tensor | None,
-        names: Any,
-        groups: Any,
-        k: int | None,
-        max_degree: int | None,
-        n_queries: int | None,
-        method: str,
-        target: int | None,
-        seed: int,
-        relaxed: bool,
-        target_r2: float | None,
-        options: FitOptions,
-        query_device: torch.device,
-        query_dtype: torch.dtype,
-    ) -> tuple[FourierSpectrum, BinaryEncoder, Tensor, Tensor | None, FitReport]:
-        """The binary routes (every entry of the background and ``data`` 0 or 1): a fit, or enumeration."""
-        encoder = BinaryEncoder(raw.shape[1])  # non_binary found every entry of both tables 0 or 1: no check owed
-        bits = raw.bool()
-        data_bits = None if data_rows is None else data_rows.bool()
-        found = None
-        if isinstance(groups, str):
-            tables = [bits] if data_bits is None else [data_bits, bits]
-            found = resolve_auto_groups(groups, tables, names)
-            ids: Tensor | None = found.ids
-        else:
-            ids = player_ids(groups, raw.shape[1], "groups", raw.device)
-        index, m = (
-            (torch.arange(raw.shape[1], device=raw.device), raw.shape[1]) if ids is None else dense_players(ids)[::2]
-        )
-        if method == "enumerate":
-            if relaxed:
-                raise ValueError("relaxed=True explains a spectrum's extension; method='enumerate' has none")
-            oracle = Oracle(
-                bind(forward_func, args), raw.shape[1], query_device, query_dtype, options.batch_size, target
-            )
-            spectrum, report = _enumeration_source(raw.shape[1], m, found, query_dtype)
-            self.__dict__["enumerator"] = oracle  # plain attribute: the user's model is never registered
-            return spectrum, encoder, bits, ids, report
-        spectrum, report = fit_validated(
-            bind(forward_func, args),
-            raw.shape[1],
-            background=bits,
-            data=data_bits,
-            players=index,
-            m=m,
-            **checked_sizes(k, max_degree, n_queries, target),
-            method=method,
-            seed=seed,
-            target_r2=target_r2,
-            eval_data=None,
-            options=replace(options, device=query_device, dtype=query_dtype),
-            found=found,
-        )
-        return spectrum, encoder, bits, ids, report
+    route: Route | None = None
+    """The router's decision (source, reason, candidates with predicted seconds) of a black box; ``None`` else."""
 
     # --- constructors ------------------------------------------------------------------------------------
     @classmethod
@@ -305,32 +276,23 @@ class FourierShap(FourierExplainerCore):
         max_memory: int | str | None = None,
         differentiable: bool = False,
         kernel: Kernel = "auto",
+        **knobs: Any,
     ) -> FourierShap:
-        """An explainer of a known spectrum; ``forward_func`` is its :class:`SparseFourierSurrogate`.
+        """An explainer of a known spectrum (the :class:`~torchxplain.fourier.KnownSpectrum` source);
+        ``forward_func`` is its :class:`~torchxplain.SparseFourierSurrogate`.
 
         Args:
             spectrum: ``k`` frequencies on ``n`` binary features.
             background: ``(B, n)`` binary background rows.
             groups, relaxed, max_memory, differentiable, kernel: as in the constructor.
+            **knobs: refused: a known spectrum has no knobs of its own (the message names the source a knob
+                belongs to).
         """
-        if not isinstance(spectrum, FourierSpectrum):
-            raise TypeError(f"spectrum must be a FourierSpectrum, got {type(spectrum).__name__}")
-        converted = rows(background, "background", n_features=spectrum.n_features)
-        raw, names = converted.tensor, converted.feature_names
-        encoder = BinaryEncoder(spectrum.n_features)
-        encoder.check(raw, "background")
-        return cls._assemble(
-            spectrum,
-            encoder,
-            raw,
-            raw.bool(),
-            names=names,
-            outputs=single_output(None, "spectrum"),
-            groups=groups,
-            relaxed=relaxed,
-            max_memory=max_memory,
-            differentiable=differentiable,
-            kernel=kernel,
+        refuse_foreign(knobs, KnownSpectrum, SOURCES)
+        built = KnownSpectrum().build(spectrum, background, groups)
+        return cast(
+            FourierShap,
+            cls._assemble(built, relaxed=relaxed, max_memory=max_memory, differentiable=differentiable, kernel=kernel),
         )
 
     @classmethod
@@ -347,9 +309,11 @@ class FourierShap(FourierExplainerCore):
         relaxed: bool = False,
         max_memory: int | str | None = None,
         kernel: Kernel = "auto",
-        route: Route = "auto",
+        route: str = "auto",
+        **knobs: Any,
     ) -> FourierShap:
-        """An explainer of a tree ensemble; its values equal interventional TreeSHAP's, exactly.
+        """An explainer of a tree ensemble (the :class:`~torchxplain.fourier.Trees` source); its values equal
+        interventional TreeSHAP's, exactly.
 
         Args:
             model: a fitted scikit-learn, XGBoost, LightGBM (or other supported) tree model.
@@ -367,73 +331,29 @@ class FourierShap(FourierExplainerCore):
             kernel: as in the constructor.
             route: ``"spectrum"`` (the exact Fourier spectrum: interactions of every order, pruning, relaxed inputs,
                 saving; its size grows as ``2^depth`` per leaf), ``"leaves"`` (Shapley and Banzhaf values straight from
-                the leaves for trees of any depth and native categorical splits, in memory that grows with the leaves
-                and the rows; pairwise interactions and ``spectrum`` extract the spectrum on first use when it fits
-                ``max_memory``, and saving is refused), or ``"auto"``: the spectrum when it is small (at most
-                2,048 terms; 65,536 for oblivious trees, CatBoost's) or a spectrum-only option is set, else the
-                leaves.
+                the leaves for trees of any depth and native categorical splits from ``category`` DataFrame columns,
+                in memory that grows with the leaves and the rows; pairwise interactions and ``spectrum`` extract the
+                spectrum on first use when it fits ``max_memory``, and saving is refused), or ``"auto"``: the
+                spectrum when it is small (at most 2,048 terms; 65,536 for oblivious trees, CatBoost's) or a
+                spectrum-only option is set, else the leaves.
+            **knobs: refused (the message names the source a knob belongs to).
 
         Returns:
             An explainer whose ``attribute`` gives the interventional SHAP values of the model output, per input
             feature, in the background's float dtype (float32 for integer backgrounds).
         """
-        route = check_route(route)
+        refuse_foreign(knobs, Trees, SOURCES)
+        source = Trees(encoding=encoding, energy=energy, threshold=threshold, route=route)  # type: ignore[arg-type]
         with settings.using(max_memory=max_memory):
-            ensembles = parse_model_outputs(model, target, background)
-            asked = [n for n, v in (("energy", energy), ("threshold", threshold), ("relaxed", relaxed)) if v]
-            asked += ["encoding"] if not (encoding is None or isinstance(encoding, str) and encoding == "auto") else []
-            tables = [leaf_table(e) for e in ensembles]
-            if choose_route(route, ensembles, tables, asked) == "leaves":
-                found = leaf_route(ensembles, background, tables)
-                spectra, families = empty_spectra(found.background.shape[1], len(ensembles))
-                explainer = cls._assemble(
-                    spectra,  # the leaf route holds no spectrum
-                    found.source.encoder,
-                    found.background,
-                    found.background,
-                    names=found.feature_names,
-                    outputs=Outputs(found.targets, found.output_names),
-                    groups=feature_groups,
-                    groups_name="feature_groups",
-                    relaxed=False,
-                    max_memory=max_memory,
-                    differentiable=False,
-                    kernel=kernel,
-                    families=families,
-                )
-                explainer.__dict__["leaves"] = found.source  # plain attribute: tensors the value plans read
-                return cast(FourierShap, explainer)
-            source = tree_source(model, background, target, encoding, energy, threshold, relaxed, ensembles)
-        return cls._assemble(
-            source.spectra,
-            source.encoder,
-            source.background,
-            source.bits,
-            names=source.feature_names,
-            outputs=source.outputs,
-            groups=feature_groups,
-            groups_name="feature_groups",
-            relaxed=relaxed,
-            max_memory=max_memory,
-            differentiable=False,
-            kernel=kernel,
-            pruning=source.pruning,
-            families=source.families,
+            built = source.build(model, background, target, relaxed, feature_groups)
+        return cast(
+            FourierShap,
+            cls._assemble(built, relaxed=relaxed, max_memory=max_memory, differentiable=False, kernel=kernel),
         )
 
     def _config(self) -> dict[str, Any]:
         """JSON-able metadata for ``save`` (see :func:`torchxplain.fourier.explainer._persistence.explainer_config`)."""
-        if self.enumerator is not None:
-            raise ValueError(
-                "an explainer with method='enumerate' holds no spectrum to save (it queries the model); save the "
-                "model, or fit a spectrum (method='auto') to save the explainer"
-            )
-        if self.leaves is not None:
-            raise ValueError(
-                "this explainer takes the leaf route (route='leaves'): it reads the model's leaf tables and holds no "
-                "spectrum to save. Save the model itself and rebuild with FourierShap.from_trees(model, background), "
-                "or build it with route='spectrum' when the spectrum fits memory"
-            )
+        self._refuse("save")
         return explainer_config(self)
 
     @classmethod

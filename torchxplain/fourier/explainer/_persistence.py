@@ -4,9 +4,12 @@
 :mod:`torchxplain._core.persistence`'s. A loaded file is checked as strictly as the constructors' arguments, through
 :class:`~torchxplain._core.saved_fields.SavedFields`: every flag a JSON bool, every size bound by the tensors that
 have it (a crafted ``n`` cannot allocate), dense tensors only (a stride-0 background cannot grow at first use),
-finite amplitudes, binary frequencies, the background's width and values as the encoder takes them, and its saved
-encoding recomputed from the background rows — so a damaged or edited file is refused at load with one
-:class:`~torchxplain._core.saved_fields.SavedFieldError`, never at first use and never with a wrong number.
+finite amplitudes, binary frequencies, the background's width and values as the encoder takes them, its saved
+encoding recomputed from the background rows, and every encoder field through one reader
+(:func:`~torchxplain.fourier.encoding._encoders.encoder_from_fields`: splits sorted and distinct, flags those of the
+saved route) — so a damaged or edited file is refused at load with one
+:class:`~torchxplain._core.saved_fields.SavedFieldError`, never at first use and never with a wrong number. An edit
+that leaves each field valid on its own is caught by the file's checksum (:mod:`torchxplain._core.persistence`).
 """
 
 from __future__ import annotations
@@ -18,14 +21,15 @@ from typing import Any, get_args
 import torch
 from torch import Tensor
 
+from torchxplain._core.inputs import player_ids
 from torchxplain._core.saved_fields import SavedFields
-from torchxplain.fourier.encoding._encoders import BinaryEncoder, InputEncoder, encoder_from_fields
+from torchxplain.fourier.encoding import BinaryEncoder, InputEncoder, encoder_from_fields
 from torchxplain.fourier.explainer._core import FourierExplainerCore
-from torchxplain.fourier.explainer._outputs import Outputs
-from torchxplain.fourier.fit._api import FitReport
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
-from torchxplain.fourier.trees._pruning import PruningReport
-from torchxplain.fourier.values._cost import Kernel
+from torchxplain.fourier.fit import FitReport
+from torchxplain.fourier.sources import Built, Outputs
+from torchxplain.fourier.spectrum import FourierSpectrum
+from torchxplain.fourier.trees import PruningReport
+from torchxplain.fourier.values import Kernel
 
 
 def explainer_config(explainer: FourierExplainerCore) -> dict[str, Any]:
@@ -76,7 +80,9 @@ def explainer_from_config(
     background = fields.tensor("background", ("B", "n_inputs"), "float", finite=binary, binary=binary)
     fields.require(background.shape[0] >= 1, "background", "has no rows")
     bits = fields.tensor("background_bits", ("B", "n_binary"), "bool")
-    encoder = encoder_from_fields(fields)
+    saved_report = fields.value("fit_report", optional=True)
+    continuous = isinstance(saved_report, dict) and saved_report.get("method") == "continuous"
+    encoder = encoder_from_fields(fields, fitted=continuous)  # its flags must be those of the saved route
     if getattr(encoder, "finite", False):  # a continuous black box takes finite rows only: so does its file
         fields.require(bool(torch.isfinite(background).all()), "background", "holds NaN or infinite values")
     _check_encoding(fields, encoder, background, bits)
@@ -86,20 +92,25 @@ def explainer_from_config(
         spectra = [FourierSpectrum.trusted(frequencies, amplitudes)]
     else:  # one spectrum per output, without the frequencies it lacks
         spectra = [FourierSpectrum.trusted(frequencies[a != 0], a[a != 0]) for a in amplitudes.T]
-    explainer = cls._assemble(
-        spectra,
-        encoder,
-        background,
-        bits,
-        names=None if names is None else tuple(names),
+    groups = fields.tensor("groups", ("n_inputs",), "int", minimum=0) if has_groups else None
+    built = Built(
+        encoder=encoder,
+        background=background,
+        codes=bits,
+        spectra=spectra,
+        provider=None,
         outputs=outputs,
-        groups=fields.tensor("groups", ("n_inputs",), "int", minimum=0) if has_groups else None,
+        groups=player_ids(groups, encoder.n_inputs, "groups", background.device),
+        names=None if names is None else tuple(names),
+        report=_report(fields, "fit_report", FitReport),
+        pruning=_pruning(fields),
+    )
+    explainer = cls._assemble(
+        built,
         relaxed=fields.flag("relaxed"),
         max_memory=fields.value("max_memory", optional=True) if fields.memory("max_memory") else None,
         differentiable=fields.flag("differentiable"),
         kernel=fields.choice("kernel", get_args(Kernel)),
-        pruning=_pruning(fields),
-        fit_report=_report(fields, "fit_report", FitReport),
     )
     if forward_func is not None:
         explainer.__dict__["forward_func"] = forward_func

@@ -1,10 +1,12 @@
-"""A cache of value providers (:class:`~torchxplain.fourier.values._plan.ValuePlan` s, or the leaf route's): one per
-players grouping and explainer state."""
+"""A cache of value plans (:class:`~torchxplain.fourier.values._plan.ValuePlan` s, or a provider's that
+reuses them): one per players grouping and explainer state."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
+
+from torchxplain.fourier.sources import Plan
+from torchxplain.fourier.values import ValuePlan
 
 
 class PlanCache:
@@ -17,9 +19,9 @@ class PlanCache:
 
     def __init__(self) -> None:
         self._state: Hashable = None
-        self._plans: dict[Hashable, Any] = {}
+        self._plans: dict[Hashable, ValuePlan | Plan] = {}
 
-    def get(self, state: Hashable, key: Hashable, build: Callable[[], Any]) -> Any:
+    def get(self, state: Hashable, key: Hashable, build: Callable[[], ValuePlan | Plan]) -> ValuePlan | Plan:
         """The plan for ``key`` under ``state``, built by ``build()`` on a miss."""
         if state != self._state:
             self.clear()

@@ -1,6 +1,6 @@
 """What each input is explained against: Captum's ``baselines`` (one reference per row) or a ``background`` set.
 
-The rule, stated once (the explainers' docstrings and the README repeat it):
+The rule, stated once (the explainers' docstrings and the black-box guide repeat it):
 
 * ``background=`` — a ``(B, n)`` set of rows, any ``B ≥ 1``: every input is explained against all of them (the
   interventional game ``v(S) = mean_b f(x_S, b_~S)``). Default: the explainer's own background.
@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core.inputs import FeatureNames, check_feature_names, rows, to_tensor
-from torchxplain.fourier.encoding._encoders import InputEncoder
+from torchxplain.fourier.encoding import InputEncoder
 
 
 @dataclass(frozen=True)

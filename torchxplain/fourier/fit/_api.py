@@ -1,22 +1,19 @@
-"""Fit a sparse Fourier spectrum to a black box from queries: ``fit_sparse_fourier`` and its ``FitReport``.
+"""The black-box fit engine on validated inputs: :func:`fit_validated` and the report of what it did.
 
-Two regimes:
+The route is decided before this module is called (by the router of :mod:`~torchxplain.fourier.sources`), and
+arrives as ``method`` with its ``reason``:
 
-* **With a background** (``background=``, optionally ``data=`` and ``groups=``): interventional SHAP evaluates the
-  model only at hybrids ``(x_S, b_{~S})`` of the rows with the background, and every hybrid lies on the product of
-  the players' observed levels (:mod:`~torchxplain.fourier.fit._levels`). ``method="auto"`` takes the exact route
-  whenever it is affordable: **tabulation** (:mod:`~torchxplain.fourier.fit._tabulate`) queries every level
-  combination once when their number fits the query budget (:data:`TABULATE_LIMIT` by default), and the spectrum is
-  then exact for any row and background on those levels. Otherwise a **hybrid fit**
-  (:mod:`~torchxplain.fourier.fit.hybrid._ladder`): a sparse regression on hybrid samples in the reference-coded
-  basis, grown stage by stage until the SHAP values' R², estimated on held-out rows, reaches ``target_r2``, or the
-  query budget (:data:`DEFAULT_QUERIES`) is spent. ``"exact"``, ``"hashing"`` and ``"regression"`` fit on the cube
-  and are checked on the held-out rows. The report says which route was taken and why.
+* **With a background** (hybrid regime): interventional SHAP evaluates the model only at hybrids ``(x_S, b_{~S})``
+  of the rows with the background, and every hybrid lies on the product of the players' observed levels
+  (:mod:`~torchxplain.fourier.fit._levels`). ``"tabulate"`` (:mod:`~torchxplain.fourier.fit._tabulate`) queries every
+  level combination once — the spectrum is then exact for any row and background on those levels; ``"hybrid"``
+  (:mod:`~torchxplain.fourier.fit.hybrid._ladder`) fits a sparse regression on hybrid samples in the
+  reference-coded basis, grown stage by stage until the SHAP values' R², estimated on held-out rows, reaches
+  ``target_r2``, or the query budget (:data:`DEFAULT_QUERIES`) is spent; ``"exact"``, ``"hashing"`` and
+  ``"regression"`` fit on the cube and are checked on the held-out rows.
 * **Without a background**: fits on uniform inputs of the cube (``"exact"``, ``"hashing"``, ``"regression"``;
   :mod:`~torchxplain.fourier.fit.cube._uniform`); the headline is the R² on uniform inputs.
 
-Exact SHAP values by enumerating coalitions through the model, for few players and known rows, are
-``FourierShap(model, background, method="enumerate")`` (:mod:`~torchxplain.fourier.fit._enumerate`).
 A checked R² below ``target_r2`` raises a :class:`FitQualityWarning` that says what to change.
 """
 
@@ -24,34 +21,39 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
 from torch import Tensor
 
 from torchxplain._core import make_generator, settings
-from torchxplain._core.inputs import rows as boundary_rows
-from torchxplain._core.validation import check_int
 from torchxplain.fourier.fit._levels import PlayerLevels
-from torchxplain.fourier.fit._one_hot import FoundPlayers, check_one_hot, find_one_hot_blocks
-from torchxplain.fourier.fit._options import FitOptions, binary_rows, fit_options_from, players, validation_seed
+from torchxplain.fourier.fit._one_hot import FoundPlayers, check_one_hot
+from torchxplain.fourier.fit._options import FitOptions, binary_rows, validation_seed
 from torchxplain.fourier.fit._oracle import Oracle, model_placement
-from torchxplain.fourier.fit._report import FitQualityWarning, FitReport, TargetMetric, r2_score, warn_if_below_target
-from torchxplain.fourier.fit._tabulate import grid_index, table_spectrum, tabulate
+from torchxplain.fourier.fit._report import (
+    FitReport,
+    TargetMetric,
+    domain_note,
+    fitted_range,
+    r2_score,
+    warn_if_below_target,
+)
+from torchxplain.fourier.fit._tabulate import check_tabulation, grid_index, table_spectrum, tabulate
 from torchxplain.fourier.fit._walsh import UnitWalsh
 from torchxplain.fourier.fit.cube._regression import uniform_inputs
-from torchxplain.fourier.fit.cube._uniform import choose_uniform, fit_uniform
+from torchxplain.fourier.fit.cube._uniform import fit_uniform
 from torchxplain.fourier.fit.hybrid._checks import MAX_ROWS, MIN_ROWS, HeldOut
 from torchxplain.fourier.fit.hybrid._ladder import Ladder, Target, score
 from torchxplain.fourier.fit.hybrid._regression import TermFit, prune_terms
 from torchxplain.fourier.fit.hybrid._sampler import HybridSampler
 from torchxplain.fourier.fit.hybrid._terms import PointDesign
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
-from torchxplain.fourier.values._grid import GridKernel
+from torchxplain.fourier.spectrum import FourierSpectrum
 
-Method = Literal["auto", "tabulate", "hybrid", "exact", "hashing", "regression"]
-METHODS = ("auto", "tabulate", "hybrid", "exact", "hashing", "regression")
+Method = Literal["tabulate", "hybrid", "exact", "hashing", "regression"]
+METHODS = ("tabulate", "hybrid", "exact", "hashing", "regression")
+CUBE_METHODS = ("exact", "hashing", "regression")
 NUMERICAL_ZERO = 1e-10
 """Terms with ``|a_f| <= NUMERICAL_ZERO × max |a|`` after a cube fit are dropped as rounding noise."""
 UNIFORM_DEFAULT_K = 256
@@ -65,125 +67,6 @@ TABULATE_CHECK = 4096
 deterministic, and costs little)."""
 HOLD_OUT_MIN_DATA = 4 * MIN_ROWS
 """``data`` rows needed before the held-out rows are kept out of the fit (else the check reuses the fit's rows)."""
-
-__all__ = ["METHODS", "FitQualityWarning", "FitReport", "fit_sparse_fourier"]
-
-
-def fit_sparse_fourier(
-    f: Callable[[Tensor], Tensor],
-    n_features: int,
-    k: int | None = None,
-    max_degree: int | None = None,
-    n_queries: int | None = None,
-    method: Method = "auto",
-    seed: int | torch.Generator = 0,
-    *,
-    background: Any = None,
-    data: Any = None,
-    groups: Any = None,
-    target: int | None = None,
-    target_r2: float | None = 0.99,
-    eval_data: Any = None,
-    options: FitOptions | None = None,
-    return_report: bool = False,
-    **option_fields: Any,
-) -> FourierSpectrum | tuple[FourierSpectrum, FitReport]:
-    """Fit a sparse spectrum ``h(x) = Σ_f a_f (-1)^{<f,x>}`` to a black box by querying it (module docstring).
-
-    Args:
-        f: any callable mapping a ``(B, n)`` float tensor of 0/1 inputs to ``(B,)`` or ``(B, C)`` outputs,
-            called under ``no_grad`` in batches, in the dtype policy of :mod:`~torchxplain.fourier.fit._oracle`.
-        n_features: ``n``, the number of binary inputs.
-        k: most Walsh terms kept (the speed knob of the values; ``None``: as many as the fit finds).
-        max_degree: most players per term of a hybrid fit (``None``: the ladder's, 2 to 4); a degree cap of the
-            cube methods.
-        n_queries: query budget of the fit (``None``: :data:`DEFAULT_QUERIES` with a background — tabulation up
-            to :data:`TABULATE_LIMIT` — and each cube method's default without).
-        method: ``"auto"``, ``"tabulate"``, ``"hybrid"``, ``"exact"``, ``"hashing"`` or ``"regression"``.
-        seed: int or ``torch.Generator``; same seed, same spectrum (budgets count queries, not seconds).
-        background: ``(D, n)`` binary background rows of the SHAP values to come: turns on the hybrid regime.
-        data: ``(R, n)`` binary rows like the ones to be explained (e.g. the training set; default: the
-            background, with each single bit that is constant over it also at its other value; a grouped player
-            constant over it is refused). The fit holds for hybrids of these rows with the background; some are
-            held out for the check when there are enough.
-        groups: ``(n,)`` integer player id per feature (one player per categorical variable), ``"auto"`` to find
-            the one-hot blocks of ``data`` and ``background`` (:mod:`~torchxplain.fourier.fit._one_hot`), or
-            ``None`` (singletons). Explain with the same players.
-        target: output column for multi-output ``f``.
-        target_r2: the held-out R² the fit is held to (``None``: no check). Below it a :class:`FitQualityWarning`
-            says what to change; the hybrid ladder escalates to reach it.
-        eval_data: optional ``(rows, n)`` binary inputs on which the report also gives the R².
-        options: the other knobs (:class:`FitOptions`: time budget, validation size, batch size, device, ...).
-        return_report: also return a :class:`FitReport`.
-        **option_fields: :class:`FitOptions` fields by name (``batch_size=``, ``time_budget=``, ...), merged into
-            ``options``.
-
-    Returns:
-        A :class:`FourierSpectrum` on the query device with amplitudes in ``f``'s output dtype, sorted by
-        decreasing ``|a_f|``; with ``return_report=True``, ``(spectrum, FitReport)``.
-    """
-    if not callable(f):
-        raise TypeError(f"f must be callable on a (B, n) tensor, got {type(f).__name__}")
-    opts = fit_options_from({**option_fields, "options": options})
-    n = check_int(n_features, "n_features", minimum=1)
-    if background is None and (data is not None or groups is not None or method in ("hybrid", "tabulate")):
-        raise ValueError(
-            "data=, groups= and method='hybrid'/'tabulate' fit on hybrid points of rows with a background: pass "
-            "background= (the rows SHAP values will be computed against)"
-        )
-    first = background if isinstance(background, Tensor) else data if isinstance(data, Tensor) else None
-    device, dtype = model_placement(f, opts.device, opts.dtype, first)
-    opts = replace(opts, device=device, dtype=dtype)  # the query placement of the user's rows, resolved once
-    bg = None if background is None else binary_rows(background, "background", n, device)
-    rows = None if data is None else binary_rows(data, "data", n, device)
-    found = None
-    if isinstance(groups, str):
-        found = resolve_auto_groups(groups, [r for r in (rows, bg) if r is not None], _names(data, background))
-        player_index, m = found.ids, found.n_players
-    else:
-        player_index, m = players(groups, n, device)
-    spectrum, report = fit_validated(
-        f,
-        n,
-        background=bg,
-        data=rows,
-        players=player_index,
-        m=m,
-        **checked_sizes(k, max_degree, n_queries, target),
-        method=method,
-        seed=seed,
-        target_r2=target_r2,
-        eval_data=None if eval_data is None else binary_rows(eval_data, "eval_data", n, device),
-        options=opts,
-        found=found,
-    )
-    return (spectrum, report) if return_report else spectrum
-
-
-def resolve_auto_groups(groups: str, tables: list[Tensor], names: tuple[str, ...] | None) -> FoundPlayers:
-    """The players of ``groups="auto"``: the one-hot blocks of the rows (:func:`find_one_hot_blocks`)."""
-    if groups != "auto":
-        raise ValueError(f"groups must be an integer id per feature, 'auto' or None, got {groups[:40]!r}")
-    return find_one_hot_blocks(torch.cat(tables), names)
-
-
-def _names(*frames: Any) -> tuple[str, ...] | None:
-    for frame in frames:
-        if frame is not None and hasattr(frame, "columns"):
-            return boundary_rows(frame.iloc[:1], "data").feature_names
-    return None
-
-
-def checked_sizes(k: object, max_degree: object, n_queries: object, target: object) -> dict[str, int | None]:
-    """The fit's integer arguments, checked (a one-element integer tensor ``target`` is taken as an int)."""
-    if isinstance(target, Tensor) and target.numel() == 1 and not target.is_floating_point():
-        target = int(target)
-    return {
-        "k": check_int(k, "k", minimum=1, optional=True),
-        "max_degree": check_int(max_degree, "max_degree", minimum=0, optional=True),
-        "n_queries": check_int(n_queries, "n_queries", minimum=1, optional=True),
-        "target": check_int(target, "target", minimum=0, optional=True),
-    }
 
 
 def fit_validated(
@@ -203,12 +86,15 @@ def fit_validated(
     target_r2: float | None,
     eval_data: Tensor | None,
     options: FitOptions,
+    reason: str,
     found: FoundPlayers | None = None,
+    rows: HybridRows | None = None,
 ) -> tuple[FourierSpectrum, FitReport]:
-    """The fit on validated inputs (bool rows on the query device, dense player indices): the public entry
-    and ``FourierShap(model, ...)`` both end here, so every input is converted and checked once."""
+    """The fit on validated inputs (bool rows on the query device, dense player indices), by the route ``method``
+    the router chose for ``reason``; ``rows``: the hybrid regime's rows and levels when the router already made
+    them (:func:`hybrid_rows`)."""
     if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS} (FourierShap also takes 'enumerate'), got {method!r}")
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if target_r2 is not None and (
         isinstance(target_r2, bool) or not isinstance(target_r2, (int, float)) or not target_r2 <= 1
     ):
@@ -221,10 +107,12 @@ def fit_validated(
         start, cpu = time.perf_counter(), time.process_time()
         if background is None:
             spectrum, fields, hint = _fit_cube(oracle, n, k, max_degree, n_queries, method, seed, options, device)
+            fields["reason"] = reason
             check = None
         else:
-            regime = _HybridRegime(oracle, background, data, players, m, options, seed, found)
-            spectrum, fields, hint = regime.fit(k, max_degree, n_queries, method, goal, seed, start)
+            made = rows if rows is not None else hybrid_rows(background, data, players, m, options.one_hot)
+            regime = _HybridRegime(oracle, background, data, players, m, options, seed, found, made)
+            spectrum, fields, hint = regime.fit(k, max_degree, n_queries, method, reason, goal, seed, start)
             check = regime.check
         fields["wall_time_s"] = time.perf_counter() - start
         fields["cpu_time_s"] = time.process_time() - cpu
@@ -262,16 +150,12 @@ def _fit_cube(
     """Fit on uniform inputs of the cube (no background)."""
     support = None if options.support is None else binary_rows(options.support, "support", n, device)
     size = k or UNIFORM_DEFAULT_K
-    used, reason = (
-        (method, "requested") if method != "auto" else choose_uniform(n, size, max_degree, n_queries, support)
-    )
-    fit = fit_uniform(oracle, n, size, max_degree, n_queries, used, **_cube_options(options, seed, device, support))
+    fit = fit_uniform(oracle, n, size, max_degree, n_queries, method, **_cube_options(options, seed, device, support))
     spectrum = _cut(fit.frequencies, fit.amplitudes, k if k is not None else size, options.threshold)
     hint = "Raise k" + (" (or drop max_degree)" if max_degree is not None else "") + ", or pass background= "
     hint += "(and data=, rows like those you explain) to fit where SHAP evaluates the model."
     fields = {
-        "method": used,
-        "reason": reason,
+        "method": method,
         "k": size,
         "max_degree": max_degree,
         "params": fit.params,
@@ -305,13 +189,54 @@ def _cut(freqs: Tensor, amp: Tensor, k: int | None, threshold: float | None) -> 
 
 
 @dataclass(frozen=True)
-class _Route:
-    method: str
-    reason: str
+class HybridRows:
+    """The rows a hybrid-regime fit is held to, and their players' levels.
+
+    Attributes:
+        rows: ``(R, n)`` bool: ``data``, or without it the background plus one row where every single-bit player
+            constant over the background takes its other value (:func:`_with_both_values`).
+        flipped: how many such bits were flipped (0 with ``data``).
+        levels: the players' observed levels over ``rows`` and the background.
+        has_data: whether ``data`` was given.
+    """
+
+    rows: Tensor
+    flipped: int
+    levels: PlayerLevels
+    has_data: bool
+
+    @property
+    def where(self) -> str:
+        """Where the levels come from, for reports."""
+        if self.has_data:
+            return "data and background"
+        flipped = f" (and the other value of its {self.flipped} constant bits: no data= was given)"
+        return "the background" + (flipped if self.flipped else "")
+
+    def describe_grid(self) -> str:
+        """The level grid in words: its size and the players' level counts."""
+        sizes = self.levels.level_count()
+        shown = "·".join(str(s) for s in sizes) if len(sizes) <= 8 else f"{len(sizes)} players' level counts"
+        return f"{self.levels.grid_size:,} level combinations ({shown})"
+
+
+def hybrid_rows(background: Tensor, data: Tensor | None, players: Tensor, m: int, one_hot: bool | None) -> HybridRows:
+    """The rows and levels of a hybrid-regime fit (``one_hot``: check declared one-hot players first).
+
+    Raises:
+        ValueError: a declared one-hot player that is not one-hot (the row is named), or without ``data`` a
+            grouped player constant over the background.
+    """
+    if one_hot:
+        check_one_hot(background, players, m, "background")
+        if data is not None:
+            check_one_hot(data, players, m, "data")
+    rows, flipped = (data, 0) if data is not None else _with_both_values(background, players, m)
+    return HybridRows(rows, flipped, PlayerLevels(torch.cat((rows, background)), players, m), data is not None)
 
 
 class _HybridRegime:
-    """The hybrid regime of one fit: levels, held-out rows and check, sampler, and the route taken."""
+    """The hybrid regime of one fit: levels, held-out rows and check, sampler."""
 
     def __init__(
         self,
@@ -323,24 +248,18 @@ class _HybridRegime:
         options: FitOptions,
         seed: int | torch.Generator,
         found: FoundPlayers | None,
+        made: HybridRows,
     ) -> None:
         self.oracle, self.background, self.players, self.m, self.options = oracle, background, players, m, options
-        rows = background if data is None else data
-        self.has_data = data is not None
-        self.flipped = 0
-        if data is None:
-            rows, self.flipped = _with_both_values(background, players, m)
-            if self.flipped:
-                oracle.domain_note = (
-                    f". No data= was given, so the fit also queries the {self.flipped} bits that are constant in the "
-                    "background at their other value (rows you explain may hold it); pass data= (rows like those "
-                    "you explain) to query only their hybrids with the background"
-                )
-        if options.one_hot:
-            check_one_hot(background, players, m, "background")
-            if data is not None:
-                check_one_hot(data, players, m, "data")
-        self.levels = PlayerLevels(torch.cat((rows, background)), players, m)
+        rows, self.flipped, self.has_data = made.rows, made.flipped, made.has_data
+        if self.flipped:
+            oracle.domain_note = (
+                f". No data= was given, so the fit also queries the {self.flipped} bits that are constant in the "
+                "background at their other value (rows you explain may hold it); pass data= (rows like those "
+                "you explain) to query only their hybrids with the background"
+            )
+        self.levels = made.levels
+        self.made = made
         self.found = found
         self.generator = make_generator(validation_seed(seed), background.device)
         held = min(MAX_ROWS, max(MIN_ROWS, rows.shape[0] // 10))
@@ -359,37 +278,13 @@ class _HybridRegime:
         oracle.rows, oracle.seconds, oracle.cpu_seconds = 0, 0.0, 0.0  # the fit's counts start here
         return check
 
-    def _where(self) -> str:
-        if self.has_data:
-            return "data and background"
-        flipped = f" (and the other value of its {self.flipped} constant bits: no data= was given)"
-        return "the background" + (flipped if self.flipped else "")
-
-    def route(self, method: str, n_queries: int | None) -> _Route:
-        grid = self.levels.grid_size
-        sizes = self.levels.level_count()
-        shown = "·".join(str(s) for s in sizes) if len(sizes) <= 8 else f"{len(sizes)} players' level counts"
-        if method == "tabulate":
-            if n_queries is not None and grid > n_queries:
-                raise ValueError(
-                    f"method='tabulate' queries all {grid:,} level combinations ({shown}) but n_queries={n_queries:,}; "
-                    "raise n_queries or use method='auto'"
-                )
-            return _Route("tabulate", f"requested: every one of the {grid:,} level combinations ({shown}) queried once")
-        if method != "auto":
-            return _Route(method, "requested")
-        limit = TABULATE_LIMIT if n_queries is None else n_queries
-        if grid <= limit and (GridKernel.fits(self.m) or grid <= 4096):
-            return _Route(
-                "tabulate",
-                f"auto: the {self.m} players take {grid:,} level combinations ({shown}) in {self._where()}, "
-                f"within the {limit:,}-query budget, so each was queried once: the spectrum is exact",
-            )
-        why = f"{grid:.3g} level combinations" if grid > limit else f"{self.m} players (tabulated values need <= 14)"
-        return _Route(
-            "hybrid",
-            f"auto: {why} is too many to tabulate within {limit:,} queries, so a sparse fit on hybrid samples",
-        )
+    def _domain(self, method: str) -> str:
+        """:attr:`FitReport.domain`: the check's rows, and the fitted rows' range (the whole cube for a cube fit)."""
+        rows = f"{'held-out ' if self.held_out else ''}rows of {'data' if self.has_data else 'the background'}"
+        within = method in ("tabulate", "hybrid")
+        domain = fitted_range(torch.float64, self.fit_rows, self.check_rows, self.background) if within else None
+        over = "data and background" if self.has_data else "the background (each constant bit also at its other value)"
+        return domain_note(domain, f"hybrids of {self.check_rows.shape[0]} {rows} with the background", "bit", over)
 
     def fit(
         self,
@@ -397,13 +292,21 @@ class _HybridRegime:
         max_degree: int | None,
         n_queries: int | None,
         method: str,
+        reason: str,
         goal: Target,
         seed: int | torch.Generator,
         start: float,
     ) -> tuple[FourierSpectrum, dict[str, Any], str]:
-        route = self.route(method, n_queries)
+        grid = self.levels.grid_size
+        if method == "tabulate" and n_queries is not None and grid > n_queries:
+            raise ValueError(
+                f"method='tabulate' queries all {self.made.describe_grid()} but n_queries={n_queries:,}; raise "
+                "n_queries or use method='auto'"
+            )
+        if method == "tabulate":
+            check_tabulation(self.levels)  # its tables must fit max_memory: refused before any query
         budget = self.options.n_validation
-        self.check = self._held_out(min(budget, TABULATE_CHECK) if route.method == "tabulate" else budget)
+        self.check = self._held_out(min(budget, TABULATE_CHECK) if method == "tabulate" else budget)
         self.oracle.phase = "fit"
         params: dict[str, Any] = {"levels": sum(self.levels.level_count()), "grid": self.levels.grid_size}
         if self.flipped:
@@ -413,7 +316,7 @@ class _HybridRegime:
         hint = ""
         fit: TermFit | None
         design, check_values = None, None
-        if route.method == "tabulate":
+        if method == "tabulate":
             fit, values = tabulate(self.oracle, self.levels)
             check_values = values[grid_index(self.levels.codes(self.check.points), self.levels.level_count())]
             spectrum = table_spectrum(self.levels, values)
@@ -423,7 +326,7 @@ class _HybridRegime:
                 if k is not None
                 else "The tabulated spectrum is exact on the grid: if it misses, the model is not deterministic."
             )
-        elif route.method == "hybrid":
+        elif method == "hybrid":
             deadline = None if self.options.time_budget is None else start + float(self.options.time_budget)
             sampler = HybridSampler(self.fit_rows, self.background, self.players, self.m)
             ladder = Ladder(
@@ -445,8 +348,8 @@ class _HybridRegime:
             fit = None
             cube = _cube_options(self.options, seed, self.background.device, None)
             n = self.levels.n_features
-            size = k or (2**n if route.method == "exact" else UNIFORM_DEFAULT_K)
-            uniform = fit_uniform(self.oracle, n, size, max_degree, n_queries, route.method, **cube)
+            size = k or (2**n if method == "exact" else UNIFORM_DEFAULT_K)
+            uniform = fit_uniform(self.oracle, n, size, max_degree, n_queries, method, **cube)
             spectrum = FourierSpectrum.trusted(uniform.frequencies, uniform.amplitudes)
             params.update(uniform.params)
             hint = "Raise k, or use method='auto' to fit where SHAP evaluates the model."
@@ -472,8 +375,8 @@ class _HybridRegime:
             stages[-1].update(scores)
         params["check"] = self.check.describe() + ("" if self.held_out else "; rows shared with the fit")
         fields = {
-            "method": route.method,
-            "reason": route.reason,
+            "method": method,
+            "reason": reason,
             "k": k,
             "max_degree": max_degree,
             "stages": tuple(stages),
@@ -482,6 +385,7 @@ class _HybridRegime:
             "players": None if self.found is None else self.found.description,
             "n_players": self.m,
             "scores": scores,
+            "domain": self._domain(method),
         }
         return cut, fields, hint
 

@@ -17,8 +17,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, rows_per_chunk
-from torchxplain.fourier.values._grid import coalition_weights
-from torchxplain.fourier.values._weights import TableKind
+from torchxplain.fourier.values import TableKind, coalition_weights
 
 MAX_DIFFERING = 20
 """Most differing players a pair may have to be enumerated (``2^20`` queries for one pair)."""

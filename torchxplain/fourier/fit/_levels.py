@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, rows_per_chunk
-from torchxplain.fourier.spectrum._bitrows import pack_rows, unique_rows
+from torchxplain.fourier.spectrum import pack_rows, unique_rows
 
 _KEY_BITS = 40
 """Players up to this many bits are looked up by one packed key (wider ones, e.g. long thermometer codes, by rows)."""

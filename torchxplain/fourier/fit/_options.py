@@ -10,7 +10,9 @@ from torch import Tensor
 
 from torchxplain._core.devices import check_device
 from torchxplain._core.inputs import dense_players, player_ids, rows
-from torchxplain._core.validation import check_float_dtype, check_int, check_number
+from torchxplain._core.seeding import check_seed
+from torchxplain._core.settings import parse_memory
+from torchxplain._core.validation import check_flag, check_float_dtype, check_int, check_number
 from torchxplain.fourier.fit._report import TargetMetric
 
 
@@ -30,7 +32,8 @@ class FitOptions:
             would overrun it is not started and the report says so.
         batch_size: rows per call of the model.
         device: where queries are built and the model is called (default: the model's parameters, else the
-            rows', cpu). dtype: dtype of the query tensors (default: the model's, else the rows').
+            rows', cpu).
+        dtype: dtype of the query tensors (default: the model's, else the rows').
         show_progress: progress bars (``None``: ``tx.settings.show_progress``).
         max_memory: memory budget for chunked intermediates (bytes or e.g. ``"1GB"``).
         max_thresholds: continuous inputs: most thresholds per column of the encoding (the midpoints of the
@@ -39,7 +42,18 @@ class FitOptions:
             (an error names the first bad row and player).
         threshold: drop terms with ``|a_f| < threshold`` after the fit.
         support: ``(s, n)`` candidate frequencies for ``method="regression"`` on the cube.
-        n_bits, n_hashes, n_delays, n_refit, singleton_tol: sizes of ``method="hashing"`` on the cube.
+        n_bits: ``method="hashing"`` on the cube: ``b``, each hash has ``2^b`` buckets.
+        n_hashes: ``method="hashing"``: the number of independent hash matrices.
+        n_delays: ``method="hashing"``: random delays per hash (the decoding's signature length).
+        n_refit: ``method="hashing"``: fresh uniform queries for the least-squares refit of the found support.
+        singleton_tol: ``method="hashing"``: a bucket is a singleton when its residual energy after fitting one
+            frequency is at most this share.
+
+    Example:
+        >>> import torchxplain as tx
+        >>> options = tx.fourier.FitOptions(time_budget=60.0, batch_size=1024)
+        >>> options.time_budget, options.batch_size, options.target_metric
+        (60.0, 1024, 'shap')
     """
 
     target_metric: TargetMetric = "shap"
@@ -80,6 +94,10 @@ class FitOptions:
             check_device(self.device)
         if self.one_hot not in (None, True, False):
             raise TypeError(f"one_hot must be True, False or None, got {self.one_hot!r}")
+        if self.show_progress is not None:
+            check_flag(self.show_progress, "show_progress")
+        if self.max_memory is not None:
+            parse_memory(self.max_memory)  # bytes or e.g. "1GB", at least 1 MiB: refused now, not at the fit
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -103,8 +121,9 @@ def players(groups: object, n: int, device: torch.device) -> tuple[Tensor, int]:
 
 
 def validation_seed(seed: int | torch.Generator) -> int:
-    """A seed for the held-out draws, independent of the fit's (and reproducible)."""
-    base = seed.initial_seed() if isinstance(seed, torch.Generator) else int(seed)
+    """A seed for the held-out draws, independent of the fit's (and reproducible); ``seed`` checked (a
+    non-negative int or a ``torch.Generator``: ``"abc"``, ``1.5`` and ``-1`` are refused)."""
+    base = seed.initial_seed() if isinstance(seed, torch.Generator) else check_seed(seed)
     return (base * 1_000_003 + 12_345) % 2**62
 
 

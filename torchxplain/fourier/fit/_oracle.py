@@ -70,7 +70,7 @@ class Oracle:
         """``(B, n)`` bool inputs -> ``(B,)`` float64 outputs of ``f`` (its ``target`` column)."""
         bounds = chunk_bounds(x.shape[0], self.batch_size)
         show = None if len(bounds) > 1 else False
-        parts = [self._batch(x[a:b]) for a, b in progress(bounds, show, desc=f"querying f ({self.phase})")]
+        parts = [self._batch(x[a:b]) for a, b in progress(bounds, show, desc=f"querying the model ({self.phase})")]
         return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.float64, device=x.device)
 
     def seconds_per_row(self) -> float:
@@ -106,10 +106,20 @@ class Oracle:
             row = int(bad.nonzero()[0, 0])
             raise ValueError(
                 f"f returned NaN or infinite values in {where}: first at row {self.rows + row}, "
-                f"input {x[row].int().tolist()}{self.domain_note}"
+                f"input {shown_row(x[row])}{self.domain_note}"
             )
         if self.out_dtype is None:
             self.out_dtype = out.dtype if out.is_floating_point() else torch.get_default_dtype()
         self.rows += x.shape[0]
         self.batches += 1
         return out.detach().to(device=x.device, dtype=torch.float64)
+
+
+def shown_row(row: Tensor, limit: int = 16) -> str:
+    """One query row as the model received it, for a message: 0/1 entries as ints, real ones as floats (a
+    continuous row was shown truncated to ints), at most ``limit`` entries."""
+    values = row[:limit].tolist()
+    binary = row.dtype == torch.bool or bool(((row == 0) | (row == 1)).all())
+    shown = ", ".join(str(int(v)) if binary else f"{float(v):.6g}" for v in values)
+    more = f", ... ({row.shape[0]} entries)" if row.shape[0] > limit else ""
+    return f"[{shown}{more}]"

@@ -15,16 +15,40 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, rows_per_chunk
+from torchxplain._core import chunk_bounds, parse_memory, rows_per_chunk
 from torchxplain.fourier.fit._keys import TermKeys
 from torchxplain.fourier.fit._levels import PlayerLevels
 from torchxplain.fourier.fit._oracle import Oracle
 from torchxplain.fourier.fit.hybrid._regression import TermFit
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
-from torchxplain.fourier.values._grid import mixed_radix_digits
+from torchxplain.fourier.spectrum import FourierSpectrum
+from torchxplain.fourier.values import mixed_radix_digits
 
 RELATIVE_ZERO = 1e-12
 """Coefficients below this fraction of the largest are the rounding of exact cancellations (dropped)."""
+
+
+def tabulation_bytes(levels: PlayerLevels) -> int:
+    """Peak bytes of tabulating ``levels``' grid of ``G`` points (:func:`tabulate` and :func:`table_spectrum`):
+    the model's values, the table and its reference-coded and Walsh copies (float64), the kept indices and their
+    digits (int64, ``m`` per point), and the spectrum's ``(G, n)`` bool frequencies, each at most ``G`` entries."""
+    return levels.grid_size * (6 * 8 + 8 * levels.m + levels.n_features)
+
+
+def check_tabulation(levels: PlayerLevels, budget: int | None = None) -> None:
+    """Refuse, before anything is queried or allocated, a grid whose tables exceed the memory budget
+    (``tx.settings.max_memory`` unless ``budget``), naming the grid, its size and what would fit."""
+    need, allowed = tabulation_bytes(levels), parse_memory() if budget is None else budget
+    if need <= allowed:
+        return
+    sizes = levels.level_count()
+    shown = "·".join(str(s) for s in sizes) if len(sizes) <= 8 else f"the level counts of {len(sizes)} players"
+    fits = allowed // max(need // max(levels.grid_size, 1), 1)
+    raise ValueError(
+        f"tabulation queries the model at every one of the {levels.grid_size:,} level combinations ({shown}) and "
+        f"its tables need {need / 2**30:.3g} GiB, above max_memory={allowed / 2**30:.3g} GiB (grids of at most "
+        f"~{fits:,} combinations fit): use method='auto' or 'hybrid' (a sparse fit on hybrid samples), fewer "
+        "players (groups=), or raise max_memory"
+    )
 
 
 def tabulate(oracle: Oracle, levels: PlayerLevels) -> tuple[TermFit, Tensor]:
@@ -37,7 +61,11 @@ def tabulate(oracle: Oracle, levels: PlayerLevels) -> tuple[TermFit, Tensor]:
     Returns:
         ``(fit, values)``: a :class:`TermFit` equal to the model on every grid point (float64, without
         rounding-level terms), and the model's ``(G,)`` values in row-major grid order (:func:`grid_index`).
+
+    Raises:
+        ValueError: the tables exceed the memory budget (:func:`check_tabulation`), before any query.
     """
+    check_tabulation(levels)
     sizes = levels.level_count()
     total, device = levels.grid_size, levels.device
     values = torch.empty(total, dtype=torch.float64, device=device)

@@ -15,7 +15,7 @@ from torch import Tensor
 from torchxplain._core import chunk_bounds, rows_per_chunk
 from torchxplain.fourier.fit._keys import TermKeys
 from torchxplain.fourier.fit._levels import PlayerLevels
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 
 
 class UnitWalsh:

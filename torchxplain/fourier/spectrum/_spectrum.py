@@ -29,6 +29,14 @@ class FourierSpectrum:
     Args:
         frequencies: ``(k, n)`` bool (or 0/1) tensor, one frequency per row.
         amplitudes: ``(k,)`` floating tensor, in the units of the model output.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> frequencies = torch.tensor([[0, 0, 0], [1, 0, 0], [1, 1, 0]], dtype=torch.bool)
+        >>> spec = tx.FourierSpectrum(frequencies, torch.tensor([1.0, 2.0, 0.5]))  # 1 + 2(-1)^x0 + 0.5(-1)^(x0+x1)
+        >>> spec.evaluate(torch.tensor([[0.0, 0.0, 0.0], [1.0, 1.0, 0.0]]))
+        tensor([ 3.5000, -0.5000])
     """
 
     def __init__(self, frequencies: Tensor, amplitudes: Tensor) -> None:

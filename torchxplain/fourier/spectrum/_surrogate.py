@@ -27,6 +27,14 @@ class SparseFourierSurrogate(nn.Module):
         support: the frequencies' ``(k, max_degree)`` feature indices (increasing, padded with ``n``) when known
             already — a tree extraction records them — instead of scanning the ``(k, n)`` frequencies for them
             (trusted: for callers that built them from the same frequencies).
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> spec = tx.FourierSpectrum(torch.tensor([[0, 0], [1, 0]], dtype=torch.bool), torch.tensor([1.0, 2.0]))
+        >>> surrogate = tx.SparseFourierSurrogate(spec)  # 1 + 2 (1 - 2 x0) on [0, 1]^2
+        >>> surrogate(torch.tensor([[0.0, 1.0], [0.25, 0.0]]))
+        tensor([3., 2.], grad_fn=<CatBackward0>)
     """
 
     def __init__(

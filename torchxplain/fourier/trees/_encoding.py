@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
+from torchxplain.fourier.encoding import ThresholdEncoding
 from torchxplain.fourier.trees._splits import check_ensemble, splits_binary_inputs
 from torchxplain.fourier.trees.adapters._base import TreeEnsemble, fitted_names
 from torchxplain.fourier.trees.adapters._dispatch import parse_model_outputs

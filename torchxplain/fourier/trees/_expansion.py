@@ -32,11 +32,11 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import progress
-from torchxplain.fourier.spectrum._fwht import fwht
+from torchxplain.fourier.spectrum import fwht
 from torchxplain.fourier.trees._intervals import FeatureGroups, leaf_slots
 from torchxplain.fourier.trees._paths import Paths, node_paths
 from torchxplain.fourier.trees.adapters._base import TreeEnsemble
-from torchxplain.fourier.values._keys import KeyLayout, canonical, subsets
+from torchxplain.fourier.values import KeyLayout, canonical, subsets
 
 SHOW_PROGRESS_TERMS = 2_000_000
 Chunk = tuple[Tensor, Tensor, Tensor, Tensor]  # (keys (r, n_words), amplitude, rounding scale, source family)

@@ -2,12 +2,11 @@
 
 Continuous features: every distinct split ``(feature, threshold, missing-value side)`` becomes one binary
 feature ("goes right at this split"), so the ensemble is an exact function of the binary features and the
-thresholds of one original feature form one player group (:class:`TreeEncoding`). Shapley values with those
-groups equal interventional TreeSHAP values per original feature.
+thresholds of one original feature form one player group (:class:`~torchxplain.fourier.TreeEncoding`). Shapley
+values with those groups equal interventional TreeSHAP values per original feature.
 
 The extraction also records what the value kernels would otherwise search for again: the support families of
-the frequencies (:mod:`~torchxplain.fourier.trees._families`) and each frequency's features, in one
-:class:`~torchxplain.fourier.values._families.SupportFamilies`.
+the frequencies and each frequency's features, in one ``SupportFamilies``.
 
 Memory: terms are generated in chunks and merged by key in a buffer sized to ``tx.settings.max_memory``
 (:mod:`~torchxplain.fourier.trees._terms`); what can exceed the budget is only the result itself — the
@@ -22,8 +21,8 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import check_float_dtype, chunk_bounds, parse_memory, rows_per_chunk, settings
-from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.encoding import ThresholdEncoding
+from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.trees._encoding import TreeEncoding, resolve_encoding
 from torchxplain.fourier.trees._expansion import Expansion
 from torchxplain.fourier.trees._families import assign_families
@@ -32,8 +31,7 @@ from torchxplain.fourier.trees._splits import binary_split_features, check_ensem
 from torchxplain.fourier.trees._terms import TermBuffer
 from torchxplain.fourier.trees.adapters._base import TreeEnsemble
 from torchxplain.fourier.trees.adapters._dispatch import parse_model
-from torchxplain.fourier.values._families import MAX_FAMILY_SIZE, SupportFamilies, from_cover, support_families
-from torchxplain.fourier.values._keys import KeyLayout
+from torchxplain.fourier.values import MAX_FAMILY_SIZE, KeyLayout, SupportFamilies, from_cover, support_families
 
 DEFAULT_MAX_TERMS = 50_000_000
 EncodingArg = ThresholdEncoding | Literal["auto", "binary", "thresholds"] | None
@@ -87,7 +85,7 @@ def tree_spectrum(
     inputs), else on the binary split features of ``TreeEncoding.from_model(model)``: evaluate it on
     ``encoding.transform(x)``. ``spectrum.evaluate`` then equals the explained output exactly.
 
-    Outputs (the default for classifiers: see :mod:`~torchxplain.fourier.trees.adapters._targets`): regressors'
+    Outputs: regressors'
     ``predict``; scikit-learn tree/forest classifiers' ``predict_proba[:, c]``; boosted classifiers' raw score
     (log-odds when binary); ``target=None`` is the positive class of a binary classifier, and a multiclass
     model needs ``target=``. ``parse_model(model, target).output`` states the output and its scale.
@@ -98,21 +96,33 @@ def tree_spectrum(
             ``Booster``/``LGBMModel``, or CatBoost ``CatBoost*`` (float features).
         target: output/class index; ``None`` for single-output models and binary classifiers.
         encoding: ``"auto"`` (default; ``None`` is the same), ``"binary"`` (inputs in {0,1}),
-            ``"thresholds"`` (``TreeEncoding.from_model(model)``) or a prebuilt :class:`TreeEncoding`.
+            ``"thresholds"`` (``TreeEncoding.from_model(model)``) or a prebuilt
+            :class:`~torchxplain.fourier.TreeEncoding`.
         dtype, device: of the returned amplitudes (extraction runs in float64 on ``device``; default CPU).
         max_memory: budget for the extraction's intermediates (default ``tx.settings.max_memory``).
         max_terms: refuse expansions above this many terms (they grow as ``4^depth`` per tree).
         show_progress: a progress bar over the expansion (default ``tx.settings.show_progress``).
-        return_families: also return the :class:`SupportFamilies` of the frequencies.
+        return_families: also return the support families of the frequencies (used by the value kernels).
 
     Returns:
         :class:`FourierSpectrum` with ``k`` distinct frequencies over ``n = n_features`` (or
-        ``encoding.n_binary``), and its :class:`SupportFamilies` when ``return_families``.
+        ``encoding.n_binary``), and its support families when ``return_families``.
 
     Raises:
         TypeError: unsupported model type (the message lists the supported ones and the black-box route).
         ValueError: multiclass model without ``target``, ``encoding="binary"`` on continuous splits, an
             encoding that does not match the model, or an expansion above ``max_terms``.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> from sklearn.tree import DecisionTreeRegressor
+        >>> stump = DecisionTreeRegressor(max_depth=1).fit([[0.0], [1.0], [2.0]], [0.0, 0.0, 3.0])
+        >>> spec = tx.tree_spectrum(stump)  # h(b) = 1.5 - 1.5 (-1)^b on the split feature b = [x > 1.5]
+        >>> spec.frequencies.int().tolist(), spec.amplitudes.tolist()
+        ([[0], [1]], [1.5, -1.5])
+        >>> spec.evaluate(tx.fourier.TreeEncoding.from_model(stump).transform(torch.tensor([[0.5], [2.5]])))
+        tensor([0., 3.], dtype=torch.float64)
     """
     ensemble = parse_model(model, target)
     spectrum, families = extract(

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from torchxplain.fourier.trees._expansion import Expansion
-from torchxplain.fourier.values._keys import KeyLayout, canonical, subsets, unique_keys
+from torchxplain.fourier.values import KeyLayout, canonical, subsets, unique_keys
 
 MAX_SUBSET_ROWS = 1 << 22  # above this many subsets, cross-tree nesting is left unmerged (still valid, not maximal)
 

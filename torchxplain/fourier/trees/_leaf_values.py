@@ -199,7 +199,7 @@ class LeafPlan:
 
     def predict(self, x: Tensor) -> Tensor:
         """``(Q,)`` the ensemble's output at raw rows ``x`` (float64): :func:`outputs`."""
-        return outputs(self.table, x)
+        return leaf_outputs(self.table, x)
 
     # --- chunks of trees -------------------------------------------------------------------------------------
     def _tree_chunks(self) -> list[tuple[int, int]]:
@@ -498,7 +498,7 @@ def _slot_table(group: _Group) -> Tensor:
     return values * group.scale[:, None, None]
 
 
-def outputs(table: LeafTable, x: Tensor) -> Tensor:
+def leaf_outputs(table: LeafTable, x: Tensor) -> Tensor:
     """``(Q,)`` float64 output of the ensemble at raw rows ``x`` ``(Q, p)``, descended tree by tree in row chunks
     (``(T, Q_chunk)`` node ids and decisions within the memory budget)."""
     out = torch.empty(x.shape[0], dtype=torch.float64, device=table.left.device)
@@ -508,7 +508,7 @@ def outputs(table: LeafTable, x: Tensor) -> Tensor:
     return out
 
 
-def paired_values(table: LeafTable, slot: Slots, x: Tensor, b: Tensor, kind: Kind, m: int) -> Tensor:
+def paired_leaf_values(table: LeafTable, slot: Slots, x: Tensor, b: Tensor, kind: Kind, m: int) -> Tensor:
     """``(Q, m)`` float64 values of row ``x[i]`` against its own reference row ``b[i]`` (Captum's per-row baselines):
     each leaf's game for the pair in closed form (module docstring), leaves grouped by their number of players.
 

@@ -481,3 +481,17 @@ def fail_patterns(table: LeafTable, plan: Traversal, codes: FeatureCodes) -> Ten
         if plan.leaf_rows[level].numel():
             out.index_copy_(0, plan.leaf_index[level], frontier.index_select(0, plan.leaf_rows[level]))
     return out
+
+
+def spectrum_terms(table: LeafTable) -> int:
+    """A bound on the Fourier terms of ``table``'s trees: per tree, ``Σ_leaves 2^d`` (``d`` distinct features on a
+    leaf's path) or ``2^s`` (``s`` distinct splits in the tree: an oblivious tree has ``d`` of them), the smaller."""
+    device = table.left.device
+    slot = slots(table, torch.arange(table.n_features, device=device))
+    per_leaf = torch.zeros(table.n_trees, dtype=torch.float64, device=device)
+    per_leaf.index_add_(0, table.tree[slot.leaves], torch.pow(2.0, slot.n_slots.double()))
+    inner = table.left >= 0
+    key = table.feature[inner] * (int(table.split.max()) + 2) + table.split[inner].long() + 1
+    distinct = torch.unique(torch.stack([table.tree[inner], key], 1), dim=0)
+    splits = torch.bincount(distinct[:, 0], minlength=table.n_trees).double()
+    return int(torch.minimum(per_leaf, torch.pow(2.0, splits.clamp(max=60))).sum())

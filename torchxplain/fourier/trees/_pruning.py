@@ -25,7 +25,7 @@ from torch import Tensor
 
 from torchxplain._core import chunk_bounds, parse_memory
 from torchxplain._core.inputs import player_ids, rows
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 
 _REPORT_HYBRIDS = 512  # hybrid rows of the report's R² (standard error about 1e-3 at R² = 0.99)
 
@@ -35,7 +35,8 @@ class PruningReport:
     """What pruning kept of an exact tree spectrum.
 
     Attributes:
-        total_terms, kept_terms: frequencies before and after pruning.
+        total_terms: frequencies before pruning.
+        kept_terms: frequencies after pruning.
         kept_energy: ``Σ a_f²`` kept over the total, both without the constant term (which does not affect
             SHAP values).
         r2_background: R² of the pruned spectrum against the exact one on the background rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
+from torchxplain.fourier.encoding import ThresholdEncoding
 from torchxplain.fourier.trees.adapters._base import TreeEnsemble
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from torchxplain.fourier.values._keys import unique_keys
+from torchxplain.fourier.values import unique_keys
 
 
 class TermBuffer:

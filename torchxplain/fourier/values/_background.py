@@ -7,8 +7,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from torchxplain._core import parse_memory
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain._core import chunk_bounds, parse_memory, rows_per_chunk
+from torchxplain.fourier.spectrum import FourierSpectrum
 
 
 class BackgroundTerm:
@@ -17,7 +17,7 @@ class BackgroundTerm:
     It holds the background in the spectrum's dtype and, lazily, the ``(B, k)`` signed amplitudes
     ``s_{x,f} = a_f (-1)^{<f, x>}`` of the dense kernel (kept only when they fit a quarter of the memory budget;
     otherwise each block is recomputed from the background). The value functions also cache their
-    :class:`~torchxplain.fourier.values._plan.ValuePlan` per player grouping on it (``plans``), so the tables of the
+    value plan per player grouping on it (``plans``), so the tables of the
     small-support kernel are built once per term, not once per call.
 
     Attributes:
@@ -58,7 +58,13 @@ class BackgroundTerm:
         return self._signed
 
     def _compute(self, f0: int, f1: int, rows: Tensor | None = None) -> Tensor:
+        """Columns ``f0:f1`` for ``rows`` (default: the background), in chunks of frequencies whose float copy and
+        products fit the memory budget (the ``(k, n)`` frequencies as floats were made whole: 1 GiB at k ≈ n ≈ 11k)."""
         rows = self.background if rows is None else rows
-        freq = self.spectrum.frequencies[f0:f1].to(device=rows.device, dtype=rows.dtype)
-        parity = torch.remainder(rows @ freq.T, 2.0)
-        return (1.0 - 2.0 * parity) * self.spectrum.amplitudes[f0:f1].to(self.background.device)
+        out = torch.empty(rows.shape[0], f1 - f0, dtype=rows.dtype, device=rows.device)
+        width = self.spectrum.frequencies.shape[1] + 2 * rows.shape[0]  # a frequency as floats, its products
+        for a, b in chunk_bounds(f1 - f0, rows_per_chunk(width * rows.element_size(), f1 - f0)):
+            freq = self.spectrum.frequencies[f0 + a : f0 + b].to(device=rows.device, dtype=rows.dtype)
+            parity = torch.remainder(rows @ freq.T, 2.0)
+            out[:, a:b] = (1.0 - 2.0 * parity) * self.spectrum.amplitudes[f0 + a : f0 + b].to(rows.device)
+        return out

@@ -2,7 +2,7 @@ r"""The dense kernel: closed forms over every (query, background row, frequency)
 
 For a query ``x*``, background point ``x`` and frequency ``f`` let ``dis_{x,f,g}`` be 1 when the parity
 of ``f`` restricted to player ``g`` differs between ``x`` and ``x*`` (for singleton players:
-``f_i (x_i ⊕ x*_i)``), ``c = Σ_g dis_g`` and ``s = a_f (-1)^{<f,x>}``. Then (DESIGN §3, paper Eq. 5):
+``f_i (x_i ⊕ x*_i)``), ``c = Σ_g dis_g`` and ``s = a_f (-1)^{<f,x>}``. Then (paper Eq. 5; the design page):
 
 * Shapley:     ``φ_g   = -(2/|D|) Σ_{x,f} s · w(c) · dis_g``,   ``w(c) = 1/c`` for odd ``c``, else 0;
 * Banzhaf:     ``β_g   = -(2/|D|) Σ_{x,f} s · [c = 1] · dis_g``;
@@ -65,25 +65,25 @@ def singleton_gemm(xq: Tensor, term: BackgroundTerm, kind: FirstOrder) -> Tensor
     amplitudes = spectrum.amplitudes.to(xq.device)
     if n == 0:  # a constant function: every player is a dummy (zeros kept in the amplitudes' graph)
         return xq_all.new_zeros(xq_all.shape) + 0.0 * amplitudes.sum()
-    freq = spectrum.frequencies.to(device=xq.device, dtype=xq.dtype)[:, active]
-    freq_t = freq.T.contiguous()
     cap = parse_memory() // (4 * xq.element_size())
     elements = min(cap, _CUDA_BLOCK if xq.is_cuda else _CPU_BLOCK)
     bc = max(1, min(b_rows, elements))
-    kc = max(1, min(k, elements // bc))
+    kc = max(1, min(k, elements // bc, cap // (2 * n)))  # a chunk's frequencies as floats (and transposed) fit
     qc = max(1, min(q_rows, elements // (bc * kc)))
     acc = xq.new_zeros(q_rows, n)
-    for q0, q1 in chunk_bounds(q_rows, qc):
-        for f0, f1 in chunk_bounds(k, kc):
-            t = _signed_query_amplitudes(amplitudes[f0:f1], xq[q0:q1], freq_t[:, f0:f1])
+    for f0, f1 in chunk_bounds(k, kc):  # the (k, n) frequencies as floats, one chunk at a time
+        freq = spectrum.frequencies[f0:f1].to(device=xq.device, dtype=xq.dtype)[:, active]
+        freq_t = freq.T.contiguous()
+        for q0, q1 in chunk_bounds(q_rows, qc):
+            t = _signed_query_amplitudes(amplitudes[f0:f1], xq[q0:q1], freq_t)
             for b0, b1 in chunk_bounds(b_rows, bc):
                 d = (xq[q0:q1, None, :] - bg[None, b0:b1, :]).abs_()  # x ⊕ x* on {0,1}
                 d2 = d.reshape(-1, n)
-                counts = _pair_counts(d2, freq_t[:, f0:f1])
+                counts = _pair_counts(d2, freq_t)
                 s = term.signed_block(f0, f1)[b0:b1]
                 w = (s[None] - t[:, None]).reshape(counts.shape)
                 w = w / counts.clamp_(min=1.0) if kind == "shapley" else w * (counts == 1.0)
-                acc[q0:q1] += ((w @ freq[f0:f1]).view_as(d) * d).sum(1)
+                acc[q0:q1] += ((w @ freq).view_as(d) * d).sum(1)
     return xq_all.new_zeros(xq_all.shape).index_copy(1, active, acc * (-1.0 / b_rows))
 
 
@@ -128,16 +128,16 @@ def _dis_blocks(
     """Yield ``(q0, q1, b0, b1, f0, f1, dis)`` with ``dis`` of shape ``(q, b, kc, m)``."""
     bg, spectrum = term.background, term.spectrum
     q_rows, b_rows, k, n = xq.shape[0], bg.shape[0], len(spectrum), spectrum.n_features
-    freq = spectrum.frequencies.to(device=xq.device, dtype=xq.dtype)
     layout = _layout(term, groups, m)
     elements = parse_memory() // (4 * xq.element_size())
     kc = max(1, min(k, elements // (b_rows * m + n + 1)))
     qc = max(1, min(q_rows, elements // max(kc * b_rows * m, 1)))
     bc = b_rows if kc * b_rows * m <= elements else max(1, elements // (kc * m))
     for f0, f1 in chunk_bounds(k, kc):
-        bits_b = _parity_bits(bg, freq[f0:f1], layout)
+        freq = spectrum.frequencies[f0:f1].to(device=xq.device, dtype=xq.dtype)  # one chunk as floats
+        bits_b = _parity_bits(bg, freq, layout)
         for q0, q1 in chunk_bounds(q_rows, qc):
-            bits_q = _parity_bits(xq[q0:q1], freq[f0:f1], layout)
+            bits_q = _parity_bits(xq[q0:q1], freq, layout)
             for b0, b1 in chunk_bounds(b_rows, bc):
                 dis = (bits_q[:, None] - bits_b[None, b0:b1]).abs_()
                 yield q0, q1, b0, b1, f0, f1, dis
@@ -151,7 +151,6 @@ def grouped_first_order(xq: Tensor, term: BackgroundTerm, groups: Tensor, m: int
     """
     bg, spectrum = term.background, term.spectrum
     q_rows, b_rows, k, n = xq.shape[0], bg.shape[0], len(spectrum), spectrum.n_features
-    freq = spectrum.frequencies.to(device=xq.device, dtype=xq.dtype)
     amplitudes = spectrum.amplitudes.to(xq.device)
     layout = _layout(term, groups, m)
     elements = parse_memory() // (6 * xq.element_size())
@@ -159,17 +158,18 @@ def grouped_first_order(xq: Tensor, term: BackgroundTerm, groups: Tensor, m: int
     qc = max(1, min(q_rows, elements // max(kc * (b_rows + m), 1)))
     out = xq.new_zeros(q_rows, m)
     for f0, f1 in chunk_bounds(k, kc):
-        bits_b = _parity_bits(bg, freq[f0:f1], layout).permute(1, 0, 2)  # (kc, B, m)
+        freq = spectrum.frequencies[f0:f1].to(device=xq.device, dtype=xq.dtype)  # one chunk as floats
+        bits_b = _parity_bits(bg, freq, layout).permute(1, 0, 2)  # (kc, B, m)
         s_b = term.signed_block(f0, f1).T[:, None, :]  # (kc, 1, B)
         for q0, q1 in chunk_bounds(q_rows, qc):
-            bits_q = _parity_bits(xq[q0:q1], freq[f0:f1], layout).permute(1, 0, 2)  # (kc, q, m)
+            bits_q = _parity_bits(xq[q0:q1], freq, layout).permute(1, 0, 2)  # (kc, q, m)
             counts = (
                 bits_q.sum(-1, keepdim=True)
                 + bits_b.sum(-1)[:, None, :]
                 - 2.0 * torch.bmm(bits_q, bits_b.transpose(1, 2))
             )  # (kc, q, B)
             if kind == "shapley":  # s·[c odd] = (s - t)/2 as in the singleton form
-                t = _signed_query_amplitudes(amplitudes[f0:f1], xq[q0:q1], freq[f0:f1].T)
+                t = _signed_query_amplitudes(amplitudes[f0:f1], xq[q0:q1], freq.T)
                 w = (s_b - t.T[:, :, None]) / (2.0 * counts.clamp_(min=1.0))
             else:
                 w = s_b * (counts == 1.0)

@@ -23,9 +23,8 @@ from functools import lru_cache
 import torch
 from torch import Tensor
 
-from torchxplain._core import chunk_bounds, rows_per_chunk
-from torchxplain.fourier.spectrum._bitrows import WORD_BITS, pack_rows, unique_rows
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain._core import chunk_bounds, parse_memory, rows_per_chunk
+from torchxplain.fourier.spectrum import WORD_BITS, FourierSpectrum, pack_rows, unique_rows
 from torchxplain.fourier.values._weights import TableKind
 
 GRID_MAX_PLAYERS = 14
@@ -93,12 +92,22 @@ class GridKernel:
 
     def grid_size(self, queries: Tensor | None = None) -> int:
         """``Π_g L_g`` over the levels known (and those ``queries`` would add)."""
+        return math.prod(self._sizes(queries))
+
+    def table_bytes(self, queries: Tensor | None = None) -> int:
+        """Peak bytes of building the tables (with the levels ``queries`` would add): ``h`` on the grid with two
+        mode-product copies of it, and the coalition table over ``Π_g (1 + L_g)`` (float64)."""
+        sizes = self._sizes(queries)
+        return 8 * (3 * math.prod(sizes) + math.prod(1 + s for s in sizes))
+
+    def _sizes(self, queries: Tensor | None) -> list[int]:
+        """``L_g`` per player, with the levels ``queries`` would add."""
         sizes = [lv.shape[0] for lv in self.levels]
         if queries is not None:
             for g, bits in enumerate(self.bits):
                 new = ~_member(pack_rows(queries.bool()[:, bits]), self.keys[g])
                 sizes[g] += int(torch.unique(pack_rows(queries.bool()[new][:, bits]), dim=0).shape[0])
-        return math.prod(sizes)
+        return sizes
 
     def restriction_count(self) -> int:
         """Multiply-adds per grid point of evaluating ``h`` there: ``Σ_g R_g`` (the distinct restrictions of the
@@ -161,7 +170,7 @@ class GridKernel:
             restrictions.append(local)
             index = index * local.shape[0] + inverse
         sizes = [r.shape[0] for r in restrictions]
-        if math.prod(sizes) > _RESTRICTION_MAX:
+        if math.prod(sizes) > min(_RESTRICTION_MAX, parse_memory() // 8):  # priced: else evaluate h directly
             return self._grid_direct()
         grid = torch.zeros(math.prod(sizes), dtype=torch.float64, device=self.device)
         grid = grid.index_add_(0, index, self.amplitudes).reshape(sizes)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from torch import Tensor
 
 from torchxplain._core import parse_memory
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.values._background import BackgroundTerm
 from torchxplain.fourier.values._cost import (
     MAX_SUPPORT,
@@ -236,21 +236,37 @@ class ValuePlan:
         if self.kernel == "grid":
             if not GridKernel.fits(self.m):
                 raise ValueError(f"kernel='grid' handles at most {GRID_MAX_PLAYERS} players, got {self.m}")
-            return self._record(kind, "grid", q, "forced")
-        if self._grid is not None and self._grid.tables is not None:
-            return self._record(kind, "grid", q, "tables built")
-        if self.kernel == "auto" and spec not in self._tables and GridKernel.fits(self.m):
-            grid = self.grid.grid_size(xq)
-            if grid * 8 < parse_memory() // 2:  # h on the grid fits the budget: price the kernel
-                dense = gemm_seconds(self.work, q, kind, device)
-                build, per_call = grid_seconds(
-                    grid, self.grid.restriction_count(), self.grid.table_entries(), self.work, q, kind, device
+            need = self.grid.table_bytes(xq)
+            if need > parse_memory():  # priced before the tables are built (or grown by new query levels)
+                raise ValueError(
+                    f"kernel='grid' tabulates {self.grid.grid_size(xq):,} level combinations of {self.m} players in "
+                    f"{need / 2**30:.3g} GiB, above max_memory={parse_memory() / 2**30:.3g} GiB; pass kernel='auto' "
+                    "(or 'gemm'), or raise max_memory"
                 )
-                small = sum(self._table_seconds(None, q, [spec], device))
-                if build + per_call < min(self._spent.get(kind, 0.0) + dense, small):
-                    predicted = {"gemm": dense, "grid": build + per_call, "small_support_at_least": small}
-                    return self._record(kind, "grid", q, "cost model", predicted)
+            return self._record(kind, "grid", q, "forced")
+        # tables built: kept while the levels of new queries do not grow them past the budget (else another kernel)
+        if self._grid is not None and self._grid.tables is not None and self._grid_fits(xq):
+            return self._record(kind, "grid", q, "tables built")
+        if self.kernel == "auto" and spec not in self._tables and GridKernel.fits(self.m) and self._grid_fits(xq):
+            dense = gemm_seconds(self.work, q, kind, device)
+            build, per_call = grid_seconds(
+                self.grid.grid_size(xq),
+                self.grid.restriction_count(),
+                self.grid.table_entries(),
+                self.work,
+                q,
+                kind,
+                device,
+            )
+            small = sum(self._table_seconds(None, q, [spec], device))
+            if build + per_call < min(self._spent.get(kind, 0.0) + dense, small):
+                predicted = {"gemm": dense, "grid": build + per_call, "small_support_at_least": small}
+                return self._record(kind, "grid", q, "cost model", predicted)
         return self._decide(xq, kind, [spec], lambda q, device: gemm_seconds(self.work, q, kind, device))
+
+    def _grid_fits(self, xq: Tensor) -> bool:
+        """Whether the grid kernel's tables (with ``xq``'s new levels) fit half the memory budget."""
+        return self.grid.table_bytes(xq) <= parse_memory() // 2
 
     def _decide(self, xq: Tensor, key: str, specs: list[TableSpec], dense_seconds: Callable[[int, str], float]) -> str:
         """``"gemm"`` (the dense form) or ``"small_support"`` (the tables ``specs``) for values ``key`` of ``xq``."""

@@ -16,7 +16,7 @@ from torch import Tensor
 from torchxplain._core import check_same_device, settings
 from torchxplain._core.inputs import dense_players, player_ids, rows
 from torchxplain._core.settings import dtype_policy
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.values._background import BackgroundTerm
 from torchxplain.fourier.values._cost import Kernel, check_kernel
 from torchxplain.fourier.values._plan import ValuePlan
@@ -68,6 +68,18 @@ def shapley_values(
     Returns:
         ``(Q, m)`` Shapley values (``m = n`` without groups), in the output's units, on the queries' device
         and in the compute dtype (module docstring).
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> frequencies = torch.tensor([[0, 0, 0], [1, 0, 0], [0, 1, 1]], dtype=torch.bool)
+        >>> spec = tx.FourierSpectrum(frequencies, torch.tensor([1.0, 2.0, 0.5]))  # 1 + 2(-1)^x0 + 0.5(-1)^(x1+x2)
+        >>> x, background = torch.tensor([[1.0, 1.0, 0.0]]), torch.zeros(1, 3)
+        >>> phi = tx.fourier.shapley_values(spec, x, background)
+        >>> phi
+        tensor([[-4., -1., -0.]])
+        >>> phi.sum() == spec.evaluate(x) - spec.evaluate(background)  # efficiency
+        tensor([True])
     """
     with settings.using(max_memory=max_memory):
         plan, xq = _plan(spectrum, x, background, groups, kernel, relaxed)
@@ -89,6 +101,14 @@ def banzhaf_values(
 
     Returns:
         ``(Q, m)`` Banzhaf values.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> frequencies = torch.tensor([[1, 0, 0], [1, 1, 0]], dtype=torch.bool)
+        >>> spec = tx.FourierSpectrum(frequencies, torch.tensor([2.0, 0.5]))  # 2(-1)^x0 + 0.5(-1)^(x0+x1)
+        >>> tx.fourier.banzhaf_values(spec, torch.ones(1, 3), torch.zeros(1, 3))
+        tensor([[-4., -0.,  0.]])
     """
     with settings.using(max_memory=max_memory):
         plan, xq = _plan(spectrum, x, background, groups, kernel, relaxed=False)
@@ -108,6 +128,16 @@ def shapley_interactions(
     Returns:
         ``(Q, m, m)`` symmetric matrices with zero diagonal: ``[q, g, h]`` is the interaction of
         players ``g ≠ h`` at query ``q``.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> pair = torch.tensor([[1, 1, 0]], dtype=torch.bool)
+        >>> spec = tx.FourierSpectrum(pair, torch.tensor([0.5]))  # 0.5 (-1)^(x0 + x1)
+        >>> tx.fourier.shapley_interactions(spec, torch.ones(1, 3), torch.zeros(1, 3))[0]
+        tensor([[0., 2., 0.],
+                [2., 0., 0.],
+                [0., 0., 0.]])
     """
     with settings.using(max_memory=max_memory):
         plan, xq = _plan(spectrum, x, background, groups, kernel, relaxed=False)
@@ -155,7 +185,8 @@ def value_plan(spectrum: FourierSpectrum, background: Any, groups: Any = None, k
             shares its cached plan with the value functions).
 
     Returns:
-        The :class:`~torchxplain.fourier.values._plan.ValuePlan` (cached on the background term).
+        The value plan (cached on the background term): ``shapley(bits)``, ``banzhaf(bits)`` and
+        ``interactions(bits)`` on encoded ``(Q, n)`` rows, and ``describe()``.
     """
     return _prepared(spectrum, background, groups, kernel)
 

@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, parse_memory, progress
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.values._families import SupportFamilies, support_families
 from torchxplain.fourier.values._weights import TableKind, TableSpec, order, padded_walsh_weights, spec_of
 

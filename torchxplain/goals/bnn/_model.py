@@ -82,6 +82,18 @@ class LastLayerBNN(_LocalParams, PyroModule):
         init_scale: initial posterior standard deviation of the guide.
         init_head: optional ``nn.Linear`` whose weights initialise the guide's means
             (see :meth:`from_sequential`).
+
+    Example:
+        >>> import torch
+        >>> from torch import nn
+        >>> import torchxplain as tx
+        >>> from torchxplain.goals import LastLayerBNN
+        >>> _ = torch.manual_seed(0)
+        >>> net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))  # a trained regressor, say
+        >>> X, y = torch.randn(64, 3), torch.randn(64)
+        >>> bnn = LastLayerBNN.from_sequential(net).fit(X, y, epochs=5, seed=0, show_progress=False)
+        >>> tx.Goals(bnn).attribute(X[:2]).shape
+        torch.Size([2, 3])
     """
 
     def __init__(
@@ -288,6 +300,7 @@ class LastLayerBNN(_LocalParams, PyroModule):
         elbo = Trace_ELBO(num_particles=num_particles)
         gen = make_generator(seed, X.device)
         n = X.shape[0]
+        steps = 0
         for _ in progress(range(epochs), desc="SVI epochs"):
             order = torch.randperm(n, generator=gen, device=X.device)
             total = X.new_zeros(())
@@ -296,12 +309,15 @@ class LastLayerBNN(_LocalParams, PyroModule):
                 optim.zero_grad()
                 try:
                     loss = elbo.differentiable_loss(self, guide, X[idx], y[idx])
-                except ValueError as err:  # Pyro's distributions refuse the NaN parameters of a diverged step
-                    if all(bool(torch.isfinite(p).all()) for p in params):
+                except ValueError as err:  # Pyro's distributions refuse the parameters of a diverged step
+                    finite = all(bool(torch.isfinite(p).all()) for p in params)
+                    if finite and steps == 0:  # the starting point itself: the model or the data, not a step
                         raise
-                    raise self._diverged("NaN parameters", len(self.losses) + 1, lr) from err
+                    what = "a scale that reached 0 (a parameter left its support)" if finite else "NaN parameters"
+                    raise self._diverged(what, len(self.losses) + 1, lr) from err
                 loss.backward()
                 optim.step()
+                steps += 1
                 total += loss.detach() * (stop - start)
             self.losses.append(float(total) / n)
             if not math.isfinite(self.losses[-1]):

@@ -62,7 +62,7 @@ class ExplanationCallback(Callback):
     * figures ``{prefix}/figures/beeswarm`` and ``{prefix}/figures/drift`` (unless ``figures=False``);
     * a record ``epoch{e:03d}.pt`` (epoch, step, probe, attributions, importance, feature names).
 
-    Each logger receives them in its own run (see :mod:`~torchxplain.integrations._lightning._outputs`):
+    Each logger receives them in its own run:
     TensorBoard and CSV in ``{log_dir}/explanations/{prefix}/``, W&B in the run's files, MLflow as run artifacts;
     without such a logger, in ``{default_root_dir}/explanations/{prefix}/version_{n}/``. The history (epoch,
     step, importance) is in :meth:`state_dict`, so it survives checkpoint/resume.
@@ -87,6 +87,15 @@ class ExplanationCallback(Callback):
     Raises:
         ValueError: from :meth:`on_validation_epoch_end` / :meth:`on_train_epoch_end` when the explainer returns
             NaN or infinite attributions (the probe rows are named).
+
+    Example:
+        >>> import torch
+        >>> from captum.attr import IntegratedGradients
+        >>> from torchxplain.integrations import ExplanationCallback
+        >>> probe = torch.rand(8, 3)  # a fixed batch, explained at the end of every 2nd validation epoch
+        >>> callback = ExplanationCallback(lambda module: IntegratedGradients(module), probe, every_n_epochs=2)
+        >>> callback.scalar_keys  # what each logger receives (pass it to Trainer(callbacks=[callback]))
+        ['xai/mean_abs/x0', 'xai/mean_abs/x1', 'xai/mean_abs/x2']
     """
 
     def __init__(
@@ -123,7 +132,7 @@ class ExplanationCallback(Callback):
 
     @property
     def state_key(self) -> str:
-        """The checkpoint key: one per ``(on, prefix)``, so two callbacks with different prefixes coexist."""
+        """The key of this callback's state in a checkpoint, one per ``(on, prefix)`` (two callbacks coexist)."""
         return self._generate_state_key(on=self.on, prefix=self.prefix)
 
     @property
@@ -247,7 +256,7 @@ class ExplanationCallback(Callback):
         if trainer.is_global_zero:
             if self._outputs is None:
                 self._outputs = RunOutputs(trainer.loggers, trainer.default_root_dir, self.prefix)
-            self._outputs.log_scalars(scalars, step)
+            self._outputs.log_scalars({**scalars, "epoch": epoch}, step)  # as Lightning logs its own metrics
             self._write(self._outputs, epoch, step, attributions.cpu(), importance)
 
     def _explain(self, pl_module: Any, epoch: int) -> Tensor:

@@ -37,7 +37,7 @@ PACKAGES: dict[PackageName, ModuleType] = {
 }
 if not PACKAGES:
     raise ImportError(
-        "torchxplain.integrations._lightning needs Lightning: pip install 'torchxplain[lightning]' "
+        "torchxplain.integrations' Lightning tools need Lightning: pip install 'torchxplain[lightning]' "
         "(or `pip install pytorch-lightning`)"
     )
 DEFAULT: PackageName = next(iter(PACKAGES))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -48,9 +51,32 @@ class MeanAbsAttribution(Metric):
         self.count += flat.shape[0]
 
     def compute(self) -> Tensor:
-        """``(n_features,)`` float64 mean ``|attribution|`` over every row seen on every rank (a collective call)."""
+        """``(n_features,)`` float64 mean ``|attribution|`` over every row seen on every rank (a collective call).
+
+        Raises:
+            ValueError: no row was seen on any rank (no ``update`` since construction or ``reset``): there is no
+                mean (it was NaN).
+        """
         self.total_rows = int(self.count)  # the states are all-reduced while compute runs
+        if self.total_rows == 0:  # the same on every rank (the count is all-reduced): no rank waits on another
+            raise ValueError(
+                "MeanAbsAttribution.compute() before any attribution rows were seen: call update(attributions) "
+                "first (reset() empties the metric)"
+            )
         return self.total / self.count
+
+    def _wrap_compute(self, compute: Callable[..., Any]) -> Callable[..., Any]:
+        """torchmetrics' wrapper, without its generic 'compute before update' warning: :meth:`compute` says what
+        is wrong when no rank saw a row, and a rank that saw none while others did is no error."""
+        wrapped = super()._wrap_compute(compute)
+
+        @functools.wraps(compute)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="The ``compute`` method of metric", category=UserWarning)
+                return wrapped(*args, **kwargs)
+
+        return checked
 
 
 __all__ = ["MeanAbsAttribution"]

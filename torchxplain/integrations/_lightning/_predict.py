@@ -37,7 +37,7 @@ def check_attribute_kwargs(attribute_kwargs: Mapping[str, Any] | None) -> dict[s
 
 
 class _ExplainModuleLogic:
-    """``predict_step`` explains a batch with :func:`~torchxplain.integrations._batch.attribute_batch`.
+    """``predict_step`` explains a batch with :func:`~torchxplain.integrations.attribute_batch`.
 
     The explainer (an ``nn.Module`` explainer is registered, so Lightning moves it to the device) and, when it is
     an ``nn.Module``, its ``forward_func`` are moved with the module. ``predict_step`` escapes
@@ -53,6 +53,16 @@ class _ExplainModuleLogic:
     Attributes:
         importance: the :class:`MeanAbsAttribution` metric (or ``None``).
         global_importance: ``(n,)`` float64, its all-reduced value after ``Trainer.predict``.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> from torchxplain.integrations import ExplainModule
+        >>> spec = tx.FourierSpectrum(torch.tensor([[0, 0, 0], [1, 0, 0]], dtype=torch.bool), torch.tensor([1.0, 2.0]))
+        >>> module = ExplainModule(tx.FourierShap.from_spectrum(spec, torch.zeros(1, 3)))  # for Trainer.predict
+        >>> module.predict_step({"inputs": torch.ones(2, 3), "index": torch.tensor([7, 3])}, 0)
+        {'attributions': tensor([[-4.,  0.,  0.],
+                [-4.,  0.,  0.]]), 'index': tensor([7, 3])}
     """
 
     importance: MeanAbsAttribution | None
@@ -94,43 +104,76 @@ class _ExplainModuleLogic:
         if self.importance is not None:
             self.global_importance = self.importance.compute()  # all-reduces: every rank calls it
 
+    @property
+    def trainer(self) -> Any:
+        """The Trainer this module is attached to (Lightning's property)."""
+        return _lightning_base(type(self)).trainer.fget(self)
 
-class ExplainModule(_ExplainModuleLogic, lightning_package().LightningModule):  # type: ignore[misc]
+    @trainer.setter
+    def trainer(self, trainer: Any) -> None:
+        """Attach ``trainer``. With both Lightning packages installed the module derives from both
+        ``LightningModule`` s (either Trainer accepts it) and takes, here, the class whose hooks are the Trainer's
+        own package's (each Trainer compares the hooks with its own ``LightningModule``)."""
+        own = _class_for(trainer)
+        if own is not None and type(self) is not own:
+            self.__class__ = own  # the same bases in another order: the same instance layout
+        _lightning_base(type(self)).trainer.fset(self, trainer)
+
+
+_BASES = {name: lightning_package(name).LightningModule for name in PACKAGES}
+
+
+def _lightning_base(cls: type) -> Any:
+    """The first ``LightningModule`` in ``cls``'s method order (whose hooks and ``trainer`` property it uses)."""
+    return next(k for k in cls.__mro__ if k in _BASES.values())
+
+
+class ExplainModule(_ExplainModuleLogic, *_BASES.values()):  # type: ignore[misc]
     __doc__ = (
-        "A ``LightningModule`` (of ``"
+        "A ``LightningModule`` of every installed Lightning package (``"
         + DEFAULT
-        + "``; see :func:`explain_module_class` for the other package) whose "
+        + "``'s hooks first; the Trainer of either package accepts it) whose "
         + (_ExplainModuleLogic.__doc__ or "")
     )
 
 
-if len(PACKAGES) == 2:  # then ExplainModule is on lightning.pytorch; this one on the older name
+if len(PACKAGES) == 2:  # the same bases, pytorch_lightning's hooks first (taken when that Trainer attaches)
 
-    class PytorchLightningExplainModule(
-        _ExplainModuleLogic,
-        lightning_package("pytorch_lightning").LightningModule,  # type: ignore[misc]
-    ):
-        __doc__ = "A ``pytorch_lightning.LightningModule`` whose " + (_ExplainModuleLogic.__doc__ or "")
+    class PytorchLightningExplainModule(_ExplainModuleLogic, *reversed(_BASES.values())):  # type: ignore[misc]
+        __doc__ = "The same module with ``pytorch_lightning``'s hooks first; " + (_ExplainModuleLogic.__doc__ or "")
+
+    _BY_PACKAGE: dict[str, type] = {DEFAULT: ExplainModule, "pytorch_lightning": PytorchLightningExplainModule}
+else:
+    _BY_PACKAGE = {DEFAULT: ExplainModule}
+
+
+def _class_for(trainer: Any) -> type | None:
+    """The module class whose hooks are ``trainer``'s package's (``None``: not a Lightning Trainer)."""
+    for name, cls in _BY_PACKAGE.items():
+        if isinstance(trainer, lightning_package(name).Trainer):
+            return cls
+    return None
 
 
 def explain_module_class(package: PackageName | None = None) -> type[Any]:
-    """:class:`ExplainModule` built on one Lightning package: pass the package your ``Trainer`` comes from.
+    """:class:`ExplainModule` with one Lightning package's hooks first.
 
-    A Trainer accepts only its own package's ``LightningModule``; ``ExplainModule`` is on ``lightning.pytorch``
-    when the ``lightning`` package is installed, else on ``pytorch_lightning``.
+    ``ExplainModule`` derives from the ``LightningModule`` of every installed package, so the Trainer of either
+    package accepts it and, when it attaches, the module takes that package's hooks; this function names the class
+    explicitly (for pickling or ``isinstance`` checks).
 
     Args:
         package: ``"lightning.pytorch"`` or ``"pytorch_lightning"`` (``None``: the default package).
 
     Returns:
         A ``LightningModule`` subclass taking :class:`ExplainModule`'s arguments, e.g.
-        ``explain_module_class("pytorch_lightning")(explainer)`` for a ``pytorch_lightning.Trainer``.
+        ``explain_module_class("pytorch_lightning")(explainer)``.
 
     Raises:
         ValueError: an unknown package name. ImportError: that package is not installed.
     """
-    base = lightning_package(package).LightningModule
-    return ExplainModule if issubclass(ExplainModule, base) else PytorchLightningExplainModule
+    lightning_package(package)  # checks the name and that the package is installed
+    return _BY_PACKAGE[package or DEFAULT]
 
 
 class ExplanationWriter(BasePredictionWriter):

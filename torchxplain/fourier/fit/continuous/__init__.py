@@ -1,4 +1,4 @@
-"""Fitting a black box on continuous (or mixed) inputs where SHAP looks (issue 23): ``_levels`` (each player's
+"""Fitting a black box on continuous (or mixed) inputs where SHAP looks: ``_levels`` (each player's
 levels on raw rows, fine and coarse), ``_blocks`` (the one-hot-per-block design of main effects and coarse
 interactions), ``_solve`` (least squares on it), ``_screen`` (which interactions), ``_expand`` (tables to
 Walsh terms on the thermometer codes), ``_ladder`` (the escalation ladder), ``_api`` (the route end to end:

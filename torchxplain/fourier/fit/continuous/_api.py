@@ -25,18 +25,18 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import make_generator, settings
-from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
+from torchxplain.fourier.encoding import ThresholdEncoding
 from torchxplain.fourier.fit._one_hot import FoundPlayers
 from torchxplain.fourier.fit._options import FitOptions, validation_seed
 from torchxplain.fourier.fit._oracle import Oracle, model_placement
-from torchxplain.fourier.fit._report import FitReport, warn_if_below_target
-from torchxplain.fourier.fit.continuous._ladder import STAGES, run_ladder
+from torchxplain.fourier.fit._report import FitReport, domain_note, fitted_range, warn_if_below_target
+from torchxplain.fourier.fit.continuous._ladder import STAGES, constant_fit, run_ladder
 from torchxplain.fourier.fit.continuous._levels import RawPlayers
 from torchxplain.fourier.fit.hybrid._checks import MAX_ROWS, MIN_ROWS, HeldOut, cheapest_exact
 from torchxplain.fourier.fit.hybrid._ladder import Target
 from torchxplain.fourier.fit.hybrid._sampler import HybridSampler
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
-from torchxplain.fourier.values._plan import ValuePlan
+from torchxplain.fourier.spectrum import FourierSpectrum
+from torchxplain.fourier.values import ValuePlan
 
 MAX_DEGREE = 3
 """Default most players per fitted block (the ladder's triples)."""
@@ -59,7 +59,7 @@ def fit_continuous(
     target_r2: float | None,
     options: FitOptions,
     found: FoundPlayers | None,
-    why: str,
+    reason: str,
 ) -> tuple[ThresholdEncoding, FourierSpectrum, FitReport]:
     """Fit a spectrum on the threshold codes of continuous (or mixed) rows (module docstring).
 
@@ -72,7 +72,7 @@ def fit_continuous(
         seed: the fit's seed (the check's is derived from it); target: output column of a multi-output model.
         target_r2: the estimated SHAP R² the ladder is held to (``None``: the whole ladder, no warning).
         options: batch size, device, dtype, validation budget; found: what ``groups="auto"`` found.
-        why: what made the inputs continuous (for the report's reason).
+        reason: why this route was taken (the router's words, for the report).
 
     Returns:
         ``(encoding, spectrum on its codes, report)``.
@@ -86,13 +86,13 @@ def fit_continuous(
         generator = make_generator(validation_seed(seed), background.device)
         rows = background if data is None else data
         held_out = data is not None and rows.shape[0] >= HOLD_OUT_MIN_DATA
+        input_dtype = torch.float32 if rows.dtype == torch.float32 else torch.float64
         if held_out:
             count = min(MAX_ROWS, max(MIN_ROWS, rows.shape[0] // 10))
             order = torch.randperm(rows.shape[0], generator=generator, device=rows.device)
-            check_rows, fit_rows = rows[order[:count]], rows[order[count:]]
+            check_rows, fit_rows = _within_range(rows[order[:count]], rows[order[count:]], background, input_dtype)
         else:
             check_rows = fit_rows = rows
-        input_dtype = torch.float32 if rows.dtype == torch.float32 else torch.float64
         pooled = torch.cat((fit_rows.to(torch.float64), background.to(torch.float64)))
         encoding = ThresholdEncoding._from_checked(pooled, input_dtype, max_thresholds)
         levels = RawPlayers(encoding, players, torch.cat((fit_rows, background)))
@@ -110,27 +110,25 @@ def fit_continuous(
             plan = ValuePlan(spectrum, background_codes, bit_players, m)
             return plan.shapley(encoding._transform(x).to(torch.float64))
 
-        result = run_ladder(
-            oracle,
-            levels,
-            HybridSampler(fit_rows, background, players, m),
-            check,
-            closed_form,
-            target=goal,
-            max_degree=degree,
-            max_queries=budget,
-            generator=make_generator(seed, background.device),
-        )
+        if encoding.n_binary == 0:  # no column varies over the fit's rows: no block to fit (torch.cat failed)
+            result = constant_fit(oracle, background[:1], check, m)
+        else:
+            result = run_ladder(
+                oracle,
+                levels,
+                HybridSampler(fit_rows, background, players, m),
+                check,
+                closed_form,
+                target=goal,
+                max_degree=degree,
+                max_queries=budget,
+                generator=make_generator(seed, background.device),
+            )
         best = max(result.stages, key=lambda s: s["r2_shap" if goal.metric == "shap" else "r2"])
         per_column = torch.bincount(encoding.feature, minlength=encoding.n_features)
         report = FitReport(
             method="continuous",
-            reason=(
-                f"auto: {why}, so each column is encoded by thresholds at the midpoints of its values in data and "
-                f"background (at most {max_thresholds} per column), one player per column or one-hot block, and "
-                "fitted by blocks (main effects at every threshold, screened interactions on coarse bins) on the "
-                "model's values at raw hybrids"
-            ),
+            reason=reason,
             n_features=encoding.n_binary,
             k=None,
             n_terms=len(result.spectrum),
@@ -154,9 +152,27 @@ def fit_continuous(
             model_cpu_time_s=oracle.cpu_seconds + check_counts[2],
             stopped=result.stopped,
             players=None if found is None else found.description,
+            domain=domain_note(
+                fitted_range(input_dtype, background, data),
+                f"hybrids of {check_rows.shape[0]} {'held-out ' if held_out else ''}rows of "
+                f"{'data' if data is not None else 'the background'} with the background",
+                "column",
+                "data and background" if data is not None else "the background",
+            ),
         )
     warn_if_below_target(report, _advice(report, data is not None, m, max_thresholds, degree))
     return encoding, result.spectrum.to(oracle.out_dtype or torch.get_default_dtype()), report
+
+
+def _within_range(check: Tensor, fit: Tensor, background: Tensor, input_dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """The held-out rows that lie within the range of the fit's rows and the background (the others join the fit's
+    rows): holding a row out may hide a new value from the thresholds, but never widen the range the thresholds
+    cover beyond what they were built from — a row of ``data`` outside it would be explained without a word (the
+    explainer's domain is the range of ``data`` and background)."""
+    span = fitted_range(input_dtype, fit, background)
+    values = check.to(input_dtype).double()
+    inside = ~((values < span[0]) | (values > span[1])).any(1)
+    return check[inside], torch.cat((fit, check[~inside]))
 
 
 def _params(check: HeldOut, held_out: bool, per_column: Tensor, cap: int | None) -> dict[str, Any]:

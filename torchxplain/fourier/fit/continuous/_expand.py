@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from torchxplain.fourier.fit.continuous._blocks import Layout
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 
 ROUNDING = 1e-12
 """Amplitudes within this share of the largest are rounding (exact cancellations leave ~1e-17) and dropped."""

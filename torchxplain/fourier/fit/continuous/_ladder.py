@@ -27,7 +27,7 @@ from torchxplain.fourier.fit.continuous._screen import gains, pairs, select, tri
 from torchxplain.fourier.fit.continuous._solve import block_lstsq, predict
 from torchxplain.fourier.fit.hybrid._ladder import Target
 from torchxplain.fourier.fit.hybrid._sampler import HybridSampler
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 
 
 @dataclass(frozen=True)
@@ -63,13 +63,25 @@ class Check(Protocol):
 
 @dataclass(frozen=True)
 class LadderResult:
-    """The best stage's spectrum, layout and coefficients, every stage's record, and why the ladder stopped."""
+    """The best stage's spectrum, layout and coefficients (``None`` for :func:`constant_fit`), every stage's
+    record, and why the ladder stopped."""
 
     spectrum: FourierSpectrum
-    layout: Layout
-    coefficients: Tensor
+    layout: Layout | None
+    coefficients: Tensor | None
     stages: list[dict[str, Any]]
     stopped: str
+
+
+def constant_fit(query: Callable[[Tensor], Tensor], row: Tensor, check: Check, m: int) -> LadderResult:
+    """The fit when no column varies over the fit's rows and the background (every hybrid of them is ``row``,
+    ``(1, p)``): the constant ``f(row)`` on zero threshold codes, scored on the held-out check like a stage."""
+    value = query(row)
+    spectrum = FourierSpectrum.trusted(torch.zeros(1, 0, dtype=torch.bool, device=row.device), value)
+    surrogate = value.expand(check.points.shape[0])
+    shap, se = check.shap_r2(surrogate, torch.zeros(check.rows.shape[0], m, dtype=torch.float64, device=row.device))
+    record = {"method": "constant", "samples": 1, "walsh_terms": 1, "r2": check.r2(surrogate), "r2_shap": shap}
+    return LadderResult(spectrum, None, None, [{**record, "r2_shap_se": se}], "no column varies over the fit's rows")
 
 
 def _fit(

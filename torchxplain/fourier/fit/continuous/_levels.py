@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from torchxplain.fourier.encoding._thresholds import ThresholdEncoding
+from torchxplain.fourier.encoding import ThresholdEncoding
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, progress, rows_per_chunk
-from torchxplain.fourier.spectrum._fwht import fwht, index_bits, low_degree_index
+from torchxplain.fourier.spectrum import fwht, index_bits, low_degree_index
 
 Query = Callable[[Tensor], Tensor]
 

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, rows_per_chunk
-from torchxplain.fourier.spectrum._fwht import index_to_bool, signs
+from torchxplain.fourier.spectrum import index_to_bool, signs
 
 LS_MAX_COLUMNS = 3000
 """Up to this many candidate frequencies, ``regression`` solves one dense least-squares problem."""

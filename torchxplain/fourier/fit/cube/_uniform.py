@@ -23,7 +23,7 @@ from torch import Tensor
 from torchxplain.fourier.fit._oracle import Oracle
 from torchxplain.fourier.fit.cube._hashing import HashingPlan, default_delays, sparse_wht
 from torchxplain.fourier.fit.cube._regression import LS_MAX_COLUMNS, least_squares, refit, regression, uniform_inputs
-from torchxplain.fourier.spectrum._fwht import (
+from torchxplain.fourier.spectrum import (
     EXACT_MAX_FEATURES,
     count_low_degree,
     exact_amplitudes,
@@ -93,7 +93,7 @@ def plan_hashing(
     )
 
 
-def _regression_sizes(
+def regression_sizes(
     n_features: int, k: int, max_degree: int | None, support: Tensor | None, n_queries: int | None
 ) -> tuple[int, int]:
     """``(queries to use, minimum queries)`` for ``method="regression"``."""
@@ -139,7 +139,7 @@ def choose_uniform(
         return "regression", "auto: a candidate support was given, so least squares on it"
     if max_degree is not None:
         n_cand = count_low_degree(n, max_degree)
-        budget_ok = n_queries is None or n_queries >= _regression_sizes(n, k, max_degree, None, None)[0]
+        budget_ok = n_queries is None or n_queries >= regression_sizes(n, k, max_degree, None, None)[0]
         if n_cand <= LS_MAX_COLUMNS and budget_ok:
             return "regression", (
                 f"auto: only {n_cand:,} frequencies have degree <= {max_degree}, "
@@ -232,7 +232,7 @@ def fit_uniform(
             recovered=int(found_amp.numel()),
         )
         return UniformFit(freqs, amp, params)
-    m, _ = _regression_sizes(n, k, max_degree, support, n_queries)
+    m, _ = regression_sizes(n, k, max_degree, support, n_queries)
     oracle.phase = "regression"
     x = uniform_inputs(m, n, generator, device)
     y = oracle(x)

@@ -29,8 +29,8 @@ from torchxplain.fourier.fit.hybrid._checks import HeldOut
 from torchxplain.fourier.fit.hybrid._regression import TermFit, select_terms
 from torchxplain.fourier.fit.hybrid._sampler import HybridSampler
 from torchxplain.fourier.fit.hybrid._terms import PointDesign, TermPool, count_subsets
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
-from torchxplain.fourier.values._plan import ValuePlan
+from torchxplain.fourier.spectrum import FourierSpectrum
+from torchxplain.fourier.values import ValuePlan
 
 FIRST_SAMPLES = 16384
 """Hybrid samples of the first stage; each stage doubles them."""
@@ -52,7 +52,8 @@ class Target:
         return float(stage["r2_shap" if self.metric == "shap" else "r2"])
 
     def met(self, stage: dict[str, Any]) -> bool:
-        """Hybrid: the R² reaches the value; SHAP: so does its one-sided 90% lower bound (over rows)."""
+        """Hybrid: the R² reaches the value; SHAP: so does its one-sided 97.5% lower bound (over rows), never the
+        estimate alone."""
         if self.value is None:
             return False
         if self.metric == "hybrid":

@@ -22,7 +22,7 @@ from torchxplain.fourier.fit._keys import TermKeys
 from torchxplain.fourier.fit._levels import PlayerLevels
 from torchxplain.fourier.fit._walsh import UnitWalsh, expand_terms, terms_to_walsh
 from torchxplain.fourier.fit.hybrid._terms import Incidence, PointDesign, TermPool, apply, incidence_of
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 
 MAX_TERMS = 4096
 """Most terms of one fit (the term budget; the Cholesky factor is ``terms²`` float64)."""

@@ -53,7 +53,8 @@ class TreeEnsemble:
     The ensemble's output is ``offset + Σ_trees tree(x)``: exactly the model output named by :attr:`output`.
 
     Attributes:
-        left, right: ``(N,)`` int64 global child indices, ``-1`` at leaves.
+        left: ``(N,)`` int64 global index of each node's left child, ``-1`` at leaves.
+        right: ``(N,)`` int64 global index of each node's right child, ``-1`` at leaves.
         feature: ``(N,)`` int64 original feature index, ``-1`` at leaves.
         threshold: ``(N,)`` float64 split thresholds (0 at leaves).
         nan_right: ``(N,)`` bool, where a missing value goes.
@@ -70,11 +71,11 @@ class TreeEnsemble:
         target: the output index this ensemble explains (class for classifiers), ``None`` for single-output
             regressors.
         feature_names: the model's fit-time column names, when it recorded them.
-        oblivious: blocks of oblivious trees (CatBoost), explained by one transform per tree.
+        oblivious: blocks of oblivious trees (CatBoost, ``ObliviousBlock``), explained by one transform per tree.
         missing: a value the library reads as missing besides NaN (XGBoost's ``missing=``; NaN: none), compared
             after casting to ``input_dtype``.
         names: how the library stored ``feature_names``: ``"exact"``, or ``"lightgbm"`` (each space of a column
-            name became ``_``; :func:`fitted_names` applies that rule to a frame's columns before comparing).
+            name became ``_``; that rule is applied to a frame's columns before comparing).
         category_split: ``(N,)`` int64 row of :attr:`category_sets` of each categorical split (``-1`` elsewhere), or
             ``None`` when the model splits by threshold only. A categorical split reads the feature's value as a
             category id (the model's own coding, see :attr:`categories`).
@@ -122,7 +123,7 @@ class TreeEnsemble:
         """``(S, 4)`` float64 rows ``(feature, threshold, nan_right, zero_is_missing)`` of every split.
 
         Order: the node table's internal nodes (ascending node index), then each oblivious block's ``(T, d)``
-        splits in row-major order. :func:`split_offsets` gives where each part starts.
+        splits in row-major order. :meth:`split_offsets` gives where each part starts.
 
         Raises:
             ValueError: the ensemble has categorical splits (they have no threshold: only the leaf route reads them).

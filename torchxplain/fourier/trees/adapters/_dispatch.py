@@ -13,6 +13,7 @@ from torchxplain.fourier.trees.adapters import _catboost, _lightgbm, _sklearn, _
 from torchxplain.fourier.trees.adapters._base import ObliviousBlock, TreeEnsemble
 
 _ADAPTERS = (_sklearn, _sklearn_hist, _xgboost, _lightgbm, _catboost)
+#: The tree models ``tree_spectrum`` and ``FourierShap.from_trees`` read, one library per ``;``-separated part.
 SUPPORTED_MODELS = "; ".join(adapter.SUPPORTED for adapter in _ADAPTERS)
 
 
@@ -57,11 +58,24 @@ def parse_model_outputs(model: Any, target: int | None = None, frame: Any = None
 def parse_model(model: Any, target: int | None = None) -> TreeEnsemble:
     """Read a fitted tree model into the one :class:`TreeEnsemble` of output ``target``.
 
-    As :func:`parse_model_outputs`, for a single output: ``target=None`` works for regressors and binary
-    classifiers (the positive class).
+    ``target=None`` works for regressors and binary classifiers: the positive class on the model's own scale
+    (probability for scikit-learn trees and forests, log-odds for boosting); ``target=c`` reads class (or
+    output) ``c``. The ensemble's :attr:`~TreeEnsemble.output` says which output and scale it is.
 
     Raises:
-        ValueError: a multiclass (or multi-output) model without ``target``; and as :func:`parse_model_outputs`.
+        TypeError: the model type is not supported (the message names it, lists the supported families and
+            the black-box alternative), or ``target`` is not an int.
+        ValueError: a multiclass (or multi-output) model without ``target``, the model is not fitted,
+            ``target`` is out of range, or the model uses a feature this package cannot represent.
+
+    Example:
+        >>> from sklearn.datasets import load_breast_cancer
+        >>> from sklearn.tree import DecisionTreeClassifier
+        >>> import torchxplain as tx
+        >>> X, y = load_breast_cancer(return_X_y=True)
+        >>> tree = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, y)
+        >>> tx.fourier.parse_model(tree).output
+        'predict_proba[:, 1] (probability of class 1)'
     """
     outputs = parse_model_outputs(model, target)
     if len(outputs) > 1:

@@ -86,6 +86,18 @@ def _tree_arrays(tree: dict[str, Any], name: str) -> dict[str, np.ndarray]:
     }
 
 
+def _not_fitted() -> type[Exception]:
+    """scikit-learn's ``NotFittedError`` (what an unfitted wrapper raises since xgboost 3), or ``XGBoostError``
+    when scikit-learn is not installed (xgboost 2 raised that)."""
+    import xgboost
+
+    try:
+        from sklearn.exceptions import NotFittedError
+    except ImportError:  # pragma: no cover - the wrappers need scikit-learn
+        return xgboost.core.XGBoostError
+    return NotFittedError
+
+
 def _category_splits(tree: dict[str, Any], categorical: np.ndarray) -> dict[str, np.ndarray]:
     """``category`` and ``category_sets`` of a tree's categorical splits: the listed categories go right, every
     other id (and an id past the list) left; a missing value goes the default way."""
@@ -135,9 +147,10 @@ def parse(model: Any, target: int | None, frame: Any = None) -> list[TreeEnsembl
     wrapper = isinstance(model, xgboost.XGBModel)
     try:
         booster = model.get_booster() if wrapper else model
-    except xgboost.core.XGBoostError as err:
+        saved = booster.save_raw("json")  # an empty Booster() fails here ("0 feature is supplied")
+    except (xgboost.core.XGBoostError, _not_fitted()) as err:  # xgboost 3 raises scikit-learn's NotFittedError
         raise ValueError(f"{type(model).__name__} is not fitted; call .fit() first") from err
-    learner = json.loads(booster.save_raw("json"))["learner"]
+    learner = json.loads(saved)["learner"]
     gbm = learner["gradient_booster"]
     weight_drop = None
     if gbm["name"] == "dart":

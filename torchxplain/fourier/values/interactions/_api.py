@@ -7,7 +7,7 @@ from torch import Tensor
 
 from torchxplain._core import parse_memory, settings
 from torchxplain._core.settings import MIN_MEMORY
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.values._cost import Kernel
 from torchxplain.fourier.values._public import _plan
 from torchxplain.fourier.values.interactions._weights import INDICES, Index
@@ -69,8 +69,8 @@ def interaction_values(
 
     The game of query ``x*`` is ``v(S) = mean_b h(x*_S, b_{~S})`` over the background rows ``b``; each index is
     shapiq's definition of it (``shapiq.ExactComputer`` gives the same numbers), computed in closed form per
-    (background row, frequency) — see :mod:`torchxplain.fourier.values.interactions._weights` for the derivation —
-    or, up to order 2, from the small-support tables of each order (:mod:`~torchxplain.fourier.values._weights`),
+    (background row, frequency) — the documentation's design page derives the weights —
+    or, up to order 2, from the small-support tables of each order,
     whichever the cost model predicts cheaper.
 
     Args:
@@ -95,6 +95,15 @@ def interaction_values(
         order ``t ≥ 2`` is symmetric with zeros where a player repeats. Order 0 is shapiq's empty-set entry:
         the baseline ``v(∅) = mean_b h(b)`` for SV, k-SII, STII, FSII, Moebius, Co-Moebius (and SII at
         ``max_order=1``), the index's own empty-set value for SII, BII, BV and FBII.
+
+    Example:
+        >>> import torch
+        >>> import torchxplain as tx
+        >>> frequencies = torch.tensor([[0, 0, 0], [1, 0, 0], [1, 1, 0]], dtype=torch.bool)
+        >>> spec = tx.FourierSpectrum(frequencies, torch.tensor([1.0, 2.0, 0.5]))
+        >>> iv = tx.fourier.interaction_values(spec, torch.ones(1, 3), torch.zeros(1, 3), index="k-SII", max_order=2)
+        >>> iv[0], iv[1], iv[2][0, 0, 1]  # v(empty set), first-order values, the (0, 1) pair
+        (tensor([3.5000]), tensor([[-5., -1.,  0.]]), tensor(2.))
     """
     with settings.using(max_memory=max_memory, show_progress=show_progress):
         plan, xq = _plan(spectrum, x, background, groups, kernel, relaxed=False)  # the value functions' checks

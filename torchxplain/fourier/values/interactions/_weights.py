@@ -24,7 +24,7 @@ so an index of the whole game is ``I(T) = (1/|D|) Σ_{b,f} s_{b,f} W(c_{b,f}, t)
 * ``"Moebius"``    ``ω = [r = t]``:                   ``W = (-2)^t``.
 * ``"Co-Moebius"`` ``ω = 1`` (``I(T) = Σ_{R⊇T} m(R)``): ``W = (-2)^t (-1)^u``.
 * ``"SII"``        ``ω = 1/(r-t+1)``:                  ``W = (-2)^t [u even] / (u+1)``
-  (``∫_0^1 (1-2p)^u dp``; order 1 is the paper's Eq. 5, order 2 DESIGN §3's pairwise form).
+  (``∫_0^1 (1-2p)^u dp``; order 1 is the paper's Eq. 5, order 2 the pairwise form of the design page).
 * ``"BII"``        ``ω = 2^{t-r}``:                    ``W = (-2)^t [u = 0]``.
 * ``"STII"`` (order ``k``) lower orders are Möbius; for ``t = k``, ``ω = 1/C(r, k)`` (the Möbius mass of
   ``R`` is split evenly over its ``k``-subsets): ``W = (-2)^k Σ_{j=0}^{u} C(u, j) (-2)^j / C(k+j, k)``.
@@ -60,6 +60,7 @@ import torch
 from torch import Tensor
 
 Index = Literal["k-SII", "STII", "FSII", "FBII", "BII", "SII", "SV", "BV", "Moebius", "Co-Moebius"]
+#: The interaction indices ``interaction_values`` computes, by shapiq's names.
 INDICES: tuple[str, ...] = get_args(Index)
 
 #: indices whose order-0 entry is the baseline ``v(∅)`` in shapiq (``"SII"`` only at ``max_order = 1``)

@@ -16,11 +16,13 @@ row and keeping the diagonal. Blocks of rows and frequencies fit the memory budg
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, parse_memory, progress
-from torchxplain.fourier.spectrum._spectrum import FourierSpectrum
+from torchxplain.fourier.spectrum import FourierSpectrum
 from torchxplain.fourier.values._gemm import _group_layout
 from torchxplain.fourier.values.interactions._kernel import (
     _distinct_mask,
@@ -56,13 +58,15 @@ def paired_indices(
     frequencies = spectrum.frequencies.to(device)
     amplitudes = spectrum.amplitudes.to(device)
     if m == 0:  # no player: every frequency is a constant of the reference, only the empty set gets a value
-        signed = (1.0 - 2.0 * torch.remainder(references @ frequencies.to(xq.dtype).T, 2.0)) * amplitudes
-        out[0] = weight_table(index, order, 0, xq.dtype, device)[0, 0] * signed.sum(1)
+        weight = weight_table(index, order, 0, xq.dtype, device)[0, 0]
+        for f0, f1, q0, q1, freq in _blocks(frequencies, xq, 2):
+            signed = (1.0 - 2.0 * torch.remainder(references[q0:q1] @ freq.T, 2.0)) * amplitudes[f0:f1]
+            out[0][q0:q1] += weight * signed.sum(1)
         return out
     players, sizes = _support_players(frequencies, groups, m)
     table = weight_table(index, order, int(sizes.max()), xq.dtype, device)
     if groups is None and order == 1:
-        return _singleton_first_order(xq, references, frequencies.to(xq.dtype), amplitudes, table, out)
+        return _singleton_first_order(xq, references, frequencies, amplitudes, table, out)
     layout = None if groups is None else _group_layout(groups, m, frequencies.any(0))
     budget = parse_memory() // (2 * xq.element_size())
     for size in torch.unique(sizes).tolist():
@@ -94,18 +98,30 @@ def paired_indices(
     return out
 
 
+def _blocks(frequencies: Tensor, xq: Tensor, products: int) -> Iterator[tuple[int, int, int, int, Tensor]]:
+    """Yield ``(f0, f1, q0, q1, freq)``: chunks of the ``(k, n)`` bool frequencies as ``xq``'s floats (never all at
+    once) and blocks of rows, sized so a chunk and ``products`` ``(q, kc)`` intermediates fit the memory budget."""
+    k, n = frequencies.shape
+    rows = xq.shape[0]
+    budget = parse_memory() // (2 * xq.element_size())
+    kc = max(1, min(k, budget // max(n + products * max(rows, 1), 1)))
+    qc = max(1, min(rows, budget // max(products * kc, 1)))
+    for f0, f1 in chunk_bounds(k, kc):
+        freq = frequencies[f0:f1].to(xq.dtype)
+        for q0, q1 in chunk_bounds(rows, qc):
+            yield f0, f1, q0, q1, freq
+
+
 def _singleton_first_order(
-    xq: Tensor, references: Tensor, freq: Tensor, amplitudes: Tensor, table: Tensor, out: dict[int, Tensor]
+    xq: Tensor, references: Tensor, frequencies: Tensor, amplitudes: Tensor, table: Tensor, out: dict[int, Tensor]
 ) -> dict[int, Tensor]:
-    """Orders 0 and 1 of singleton players in two products per block of rows: with ``d = x* ⊕ b``, the counts are
-    ``c = d Fᵀ`` and the values ``d ∘ ((s · W(c, 1)) F)``."""
-    rows, k = xq.shape[0], freq.shape[0]
-    step = max(1, parse_memory() // (4 * max(k, 1) * xq.element_size()))
-    for q0, q1 in chunk_bounds(rows, step):
+    """Orders 0 and 1 of singleton players in two products per block of rows and frequencies: with
+    ``d = x* ⊕ b``, the counts are ``c = d Fᵀ`` and the values ``d ∘ ((s · W(c, 1)) F)`` (sums over frequencies)."""
+    for f0, f1, q0, q1, freq in _blocks(frequencies, xq, 4):
         ref = references[q0:q1]
         d = (xq[q0:q1] - ref).abs_()
-        c = (d @ freq.T).round_().long()  # (q, k) exact small integers
-        signed = (1.0 - 2.0 * torch.remainder(ref @ freq.T, 2.0)) * amplitudes
-        out[0][q0:q1] = (table[:, 0][c] * signed).sum(1)
-        out[1][q0:q1] = d * ((table[:, 1][c] * signed) @ freq)
+        c = (d @ freq.T).round_().long()  # (q, kc) exact small integers
+        signed = (1.0 - 2.0 * torch.remainder(ref @ freq.T, 2.0)) * amplitudes[f0:f1]
+        out[0][q0:q1] += (table[:, 0][c] * signed).sum(1)
+        out[1][q0:q1] += d * ((table[:, 1][c] * signed) @ freq)
     return out

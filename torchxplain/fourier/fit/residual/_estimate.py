@@ -1,0 +1,406 @@
+"""The correction: unbiased Shapley values of a black box, with standard errors, for many rows at once in rounds.
+
+For each explained row ``x`` and each background row ``b``, the pair game's values are the sum of an additive
+control variate's (exact) and a Monte Carlo estimate of the rest (:mod:`._design`):
+
+    φ̂_i(x) = mean_b [i ∈ Δ_b] (β_{b,i} + (f(x) - f(b) - Σ_{j ∈ Δ_b} β_{b,j}) / d_b)
+            + mean over the round's slots of a_i(S) (y - Σ_j β_{b,j} w_j).
+
+``β`` starts as the additive surrogate's ``g_j(x_j) - g_j(b_j)`` (:mod:`._additive`, fitted once for all rows on
+other rows) and, with ``regression=True``, is refined per pair by ridge least squares of ``y`` on ``w`` over the
+row's own samples of *earlier* rounds only. Each round's estimate is then unbiased given the rounds before it
+(whatever ``β`` is), so the mean over rounds is unbiased and the rounds' errors are uncorrelated (a martingale):
+the standard error is the root of the summed within-round variances over the number of rounds squared (within a
+round the slots are independent given the past; their distinct background rows and stratified sizes make the
+estimate of the variance conservative, never optimistic).
+
+Rounds are batched over every row still running; a row stops when its standard errors meet the tolerance (after
+``min_rounds`` rounds) or when another round would pass its budget of model rows. Draws are hashes of the row's
+values, the round and the slot (:mod:`._hashing`), and every decision counts rounds and rows, never seconds, so
+the same seed gives the same values for a row in any batch, chunking or load.
+
+An optional non-additive ``surrogate`` (a callable with exact values, e.g. a spectrum) is subtracted first: then
+the game corrected is that of ``f - g`` and ``φ(g)`` is added back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import torch
+from torch import Tensor
+
+from torchxplain._core import chunk_bounds, rows_per_chunk
+from torchxplain.fourier.fit._enumerate import PairGames, differing_players
+from torchxplain.fourier.fit.residual._additive import AdditiveModel, quiet
+from torchxplain.fourier.fit.residual._design import SizeLaw, draw, hybrids, size_table
+from torchxplain.fourier.fit.residual._hashing import combine, row_keys
+
+Criterion = Literal["max", "rms"]
+REFIT_FIRST, REFIT_GROWTH = 4, 1.5
+"""The per-pair regression is refitted after rounds 4, 6, 9, 13, ... (each 1.5 times the last)."""
+MAX_BLOCK = 8
+"""Most rounds drawn and queried together (the stopping rule is checked between blocks)."""
+
+
+class Surrogate(Protocol):
+    """A non-additive surrogate with exact values: ``g(z)`` at rows and its Shapley values at rows."""
+
+    def __call__(self, z: Tensor) -> Tensor: ...
+
+    def shapley(self, x: Tensor) -> Tensor: ...
+
+
+@dataclass(frozen=True)
+class CorrectionOptions:
+    """How far the correction goes.
+
+    Attributes:
+        tolerance: stop a row when its standard errors reach this, in the values' units (``None``: run to the
+            budget); ``criterion`` says which: ``"max"`` (every value's) or ``"rms"`` (their root mean square over
+            the row's players: what an R² target needs).
+        budget: most model rows per explained row for the correction (the row's ``f(x)`` and the background's
+            shared ``f(b)`` come on top).
+        min_rounds: rounds before a row may stop on its tolerance (its standard errors are estimates too).
+        slots: pairs per round (distinct background rows; all of them when there are fewer).
+        sizes: the law of coalition sizes (:func:`~._design.size_table`).
+        regression: refine the additive control variates per pair from the row's earlier rounds (when every
+            round takes every background row, ``slots >= D``; a pair of a larger background is drawn too rarely).
+        ridge: the per-pair regression's ridge, relative to the mean diagonal of its normal equations.
+        exact_pair_rows: a pair whose game has at most this many coalitions besides its endpoints
+            (``2^d - 2``) is enumerated through the model instead of sampled (exact, no variance; ``0``: none),
+            when a row's enumerated pairs fit its budget.
+        exact_row_rows: a row whose every pair can be enumerated for at most this many model rows (``Σ_b 2^d``,
+            and within its budget) is exact (``0``: none).
+        round_weights: the weight of each round in a row's estimate (the last one repeats beyond them; empty:
+            all alike). Fixed in advance, so the weighted mean stays unbiased: a plan sets them to the inverse of
+            the variance its pilot measured per round (the control variates improve as the rounds go).
+        seed: seeds every draw (with each row's values).
+    """
+
+    tolerance: float | None = None
+    criterion: Criterion = "max"
+    budget: int = 200_000
+    min_rounds: int = 16
+    slots: int = 64
+    sizes: SizeLaw = "uniform"
+    regression: bool = True
+    ridge: float = 0.05
+    exact_pair_rows: int = 0
+    exact_row_rows: int = 0
+    round_weights: tuple[float, ...] = ()
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Values ``(Q, m)`` float64 and their standard errors ``(Q, m)``, the model rows each row spent on the
+    correction ``(Q,)``, its rounds ``(Q,)``, and the variance of one round's estimate, averaged over the rows
+    and players that ran it, per round ``(T,)`` (what a plan's round weights come from)."""
+
+    values: Tensor
+    standard_errors: Tensor
+    model_rows: Tensor
+    rounds: Tensor
+    round_variance: Tensor
+
+
+def round_weights(weights: tuple[float, ...], t: int, k: int, device: torch.device) -> Tensor:
+    """``(k,)`` float64 weights of rounds ``t .. t + k - 1`` (the last given weight repeats; none: ones)."""
+    if not weights:
+        return torch.ones(k, dtype=torch.float64, device=device)
+    index = torch.arange(t, t + k).clamp(max=len(weights) - 1)
+    return torch.tensor(weights, dtype=torch.float64)[index].to(device)
+
+
+def block(t: int, refits: list[int], min_rounds: int) -> int:
+    """How many rounds to draw together from round ``t``: one at first, then up to :data:`MAX_BLOCK` (a quarter
+    of the rounds so far), never past the next refit or ``min_rounds`` (a function of ``t`` only: the same rows
+    stop at the same rounds in any batch)."""
+    k = max(1, min(MAX_BLOCK, t // 4))
+    for stop in (*refits, min_rounds):
+        if t < stop:
+            k = min(k, stop - t)
+    return k
+
+
+def refit_rounds(limit: int) -> set[int]:
+    """The rounds after which the per-pair regression is refitted (module constants), up to ``limit``."""
+    out, t = set(), float(REFIT_FIRST)
+    while t <= limit:
+        out.add(int(t))
+        t *= REFIT_GROWTH
+    return out
+
+
+def correct(
+    query: Callable[[Tensor], Tensor],
+    x: Tensor,
+    background: Tensor,
+    players: Tensor,
+    m: int,
+    *,
+    additive: AdditiveModel | None = None,
+    surrogate: Surrogate | None = None,
+    options: CorrectionOptions = CorrectionOptions(),  # noqa: B008 (frozen, immutable)
+) -> Estimate:
+    """Shapley values of ``query`` at rows ``x`` against ``background``, with standard errors (module docstring).
+
+    Args:
+        query: the model, ``(N, n)`` rows -> ``(N,)`` float64 (an :class:`~torchxplain.fourier.fit._oracle.Oracle`);
+            queried at hybrids that take each player's columns whole from the row or the background row.
+        x: ``(Q, n)`` rows; background: ``(D, n)`` (binary codes or raw real rows).
+        players: ``(n,)`` int64 player of each column; m: the number of players.
+        additive: the control variates' start (``None``: zero).
+        surrogate: a non-additive surrogate subtracted first (``None``: none).
+        options: tolerance, budget and design (:class:`CorrectionOptions`).
+    """
+    device = x.device
+    game = quiet(query if surrogate is None else _Residual(query, surrogate))  # many small batches: no bars
+    table = size_table(m, options.sizes, device)
+    f_background = game(background)
+    contributions_b = additive.contributions(background) if additive is not None else None
+    q_rows, d_rows = x.shape[0], background.shape[0]
+    slots = min(options.slots, d_rows)
+    per_row = 8 * d_rows * m * 8
+    if options.regression and slots >= d_rows:  # normal equations, and the rounds buffered between refits
+        buffered = options.budget // (2 * slots) * (REFIT_GROWTH - 1) / REFIT_GROWTH + 1
+        per_row += 8 * d_rows * m * (m + 1) + int(12 * d_rows * (m + 1) * buffered)
+    per_row += 8 * slots * (x.shape[1] * 4 + m * 12)
+    values = torch.zeros(q_rows, m, dtype=torch.float64, device=device)
+    errors = torch.zeros_like(values)
+    model_rows = torch.zeros(q_rows, dtype=torch.long, device=device)
+    rounds = torch.zeros_like(model_rows)
+    curve_sum = torch.zeros(0, dtype=torch.float64, device=device)
+    curve_count = torch.zeros(0, dtype=torch.float64, device=device)
+    for a, c in chunk_bounds(q_rows, rows_per_chunk(per_row, q_rows)):
+        part = _Rows(game, x[a:c], background, players, m, f_background, options, table, slots)
+        part.start(None if additive is None else additive.contributions(x[a:c]), contributions_b)
+        part.run()
+        values[a:c], errors[a:c], model_rows[a:c], rounds[a:c] = part.result()
+        total, count = part.curve()
+        width = max(total.numel(), curve_sum.numel())
+        curve_sum = torch.nn.functional.pad(curve_sum, (0, width - curve_sum.numel())) + torch.nn.functional.pad(
+            total, (0, width - total.numel())
+        )
+        curve_count = torch.nn.functional.pad(curve_count, (0, width - curve_count.numel())) + torch.nn.functional.pad(
+            count, (0, width - count.numel())
+        )
+    if surrogate is not None:
+        values += surrogate.shapley(x).to(torch.float64)
+    return Estimate(values, errors, model_rows, rounds, curve_sum / curve_count.clamp(min=1.0))
+
+
+class _Residual:
+    """``f - g`` at rows: the game the correction estimates when a non-additive surrogate is subtracted."""
+
+    def __init__(self, query: Callable[[Tensor], Tensor], surrogate: Surrogate) -> None:
+        self.query, self.surrogate = query, surrogate
+
+    def __call__(self, z: Tensor) -> Tensor:
+        return self.query(z) - self.surrogate(z).to(torch.float64)
+
+
+class _Rows:
+    """The state of one chunk of rows through the rounds."""
+
+    def __init__(
+        self,
+        game: Callable[[Tensor], Tensor],
+        x: Tensor,
+        background: Tensor,
+        players: Tensor,
+        m: int,
+        f_background: Tensor,
+        options: CorrectionOptions,
+        table: Tensor,
+        slots: int,
+    ) -> None:
+        self.game, self.x, self.background, self.players, self.m = game, x, background, players, m
+        self.options, self.table, self.slots = options, table, slots
+        q_rows, d_rows = x.shape[0], background.shape[0]
+        device = x.device
+        self.keys = row_keys(x, options.seed)
+        self.differ = differing_players(
+            x.repeat_interleave(d_rows, 0), background.repeat(q_rows, 1), players, m
+        ).reshape(q_rows, d_rows, m)
+        self.d = self.differ.sum(2)
+        self.f_x = game(x)
+        self.delta_f = self.f_x[:, None] - f_background[None, :]  # (Q, D)
+        self.sum = torch.zeros(q_rows, m, dtype=torch.float64, device=device)
+        self.variance = torch.zeros_like(self.sum)
+        self.weight = torch.zeros(q_rows, dtype=torch.float64, device=device)  # Σ_t w_t of each row
+        self.curve_sum: list[Tensor] = []  # per round: Σ over rows and players of the round's variance
+        self.curve_count: list[Tensor] = []
+        self.model_rows = torch.zeros(q_rows, dtype=torch.long, device=device)
+        self.rounds = torch.zeros(q_rows, dtype=torch.long, device=device)
+        cost = 2 ** self.d.clamp(max=62) * (self.d >= 2)  # model rows to enumerate each pair
+        whole = cost.sum(1) <= min(options.exact_row_rows, options.budget)  # rows cheaper to enumerate outright
+        cheap = (self.d >= 2) & (cost - 2 <= options.exact_pair_rows)
+        paid = (cost * cheap).sum(1) <= options.budget  # a row enumerates its cheap pairs within its budget
+        self.enumerated = (cheap & paid[:, None]) | ((self.d >= 2) & whole[:, None])
+        self.sampled = (self.d >= 2) & ~self.enumerated
+        self.pair_values = torch.zeros(q_rows, d_rows, m, dtype=torch.float64, device=device)
+        if bool(self.enumerated.any()):
+            q_index, b_index = self.enumerated.nonzero().unbind(1)
+            games = PairGames(x[q_index], background[b_index], players, m)
+            self.pair_values[q_index, b_index] = games.shapley(game(games.points))
+            self.model_rows.index_add_(0, q_index, 2 ** self.d[q_index, b_index])
+        self.regression = options.regression and slots >= d_rows
+        live_pairs = self.sampled.sum(1)
+        self.cost = 2 * ((live_pairs * slots + d_rows - 1) // d_rows)  # model rows of one round, per row
+        self.active = live_pairs > 0
+
+    def start(self, contributions_x: Tensor | None, contributions_b: Tensor | None) -> None:
+        """The control variates' start: the additive surrogate's per-pair differences (zero without one)."""
+        on = self.differ.to(torch.float64)
+        if contributions_x is None or contributions_b is None:
+            self.beta0 = torch.zeros_like(on)
+        else:
+            self.beta0 = (contributions_x[:, None, :] - contributions_b[None, :, :]) * on
+        self.beta = self.beta0.clone()
+        if self.regression:
+            q_rows, d_rows, m = self.differ.shape
+            self.gram = torch.zeros(q_rows, d_rows, m, m, dtype=torch.float64, device=self.x.device)
+            self.moment = torch.zeros(q_rows, d_rows, m, dtype=torch.float64, device=self.x.device)
+            # rounds since the last refit: (ids, coalitions, s/d, targets), each (A, D, n, ...) with n rounds
+            self.buffer: list[tuple[Tensor, Tensor, Tensor, Tensor]] = []
+
+    def exact_part(self, ids: Tensor) -> Tensor:
+        """``(A, m)`` the known part of the estimate: the background mean over pairs of
+        ``[i ∈ Δ_b] (β_{b,i} + (f(x) - f(b) - Σ_{Δ_b} β_b) / d_b)``, or of the pair's values where it was
+        enumerated."""
+        beta, on, d = self.beta[ids], self.differ[ids].to(torch.float64), self.d[ids]
+        rest = (self.delta_f[ids] - (beta * on).sum(2)) / d.clamp(min=1).to(torch.float64)
+        known = torch.where(self.enumerated[ids][..., None], self.pair_values[ids], (beta + rest[..., None]) * on)
+        return known.mean(1)
+
+    def run(self) -> None:
+        """Rounds until every row met its tolerance or spent its budget, in blocks of rounds (:func:`block`)."""
+        refits = sorted(refit_rounds(self.options.budget))
+        t = 0
+        while bool(self.active.any()):
+            ids = self.active.nonzero()[:, 0]
+            k = block(t, refits if self.regression else [], self.options.min_rounds)
+            self._rounds(ids, t, k)
+            t += k
+            if self.regression and t in refits:
+                self._refit(ids)
+            self.active[ids] = self._continues(ids, t)
+
+    def _rounds(self, ids: Tensor, t: int, k: int) -> None:
+        """Rounds ``t .. t + k - 1`` of the rows ``ids``, drawn and queried together."""
+        a_rows, device = ids.numel(), self.x.device
+        keys = combine(self.keys[ids][:, None], torch.arange(t, t + k, device=device)[None, :]).reshape(-1)
+        rows = ids.repeat_interleave(k)
+        # a row takes the rounds of the block its budget pays for (the last block may be cut short)
+        afford = ((self.options.budget - self.model_rows[ids]) // self.cost[ids].clamp(min=1)).clamp(max=k)
+        taken = (torch.arange(k, device=device)[None, :] < afford[:, None]).reshape(-1)
+        sample = draw(
+            keys, self.differ[rows], self.slots, self.table, self.options.sizes, self.sampled[rows] & taken[:, None]
+        )
+        slots = sample.background.shape[1]
+        live = sample.live.reshape(-1).nonzero()[:, 0]
+        odd = torch.zeros(a_rows * k * slots, dtype=torch.float64, device=device)
+        if live.numel():
+            z, z2 = hybrids(self.x[rows], self.background, sample, self.players, live)
+            values = self.game(torch.cat((z, z2)))
+            odd[live] = (values[: live.numel()] - values[live.numel() :]) / 2
+        delta_f = torch.gather(self.delta_f[rows], 1, sample.background)  # (A k, R)
+        y = odd.reshape(-1, slots) - sample.line * delta_f
+        index = sample.background[:, :, None].expand(-1, -1, self.m)
+        beta = torch.gather(self.beta[rows], 1, index)  # (A k, R, m)
+        inside, on = sample.inside.to(torch.float64), sample.on.to(torch.float64)
+        resid = y - (inside * beta).sum(2) + sample.ratio * (on * beta).sum(2)  # y - Σ_j w_j β_j
+        # Σ_k a_ik r_k and Σ_k a_ik² r_k² as batched products (a = on·N + inside·(P - N); inside ⊆ on)
+        low = sample.negative * resid
+        high = sample.positive * resid
+        by_on = on.transpose(1, 2) @ torch.stack((low, low.square()), 2)  # (A k, m, 2)
+        by_inside = inside.transpose(1, 2) @ torch.stack((high - low, high.square() - low.square()), 2)
+        mean = (by_on[..., 0] + by_inside[..., 0]) / slots
+        square = by_on[..., 1] + by_inside[..., 1]
+        spread = (square - slots * mean.square()) / (slots * (slots - 1)) if slots > 1 else 0 * mean
+        w_t = round_weights(self.options.round_weights, t, k, device)
+        weight = (taken.reshape(a_rows, k).to(torch.float64) * w_t).reshape(-1, 1)
+        self.sum[ids] += (mean * weight).reshape(a_rows, k, self.m).sum(1)
+        self.sum[ids] += weight.reshape(a_rows, k).sum(1, keepdim=True) * self.exact_part(ids)
+        self.variance[ids] += (spread * weight.square()).reshape(a_rows, k, self.m).sum(1)
+        self.weight[ids] += weight.reshape(a_rows, k).sum(1)
+        self.rounds[ids] += afford
+        ran = taken.reshape(a_rows, k).to(torch.float64)
+        self.curve_sum.append((spread.reshape(a_rows, k, self.m).mean(2) * ran).sum(0))
+        self.curve_count.append(ran.sum(0))
+        self.model_rows[ids] += 2 * sample.live.reshape(a_rows, -1).sum(1)
+        if self.regression:  # slot j is background row j: one sample per pair and round, kept for the refit
+            gap = beta - torch.gather(self.beta0[rows], 1, index)  # the regression's part of β
+            target = (resid + (inside * gap).sum(2) - sample.ratio * (on * gap).sum(2)) * sample.live
+            ratio = sample.ratio
+            self.buffer.append(
+                (
+                    ids,
+                    sample.inside.reshape(a_rows, k, slots, self.m).transpose(1, 2),
+                    ratio.reshape(a_rows, k, slots).transpose(1, 2),
+                    target.reshape(a_rows, k, slots).transpose(1, 2),
+                )
+            )
+
+    def _refit(self, ids: Tensor) -> None:
+        """``β = β_0 + (G + λ I)^{-1} h`` per pair of the running rows, from the rounds so far (the rounds since
+        the last refit enter ``G`` and ``h`` here, as one batched product per pair)."""
+        # every buffered round ran a superset of today's rows (rows only stop): keep their part. With
+        # w = I - c·on (I the coalition's indicators, c = s/d, on the pair's differing players):
+        # Σ w wᵀ = Σ I Iᵀ - u onᵀ - on uᵀ + (Σ c²) on onᵀ with u = Σ c I (Σ I Iᵀ: exact counts in float32)
+        at = [torch.searchsorted(part[0], ids) for part in self.buffer]
+        inside = torch.cat([part[1][i] for part, i in zip(self.buffer, at)], 2).to(torch.float32)  # (A, D, n, m)
+        c = torch.cat([part[2][i] for part, i in zip(self.buffer, at)], 2)  # (A, D, n)
+        y = torch.cat([part[3][i] for part, i in zip(self.buffer, at)], 2)  # (A, D, n)
+        self.buffer = []
+        # one product for Σ I Iᵀ, u = Σ c I and Σ y I (float32: exact counts; the others only steer the control
+        # variates, which any β keeps unbiased)
+        right = torch.cat((inside, c[..., None].to(torch.float32), y[..., None].to(torch.float32)), 3)
+        products = (inside.transpose(2, 3) @ right).to(torch.float64)  # (A, D, m, m + 2)
+        counts, u, iy = products[..., : self.m], products[..., self.m], products[..., self.m + 1]
+        on = self.differ[ids].to(torch.float64)
+        cross = u[..., :, None] * on[..., None, :]
+        self.gram[ids] += (
+            counts
+            - cross
+            - cross.transpose(2, 3)
+            + c.square().sum(2)[..., None, None] * (on[..., :, None] * on[..., None, :])
+        )
+        self.moment[ids] += iy - (c * y).sum(2)[..., None] * on
+        gram, moment = self.gram[ids], self.moment[ids]
+        eye = torch.eye(self.m, dtype=torch.float64, device=self.x.device)
+        d = self.d[ids].clamp(min=1).to(torch.float64)
+        scale = gram.diagonal(dim1=2, dim2=3).sum(2) / d
+        ridge = self.options.ridge * scale + 1e-12
+        factor, _ = torch.linalg.cholesky_ex(gram + ridge[..., None, None] * eye)  # positive definite: ridge > 0
+        solved = torch.cholesky_solve(moment[..., None], factor)[..., 0]
+        self.beta[ids] = self.beta0[ids] + solved * self.differ[ids]
+
+    def _continues(self, ids: Tensor, t: int) -> Tensor:
+        """Which of the running rows ``ids`` take more rounds (at least one more fits their budget)."""
+        options = self.options
+        room = self.model_rows[ids] + self.cost[ids] <= options.budget
+        if options.tolerance is None or t < options.min_rounds:
+            return room
+        se = self.variance[ids].sqrt() / self.weight[ids].clamp(min=1e-300)[:, None]
+        spread = se.amax(1) if options.criterion == "max" else se.square().mean(1).sqrt()
+        return room & (spread > options.tolerance)
+
+    def result(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """``(values, standard errors, model rows, rounds)`` of the chunk."""
+        w = self.weight.clamp(min=1e-300)[:, None]
+        every = torch.arange(self.x.shape[0], device=self.x.device)
+        values = torch.where(self.rounds[:, None] > 0, self.sum / w, self.exact_part(every))
+        return values, self.variance.sqrt() / w, self.model_rows, self.rounds
+
+    def curve(self) -> tuple[Tensor, Tensor]:
+        """Per round: the summed variance of the rows' round estimates (averaged over players) and how many rows
+        ran it."""
+        if not self.curve_sum:
+            empty = torch.zeros(0, dtype=torch.float64, device=self.x.device)
+            return empty, empty
+        return torch.cat(self.curve_sum), torch.cat(self.curve_count)
