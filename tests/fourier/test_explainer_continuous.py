@@ -129,6 +129,37 @@ def test_enumeration_on_continuous_rows_is_exact_through_the_model():
         explainer.save("never.pt")
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_enumeration_hybrids_are_exact_copies_for_grouped_players_and_pairs_of_every_size(dtype):
+    rng = np.random.default_rng(11)
+    bg = rng.normal(size=(6, 6))
+    x = rng.normal(size=(5, 6))
+    x[0] = bg[0]  # a row equal to a background row: a pair with no differing player
+    x[1, :3] = bg[1, :3]  # pairs that differ in some players only
+    x[2, 4] = -0.0  # signed zeros survive the bitwise selection
+    bg[2, 4] = 0.0
+    groups = np.array([0, 0, 1, 2, 2, 3])
+    seen = []
+
+    def model(z):
+        if isinstance(z, torch.Tensor):
+            seen.append(z)
+            z = z.double()
+        lib = torch if isinstance(z, torch.Tensor) else np
+        sign = lib.copysign(lib.ones_like(z[:, 4]), z[:, 4])  # tells -0.0 from 0.0
+        return lib.tanh(z[:, 0] * z[:, 1] - z[:, 2]) + z[:, 3] * z[:, 4] ** 2 + sign * z[:, 5]
+
+    bg_t, x_t = torch.tensor(bg, dtype=dtype), torch.tensor(x, dtype=dtype)
+    explainer = tx.FourierShap(model, bg_t, groups=torch.tensor(groups), method="enumerate")
+    values = explainer.explain(x_t).values
+    reference = model_shapley(model, x_t.double().numpy(), bg_t.double().numpy(), groups)
+    np.testing.assert_allclose(values.double().numpy(), reference, atol=1e-5 if dtype == torch.float32 else 1e-9)
+    queried = torch.cat(seen).double()
+    allowed = torch.cat((x_t, bg_t)).double()  # every entry of a hybrid is the row's or the background row's
+    assert bool((queried[:, :, None] == allowed.T[None]).any(2).all())
+    assert bool(torch.signbit(queried[:, 4][queried[:, 4] == 0]).any())
+
+
 class _MLP(torch.nn.Module):
     """A fixed random ReLU network on 6 features (its hybrids have interactions of every order)."""
 

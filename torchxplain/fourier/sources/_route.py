@@ -87,7 +87,7 @@ GRID_CHECK = 4096
 
 # Our own algebra, seconds per unit at REFERENCE_SECONDS (one CPU thread of the project's 2-core x86 machine,
 # measured by benchmarks/route_costs.py). They only have to rank routes whose costs differ by large factors.
-ENUMERATE_PER_ROW = 2e-8
+ENUMERATE_PER_ROW = 1e-8
 """Building a hybrid and weighing its game value, per model row and per column."""
 TABULATE_PER_POINT = 1.2e-6
 """Expanding a level table into Walsh terms, per grid point and per player."""

@@ -159,7 +159,8 @@ def draw(
     q_rows, n_background, m = differ.shape
     device = differ.device
     background = slot_backgrounds(keys, n_background, slots)
-    delta = torch.gather(differ, 1, background[:, :, None].expand(-1, -1, m))  # (Q, R, m)
+    every = background.shape[1] == n_background  # slot j is background row j
+    delta = differ if every else torch.gather(differ, 1, background[:, :, None].expand(-1, -1, m))  # (Q, R, m)
     d = delta.sum(2)
     live = d >= 2 if sampled is None else (d >= 2) & torch.gather(sampled, 1, background)
     slots_n = background.shape[1]

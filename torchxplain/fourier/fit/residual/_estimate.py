@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, rows_per_chunk
-from torchxplain.fourier.fit._enumerate import PairGames, differing_players
+from torchxplain.fourier.fit._enumerate import PairGames, differing_players, pair_sizes
 from torchxplain.fourier.fit.residual._additive import AdditiveModel, quiet
 from torchxplain.fourier.fit.residual._design import SizeLaw, draw, hybrids, size_table
 from torchxplain.fourier.fit.residual._hashing import combine, row_keys
@@ -166,8 +166,9 @@ def correct(
     slots = min(options.slots, d_rows)
     per_row = 8 * d_rows * m * 8
     if options.regression and slots >= d_rows:  # normal equations, and the rounds buffered between refits
+        widest = int(pair_sizes(x, background, players, m).max()) if q_rows else 0
         buffered = options.budget // (2 * slots) * (REFIT_GROWTH - 1) / REFIT_GROWTH + 1
-        per_row += 8 * d_rows * m * (m + 1) + int(12 * d_rows * (m + 1) * buffered)
+        per_row += 8 * d_rows * widest * (widest + 2) + int(d_rows * (m + 8 * widest + 8) * buffered)
     per_row += 8 * slots * (x.shape[1] * 4 + m * 12)
     values = torch.zeros(q_rows, m, dtype=torch.float64, device=device)
     errors = torch.zeros_like(values)
@@ -227,6 +228,11 @@ class _Rows:
             x.repeat_interleave(d_rows, 0), background.repeat(q_rows, 1), players, m
         ).reshape(q_rows, d_rows, m)
         self.d = self.differ.sum(2)
+        # the per-pair regression runs over the pair's differing players only: their indices (Q, D, w), padded
+        widest = int(self.d.max()) if self.d.numel() else 0
+        order = torch.sort(self.differ.to(torch.int8), dim=2, descending=True, stable=True).indices
+        self.members = order[..., :widest]
+        self.member_on = torch.gather(self.differ, 2, self.members)
         self.f_x = game(x)
         self.delta_f = self.f_x[:, None] - f_background[None, :]  # (Q, D)
         self.sum = torch.zeros(q_rows, m, dtype=torch.float64, device=device)
@@ -262,9 +268,10 @@ class _Rows:
             self.beta0 = (contributions_x[:, None, :] - contributions_b[None, :, :]) * on
         self.beta = self.beta0.clone()
         if self.regression:
-            q_rows, d_rows, m = self.differ.shape
-            self.gram = torch.zeros(q_rows, d_rows, m, m, dtype=torch.float64, device=self.x.device)
-            self.moment = torch.zeros(q_rows, d_rows, m, dtype=torch.float64, device=self.x.device)
+            q_rows, d_rows, w = self.members.shape
+            # float32: the regression only steers the control variates, which keep the estimate unbiased for any β
+            self.gram = torch.zeros(q_rows, d_rows, w, w, dtype=torch.float32, device=self.x.device)
+            self.moment = torch.zeros(q_rows, d_rows, w, dtype=torch.float32, device=self.x.device)
             # rounds since the last refit: (ids, coalitions, s/d, targets), each (A, D, n, ...) with n rounds
             self.buffer: list[tuple[Tensor, Tensor, Tensor, Tensor]] = []
 
@@ -311,7 +318,8 @@ class _Rows:
         delta_f = torch.gather(self.delta_f[rows], 1, sample.background)  # (A k, R)
         y = odd.reshape(-1, slots) - sample.line * delta_f
         index = sample.background[:, :, None].expand(-1, -1, self.m)
-        beta = torch.gather(self.beta[rows], 1, index)  # (A k, R, m)
+        every = slots == self.background.shape[0]  # slot j is background row j (slot_backgrounds)
+        beta = self.beta[rows] if every else torch.gather(self.beta[rows], 1, index)  # (A k, R, m)
         inside, on = sample.inside.to(torch.float64), sample.on.to(torch.float64)
         resid = y - (inside * beta).sum(2) + sample.ratio * (on * beta).sum(2)  # y - Σ_j w_j β_j
         # Σ_k a_ik r_k and Σ_k a_ik² r_k² as batched products (a = on·N + inside·(P - N); inside ⊆ on)
@@ -334,7 +342,7 @@ class _Rows:
         self.curve_count.append(ran.sum(0))
         self.model_rows[ids] += 2 * sample.live.reshape(a_rows, -1).sum(1)
         if self.regression:  # slot j is background row j: one sample per pair and round, kept for the refit
-            gap = beta - torch.gather(self.beta0[rows], 1, index)  # the regression's part of β
+            gap = beta - self.beta0[rows]  # the regression's part of β (every slot: slot j is background row j)
             target = (resid + (inside * gap).sum(2) - sample.ratio * (on * gap).sum(2)) * sample.live
             ratio = sample.ratio
             self.buffer.append(
@@ -347,22 +355,25 @@ class _Rows:
             )
 
     def _refit(self, ids: Tensor) -> None:
-        """``β = β_0 + (G + λ I)^{-1} h`` per pair of the running rows, from the rounds so far (the rounds since
-        the last refit enter ``G`` and ``h`` here, as one batched product per pair)."""
+        """``β = β_0 + (G + λ I)^{-1} h`` per pair of the running rows over the pair's differing players, from the
+        rounds so far (the rounds since the last refit enter ``G`` and ``h`` here, as one batched product per pair)."""
         # every buffered round ran a superset of today's rows (rows only stop): keep their part. With
         # w = I - c·on (I the coalition's indicators, c = s/d, on the pair's differing players):
         # Σ w wᵀ = Σ I Iᵀ - u onᵀ - on uᵀ + (Σ c²) on onᵀ with u = Σ c I (Σ I Iᵀ: exact counts in float32)
         at = [torch.searchsorted(part[0], ids) for part in self.buffer]
-        inside = torch.cat([part[1][i] for part, i in zip(self.buffer, at)], 2).to(torch.float32)  # (A, D, n, m)
-        c = torch.cat([part[2][i] for part, i in zip(self.buffer, at)], 2)  # (A, D, n)
-        y = torch.cat([part[3][i] for part, i in zip(self.buffer, at)], 2)  # (A, D, n)
+        members, on_bool = self.members[ids], self.member_on[ids]  # (A, D, w)
+        inside = torch.cat([part[1][i] for part, i in zip(self.buffer, at)], 2)  # (A, D, n, m)
+        index = members[:, :, None, :].expand(-1, -1, inside.shape[2], -1)
+        inside = (torch.gather(inside, 3, index) & on_bool[:, :, None, :]).to(torch.float32)  # (A, D, n, w)
+        c = torch.cat([part[2][i] for part, i in zip(self.buffer, at)], 2).to(torch.float32)  # (A, D, n)
+        y = torch.cat([part[3][i] for part, i in zip(self.buffer, at)], 2).to(torch.float32)  # (A, D, n)
         self.buffer = []
-        # one product for Σ I Iᵀ, u = Σ c I and Σ y I (float32: exact counts; the others only steer the control
-        # variates, which any β keeps unbiased)
-        right = torch.cat((inside, c[..., None].to(torch.float32), y[..., None].to(torch.float32)), 3)
-        products = (inside.transpose(2, 3) @ right).to(torch.float64)  # (A, D, m, m + 2)
-        counts, u, iy = products[..., : self.m], products[..., self.m], products[..., self.m + 1]
-        on = self.differ[ids].to(torch.float64)
+        # one product for Σ I Iᵀ, u = Σ c I and Σ y I (float32: exact counts; the rest only steers)
+        right = torch.cat((inside, c[..., None], y[..., None]), 3)
+        w = members.shape[2]
+        products = inside.transpose(2, 3) @ right  # (A, D, w, w + 2)
+        counts, u, iy = products[..., :w], products[..., w], products[..., w + 1]
+        on = on_bool.to(torch.float32)
         cross = u[..., :, None] * on[..., None, :]
         self.gram[ids] += (
             counts
@@ -372,13 +383,15 @@ class _Rows:
         )
         self.moment[ids] += iy - (c * y).sum(2)[..., None] * on
         gram, moment = self.gram[ids], self.moment[ids]
-        eye = torch.eye(self.m, dtype=torch.float64, device=self.x.device)
-        d = self.d[ids].clamp(min=1).to(torch.float64)
+        d = self.d[ids].clamp(min=1).to(torch.float32)
         scale = gram.diagonal(dim1=2, dim2=3).sum(2) / d
         ridge = self.options.ridge * scale + 1e-12
-        factor, _ = torch.linalg.cholesky_ex(gram + ridge[..., None, None] * eye)  # positive definite: ridge > 0
-        solved = torch.cholesky_solve(moment[..., None], factor)[..., 0]
-        self.beta[ids] = self.beta0[ids] + solved * self.differ[ids]
+        gram.diagonal(dim1=2, dim2=3).add_(ridge[..., None])  # a copy (advanced indexing): self.gram unchanged
+        factor, info = torch.linalg.cholesky_ex(gram)  # positive definite (ridge > 0) unless float32 rounding
+        solved = torch.cholesky_solve(moment[..., None], factor)[..., 0] * on
+        solved = torch.where((info == 0)[..., None], solved, 0.0)  # a failed factor keeps the pair's β_0
+        gap = torch.zeros_like(self.beta0[ids]).scatter_add_(2, members, solved.to(torch.float64))
+        self.beta[ids] = self.beta0[ids] + gap
 
     def _continues(self, ids: Tensor, t: int) -> Tensor:
         """Which of the running rows ``ids`` take more rounds (at least one more fits their budget)."""
