@@ -97,6 +97,20 @@ def choose_route(
     return "spectrum" if terms <= (AUTO_MAX_OBLIVIOUS if oblivious else AUTO_MAX_TERMS) else "leaves"
 
 
+def checked_outputs(ensembles: list[TreeEnsemble], raw: Tensor, names: FeatureNames | None) -> Outputs:
+    """The explained outputs of the parsed ``ensembles``, once ``(B, p)`` background rows ``raw`` (with a
+    DataFrame's column ``names``) are checked against the model's width and fit-time names.
+
+    Raises:
+        ValueError: a background of the wrong width, or with other columns (or another order) than the model's.
+    """
+    first = ensembles[0]
+    if raw.shape[1] != first.n_features:
+        raise ValueError(f"background has {raw.shape[1]} features, but {first.description} expects {first.n_features}")
+    check_feature_names(first.feature_names, fitted_names(names, first.names), "background")
+    return Outputs(tuple(e.target for e in ensembles), tuple(e.output or e.description for e in ensembles))
+
+
 def tree_encoder(
     model: Any,
     raw: Tensor,
@@ -123,12 +137,7 @@ def tree_encoder(
             other columns (or another column order) than the model's, or non-binary rows under the binary encoding.
     """
     ensembles = parse_model_outputs(model, target) if ensembles is None else ensembles
-    outputs = Outputs(tuple(e.target for e in ensembles), tuple(e.output or e.description for e in ensembles))
-    if raw.shape[1] != ensembles[0].n_features:
-        raise ValueError(
-            f"background has {raw.shape[1]} features, but {ensembles[0].description} expects {ensembles[0].n_features}"
-        )
-    check_feature_names(ensembles[0].feature_names, fitted_names(names, ensembles[0].names), "background")
+    outputs = checked_outputs(ensembles, raw, names)
     # every output's splits: one encoding serves them all
     resolved = resolve_encoding(encoding, ensembles, lambda: TreeEncoding.from_ensembles(ensembles), raw)
     encoder: InputEncoder
@@ -217,10 +226,5 @@ class Trees(Source):
         codec = category_codec(ensembles, background, first.unseen_category)
         converted = rows(background if codec is None else codec.encode(background, "background"), "background")
         raw, names = converted.tensor, converted.feature_names
-        if raw.shape[1] != first.n_features:
-            raise ValueError(
-                f"background has {raw.shape[1]} features, but {first.description} expects {first.n_features}"
-            )
-        check_feature_names(first.feature_names, fitted_names(names, first.names), "background")
-        outputs = Outputs(tuple(e.target for e in ensembles), tuple(e.output or e.description for e in ensembles))
+        outputs = checked_outputs(ensembles, raw, names)
         return leaf_built(ensembles, raw, names, outputs, groups, tables, codec)
