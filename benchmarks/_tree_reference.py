@@ -25,9 +25,43 @@ import numpy as np
 from torchxplain.fourier.trees.adapters._dispatch import parse_model_outputs
 
 
+def _splits(ensemble: Any) -> list[dict[str, Any]]:
+    """Every split of the ensemble as a dict ``feature, threshold, nan_right, zero_is_missing, category`` (the row
+    of ``category_sets``, ``-1`` for a threshold): the node table's internal nodes, then the oblivious blocks'."""
+    out = []
+    category = ensemble.category_split
+    for node in np.flatnonzero(ensemble.left >= 0):
+        out.append(
+            {
+                "feature": int(ensemble.feature[node]),
+                "threshold": float(ensemble.threshold[node]),
+                "nan_right": bool(ensemble.nan_right[node]),
+                "zero_is_missing": bool(ensemble.zero_is_missing[node]),
+                "category": -1 if category is None else int(category[node]),
+                "node": int(node),
+            }
+        )
+    for block in ensemble.oblivious:
+        for t in range(block.n_trees):
+            for j in range(block.depth):
+                out.append(
+                    {
+                        "feature": int(block.feature[t, j]),
+                        "threshold": float(block.threshold[t, j]),
+                        "nan_right": bool(block.nan_right[t, j]),
+                        "zero_is_missing": bool(block.zero_is_missing[t, j]),
+                        "category": -1,
+                    }
+                )
+    return out
+
+
 def _leaf_paths(ensemble: Any) -> list[tuple[float, list[tuple[int, int, bool]]]]:
-    """``[(value, [(feature, split row, goes right), ...]), ...]`` for every leaf of the node table."""
-    node_split = np.cumsum(~ensemble.is_leaf) - 1
+    """``[(value, [(feature, split, goes right), ...]), ...]`` for every leaf (``split`` indexes :func:`_splits`):
+    the node table's leaves, then every oblivious tree's ``2^d`` leaves (leaf ``i`` goes right at level ``j`` when
+    bit ``j`` of ``i`` is set)."""
+    inner = np.flatnonzero(ensemble.left >= 0)
+    split_of = {int(node): i for i, node in enumerate(inner)}
     out = []
     for root in ensemble.roots:
         stack = [(int(root), [])]
@@ -36,29 +70,64 @@ def _leaf_paths(ensemble: Any) -> list[tuple[float, list[tuple[int, int, bool]]]
             if ensemble.left[node] < 0:
                 out.append((float(ensemble.value[node]), path))
                 continue
-            split = int(node_split[node])
+            split = split_of[node]
             feature = int(ensemble.feature[node])
             stack.append((int(ensemble.left[node]), [*path, (feature, split, False)]))
             stack.append((int(ensemble.right[node]), [*path, (feature, split, True)]))
+    start = len(inner)
+    for block in ensemble.oblivious:
+        for t in range(block.n_trees):
+            rows = [start + t * block.depth + j for j in range(block.depth)]
+            for leaf in range(2**block.depth):
+                path = [(int(block.feature[t, j]), rows[j], bool((leaf >> j) & 1)) for j in range(block.depth)]
+                out.append((float(block.value[t, leaf]), path))
+        start += block.n_trees * block.depth
+    return out
+
+
+def _as_ids(ensemble: Any, rows: Any) -> np.ndarray:
+    """Rows as float64: a DataFrame's category columns as the model's category ids (its recorded categories, or
+    the frame's), NaN for a category it does not know."""
+    if not hasattr(rows, "iloc"):
+        return np.asarray(rows, dtype=np.float64)
+    import pandas as pd
+
+    out = np.empty(rows.shape, dtype=np.float64)
+    for j, (column, dtype) in enumerate(rows.dtypes.items()):
+        if isinstance(dtype, pd.CategoricalDtype):
+            known = (ensemble.categories or {}).get(j)
+            known = list(known) if known is not None else list(dtype.categories)
+            codes = pd.Index(known).get_indexer(rows[column].astype(object)).astype(np.float64)
+            out[:, j] = np.where(codes < 0, np.nan, codes)
+        else:
+            out[:, j] = rows[column].to_numpy(dtype=np.float64)
     return out
 
 
 def direct_values(model: Any, queries: np.ndarray, background: np.ndarray, target: int | None = None) -> np.ndarray:
-    """``(Q, p)`` interventional SHAP values of ``model``'s explained output (as ``FourierShap.from_trees``)."""
-    (ensemble,) = parse_model_outputs(model, target) if target is not None else parse_model_outputs(model)[:1]
-    if ensemble.oblivious:
-        raise ValueError("direct_values reads node tables; oblivious trees (CatBoost) are not covered")
+    """``(Q, p)`` interventional SHAP values of ``model``'s explained output (as ``FourierShap.from_trees``; a
+    classifier's positive class, or ``target``); rows may be DataFrames with ``category`` columns (read as the
+    model's category ids; CatBoost's categorical splits are read by probing it with the background's)."""
+    frame = background if hasattr(background, "iloc") else None
+    ensemble = parse_model_outputs(model, target, frame)[0]
+    queries, background = _as_ids(ensemble, queries), _as_ids(ensemble, background)
     q, b, p = len(queries), len(background), queries.shape[1]
     phi = np.zeros((q, p))
-    table = ensemble.split_table()
+    table = _splits(ensemble)
     sentinel = np.asarray(ensemble.missing, dtype=ensemble.input_dtype).astype(np.float64)
+    sets = ensemble.category_sets
 
     def goes_right(values: np.ndarray, split: int) -> np.ndarray:
-        _, threshold, nan_right, zero_missing = table[split]
+        row = table[split]
+        if row["category"] >= 0:  # a category set: the id (truncated) indexes it; unknown ids take its last column
+            v = np.asarray(values, dtype=np.float64)
+            width = sets.shape[1] - 1
+            ids = np.where((v >= 0) & (v < width), np.floor(np.nan_to_num(v, nan=width)), width).astype(np.int64)
+            return np.where(np.isnan(v), row["nan_right"], sets[row["category"], ids])
         v = np.asarray(values, dtype=ensemble.input_dtype).astype(np.float64)
-        right = v >= threshold if ensemble.strict else v > threshold
-        missing = np.isnan(v) | ((zero_missing > 0) & (np.abs(v) <= 1e-35)) | (v == sentinel)
-        return np.where(missing, nan_right > 0, right)
+        right = v >= row["threshold"] if ensemble.strict else v > row["threshold"]
+        missing = np.isnan(v) | (row["zero_is_missing"] & (np.abs(v) <= 1e-35)) | (v == sentinel)
+        return np.where(missing, row["nan_right"], right)
 
     for value, path in _leaf_paths(ensemble):
         features = sorted({f for f, _, _ in path})

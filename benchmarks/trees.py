@@ -21,6 +21,15 @@ Sections (``--sections``; all by default):
                 tables); equality to each other, and to shapiq's ExactComputer over all 2^13 coalitions on
                 Entacmaea. Target: ≥ 10×, equal to 1e-12.
   profile       where the public call's time goes, phase by phase (:mod:`_tree_profile`).
+  grid          issue 31: models at their libraries' defaults — XGBoost 100 × 6, 500 × 6, 100 × 8, 100 × 10; LightGBM
+                100 and 500; RandomForestRegressor(100) at default depth and max_depth=8; HistGradientBoosting;
+                GradientBoosting; CatBoost 1,000 × 6 and 200; XGBoost and LightGBM on a DataFrame with two native
+                category columns — on 5,000 rows of a 15-numeric + 2-categorical table, Q ∈ {100, 1,000, 10,000} ×
+                |D| ∈ {100, 1,000, 10,000} (``--grid-cells``), against woodelf 0.4.8, shapiq 1.8's interventional
+                TreeExplainer and shap 0.54 (full background): every call in its own process (CPU seconds, peak
+                RSS), values against the direct reference, the ratio fastest exact peer ÷ ours (:mod:`_tree_grid`).
+                Run it with the peers' interpreter: ``PYTHONPATH=$PWD ~/.peers312/bin/python benchmarks/trees.py
+                --sections grid``. Targets: peak RSS < 4 GB, ratio ≥ 1 everywhere, ≥ 3 at Q ≥ 1,000 with |D| ≤ 1,000.
 
 One table per thread setting (``--threads``: 1 = torch.set_num_threads(1) + threadpoolctl, 0 = the default). On a
 machine shared with other jobs use ``--clock cpu`` (process CPU time), and for the default threads start the process
@@ -31,6 +40,8 @@ and the wait policy are printed with every table.
     python benchmarks/trees.py [--quick] [--sections binary continuous interactions profile] [--threads 1 0]
         [--clock wall|cpu] [--device cpu|cuda] [--json out.json]
     python benchmarks/trees.py --memory    # GB1 depth 8, Q = 10,000 under max_memory='1GB': peak resident set
+    PYTHONPATH=$PWD ~/.peers312/bin/python benchmarks/trees.py --sections grid [--quick] [--grid-models ...]
+        [--grid-cells 100x100 1000x100 ...] [--budget 600] [--threads 1 0]
 """
 
 from __future__ import annotations
@@ -302,6 +313,25 @@ def memory_case(args: argparse.Namespace) -> None:
     )
 
 
+def run_grid(args: argparse.Namespace, threads: int) -> list[dict[str, Any]]:
+    """The issue-31 grid (:mod:`_tree_grid`) under one thread setting (0: the default threads)."""
+    import _tree_grid
+
+    cells = [tuple(int(v) for v in c.split("x")) for c in args.grid_cells]
+    rows = _tree_grid.run_grid(args.grid_models, cells, threads, args.budget, args.grid_peers)
+    done = [r for r in rows if np.isfinite(r["ratio"])]
+    met = [r for r in done if r["ratio"] >= (3.0 if r["Q"] >= 1000 and r["B"] <= 1000 else 1.0)]
+    peaks = [r["ours"].get("peak_mb", float("nan")) for r in rows]
+    errors = [r["ours"].get("err", float("nan")) for r in rows]
+    print(
+        f"grid, {threads or 'default'} thread(s): target met in {len(met)} of {len(done)} cells with an exact peer; "
+        f"our peak RSS max {np.nanmax(peaks):.0f} MB (target < 4096); our error max {np.nanmax(errors):.1e} of the "
+        "values' scale",
+        flush=True,
+    )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="Entacmaea and GB1 depth 5, Q = 100/1,000, one thread")
@@ -314,6 +344,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-peers", nargs="*", default=[], help="peers not to run (shap, woodelf, fasttreeshap)")
     parser.add_argument("--json", type=Path, help="also write every row to this JSON file")
+    parser.add_argument("--grid-models", nargs="+", default=None, help="grid models (default: all of _tree_grid)")
+    parser.add_argument(
+        "--grid-cells",
+        nargs="+",
+        default=["100x100", "1000x100", "10000x100", "1000x1000", "100x1000", "10000x1000", "100x10000", "1000x10000"],
+        help="grid cells QxB",
+    )
+    parser.add_argument("--grid-peers", nargs="*", default=["woodelf", "shapiq", "shap"])
+    parser.add_argument("--budget", type=float, default=600.0, help="seconds per grid call before it is projected")
     parser.add_argument("--memory", action="store_true", help="only the memory case, in a fresh process")
     parser.add_argument("--clock", default="wall", choices=["wall", "cpu"], help="wall-clock or process CPU time")
     parser.add_argument(
@@ -321,9 +360,15 @@ def main() -> None:
     )
     args = parser.parse_args()
     args.cells, args.continuous_q = CELLS, [100, 1000]
+    if args.grid_models is None:
+        import _tree_grid
+
+        args.grid_models = list(_tree_grid.MODELS)
     if args.quick:
         args.datasets, args.depths, args.threads, args.repeat = ["entacmaea", "gb1"], [5], [1], 2
         args.cells, args.continuous_q = [(100, 100), (1000, 100)], [1000]
+        args.grid_models = ["xgb100x6", "lgbm100", "rf100x8", "xgb-mixed"]
+        args.grid_cells, args.budget = ["100x100", "1000x100"], min(args.budget, 120.0)
     if args.memory:
         return memory_case(args)
     use_clock(args.clock)
@@ -349,6 +394,8 @@ def main() -> None:
                     results["interactions"] = run_interactions(args)
                 elif section == "profile" and threads == args.threads[0]:
                     run_profile(args)
+                elif section == "grid":
+                    results[f"grid_{count}"] = run_grid(args, threads)
     torch.set_num_threads(default_threads)
     grid = [r for key, rows in results.items() if key.startswith(("binary", "continuous")) for r in rows]
     if grid:

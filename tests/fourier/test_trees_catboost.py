@@ -172,13 +172,16 @@ def test_paper_model_on_avgfp() -> None:
 
 
 # --- bad input -----------------------------------------------------------------------------------------
-def test_categorical_and_text_features_are_refused_with_the_fix() -> None:
+def test_categorical_features_need_a_category_frame_and_text_features_are_refused() -> None:
+    """Categorical features are explained on the leaf route from a DataFrame with ``category`` columns
+    (tests/fourier/test_trees_leaves.py); a spectrum, or a background without those columns, is refused with the
+    fix. Text features are refused."""
     x, y = diabetes()
     frame = pd.DataFrame(x[:, :4], columns=["age", "bmi", "bp", "s1"]).assign(sex=np.where(x[:, 1] > 0, "m", "f"))
     model = _model(iterations=3).fit(frame, y, cat_features=["sex"])
-    with pytest.raises(ValueError, match=r"categorical feature 'sex' \(column 4\).*One-hot encode"):
+    with pytest.raises(ValueError, match=r"categorical features.*FourierShap.from_trees\(model, background\)"):
         tx.tree_spectrum(model)
-    with pytest.raises(ValueError, match="categorical feature 'sex'"):
+    with pytest.raises(ValueError, match="'sex' is a categorical feature.*dtype 'category'"):
         tx.FourierShap.from_trees(model, frame.iloc[:5].assign(sex=0.0))
     words = np.array(["good day", "bad day", "good night", "bad night"] * (len(y) // 4 + 1))[: len(y)]
     texts = pd.DataFrame({"bmi": x[:, 2], "note": words})

@@ -155,9 +155,14 @@ def test_unsupported_models_list_the_families_and_the_next_step() -> None:
     assert "tx.FourierShap(forward_func, background)" in message
 
 
-def test_histgradientboosting_categorical_features_are_refused() -> None:
+def test_histgradientboosting_categorical_features_take_the_leaf_route() -> None:
+    """A categorical feature (integer codes here; ``category`` columns in tests/fourier/test_trees_leaves.py) has
+    no spectrum: ``tree_spectrum`` refuses with the route that explains it, which reproduces ``predict``."""
     x, y = diabetes()
-    frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(10)]).assign(sex=(x[:, 1] > 0).astype(int))
+    frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(10)]).assign(sex=(x[:, 1] > 0).astype(int) * 3 + 2)
     model = HistGradientBoostingRegressor(max_iter=3, categorical_features=["sex"]).fit(frame, y)
-    with pytest.raises(ValueError, match=r"feature 'sex' \(column 10\) as categorical.*one-hot encoded"):
+    with pytest.raises(ValueError, match=r"categorical splits.*FourierShap.from_trees\(model, background\)"):
         tree_spectrum(model)
+    explainer = tx.FourierShap.from_trees(model, frame.iloc[:30])
+    assert explainer.provider is not None and explainer.provider.route == "leaves"
+    np.testing.assert_allclose(explainer.predict(frame.iloc[:50]).numpy(), model.predict(frame.iloc[:50]), atol=1e-12)

@@ -148,11 +148,11 @@ def test_an_explainer_of_trees_searches_nothing_again(monkeypatch) -> None:
 
     x, y = binary_data(12, rows=300, seed=6)
     model = fit("rf_reg", 5, x, y)
-    expected = tx.FourierShap.from_trees(model, x[100:130]).attribute(x[:6])  # before the patches: its own search
+    expected = tx.FourierShap.from_trees(model, x[100:130]).attribute(x[:6])  # the leaves (before the patches)
     monkeypatch.setattr(plan_module, "support_families", refuse)
     monkeypatch.setattr(plan_module, "feature_lists", refuse)
     monkeypatch.setattr(surrogate.SparseFourierSurrogate, "_support_indices", refuse)
-    explainer = tx.FourierShap.from_trees(model, x[100:130], kernel="small_support")
+    explainer = tx.FourierShap.from_trees(model, x[100:130], kernel="small_support", route="spectrum")
     torch.testing.assert_close(explainer.attribute(x[:6]), expected, atol=1e-12, rtol=0)
     explainer.interactions(x[:6])
     torch.testing.assert_close(

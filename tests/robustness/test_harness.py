@@ -18,6 +18,7 @@ from tests.robustness import (  # noqa: F401  (they register their cases)
     cases_idx,
     cases_integrations,
     cases_sources,
+    cases_trees,
     cases_viz,
 )
 from tests.robustness.harness import CASES, EXEMPT, RESULT_CASES

@@ -2,16 +2,16 @@
 
 :class:`FourierExplainerCore` holds the validated state (spectrum as a surrogate module, encoder, background rows and
 their encoding, default players) and computes Shapley and Banzhaf values and interaction indices through a
-:class:`~torchxplain.fourier.values._plan.ValuePlan` cached per players — or, for Captum's per-row ``baselines``,
-the paired kernel (:mod:`~torchxplain.fourier.values._paired`; the rule in
-:mod:`~torchxplain.fourier.explainer._references`). :class:`~torchxplain.FourierShap` adds the constructors (black
-box, spectrum, trees) and persistence.
+:class:`~torchxplain.fourier.values._plan.ValuePlan` cached per players (or a provider's plan) — or, for per-row
+``baselines``, the paired kernel (:mod:`~torchxplain.fourier.values._paired`; rule in ``_references``).
+:class:`~torchxplain.FourierShap` adds the constructors (black box, spectrum, trees) and persistence.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, cast
 
 import torch
@@ -179,11 +179,14 @@ class FourierExplainerCore(ExplainerBase):
     def spectrum(self) -> FourierSpectrum:
         """The explained spectrum, on the encoder's binary features (:meth:`output_spectrum` gives each output's)."""
         self._refuse("spectrum")
+        if hasattr(self.provider, "output_spectrum") and len(self.outputs) == 1:  # made on demand: priced, or refused
+            return self.output_spectrum(0)
         return self.surrogate.spectrum
 
     def output_spectrum(self, output: int) -> FourierSpectrum:
         """The spectrum of the ``output``-th explained output (see ``outputs``)."""
-        return self.surrogate.output_spectrum(output)
+        on_demand = hasattr(self.provider, "output_spectrum")  # a tree's leaves: extracted, priced, or refused
+        return self.provider.output_spectrum(output) if on_demand else self.surrogate.output_spectrum(output)  # type: ignore[union-attr]
 
     @property
     def target(self) -> int | None:
@@ -588,6 +591,7 @@ class FourierExplainerCore(ExplainerBase):
                     "one int for every row"
                 )
             players = self._players(mask, shapes)
+            background, baselines = self._frame(background, "background"), self._frame(baselines, "baselines")
             ref = reference(baselines, background, inputs, self.encoder, self.feature_names, self.dtype)
             warn_outside_domain(self, x, ref.raw)  # rows the fit never saw: a FitQualityWarning with the effect
             if ref.paired:
@@ -631,6 +635,8 @@ class FourierExplainerCore(ExplainerBase):
         """One output's values of a block of rows: the cached plan of a background set, or the paired kernel."""
         # dummies add nothing: above the active players' count every index is 0 (expanded below)
         kernel_order = min(order, players.m_active)
+        if ref.paired and (paired := getattr(self.provider, "paired", None)) is not None:  # the provider's own
+            return paired(kind, bits, ref.bits, players.binary_groups, players.m_active, column)
         if ref.paired:
             assert ref.bits is not None
             name, top = {"shapley": ("SV", 1), "banzhaf": ("BV", 1), "interactions": ("SII", 2)}.get(
@@ -651,8 +657,7 @@ class FourierExplainerCore(ExplainerBase):
                 return plan.banzhaf(bits)
             if kind == "interactions":
                 return plan.interactions(bits)
-            assert isinstance(plan, ValuePlan)  # enumeration was refused above
-            result = plan.interaction_values(bits, index, kernel_order)
+            result = cast(ValuePlan, plan).interaction_values(bits, index, kernel_order)  # refused above if absent
         for t in range(kernel_order + 1, order + 1):
             result[t] = bits.new_zeros((bits.shape[0],) + (players.m_active,) * t)
         return result
@@ -754,7 +759,10 @@ class FourierExplainerCore(ExplainerBase):
         provider's plan (e.g. enumeration through the model) instead when the explainer holds no spectrum."""
         if self.provider is not None:
             bits = self.background_bits if baselines_bits is None else baselines_bits
-            return self.provider.plan(bits, players.binary_groups, players.m_active)
+            provided = partial(self.provider.plan, bits, players.binary_groups, players.m_active, column)
+            if baselines_bits is not None or not getattr(self.provider, "reuses_plans", False):
+                return provided()
+            return self._plans.get((bits.data_ptr(), self.dtype), (players.key, column), provided)
         spectrum = self._column_spectrum(column)
         bits = self.background_bits if baselines_bits is None else baselines_bits
 
@@ -771,8 +779,12 @@ class FourierExplainerCore(ExplainerBase):
         state = (raw.data_ptr(), raw._version, bits.data_ptr(), self.dtype)
         return self._plans.get(state, (players.key, self.kernel, column), build)
 
+    def _frame(self, x: Any, name: str) -> Any:
+        """``x`` as the provider recodes a DataFrame's columns (a tree's ``category`` columns as its category ids)."""
+        return x if x is None or not hasattr(self.provider, "encode_frame") else self.provider.encode_frame(x, name)  # type: ignore[union-attr]
+
     def _convert(self, x: Any) -> Tensor:
-        converted = to_tensor(x, "inputs", device=self.background.device)
+        converted = to_tensor(self._frame(x, "inputs"), "inputs", device=self.background.device)
         check_feature_names(self.feature_names, converted.feature_names, "inputs")
         return converted.tensor
 

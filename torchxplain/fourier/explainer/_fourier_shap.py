@@ -309,10 +309,11 @@ class FourierShap(FourierExplainerCore):
         relaxed: bool = False,
         max_memory: int | str | None = None,
         kernel: Kernel = "auto",
+        route: str = "auto",
         **knobs: Any,
     ) -> FourierShap:
-        """An explainer of a tree ensemble's exact spectrum (the :class:`~torchxplain.fourier.Trees` source); its
-        values equal interventional TreeSHAP's.
+        """An explainer of a tree ensemble (the :class:`~torchxplain.fourier.Trees` source); its values equal
+        interventional TreeSHAP's, exactly.
 
         Args:
             model: a fitted scikit-learn, XGBoost, LightGBM (or other supported) tree model.
@@ -328,6 +329,13 @@ class FourierShap(FourierExplainerCore):
             relaxed: binary encoding only: accept real-valued queries on the multilinear extension.
             max_memory: budget for chunked intermediates.
             kernel: as in the constructor.
+            route: ``"spectrum"`` (the exact Fourier spectrum: interactions of every order, pruning, relaxed inputs,
+                saving; its size grows as ``2^depth`` per leaf), ``"leaves"`` (Shapley and Banzhaf values straight from
+                the leaves for trees of any depth and native categorical splits from ``category`` DataFrame columns,
+                in memory that grows with the leaves and the rows; pairwise interactions and ``spectrum`` extract the
+                spectrum on first use when it fits ``max_memory``, and saving is refused), or ``"auto"``: the
+                spectrum when it is small (at most 2,048 terms; 65,536 for oblivious trees, CatBoost's) or a
+                spectrum-only option is set, else the leaves.
             **knobs: refused (the message names the source a knob belongs to).
 
         Returns:
@@ -335,7 +343,7 @@ class FourierShap(FourierExplainerCore):
             feature, in the background's float dtype (float32 for integer backgrounds).
         """
         refuse_foreign(knobs, Trees, SOURCES)
-        source = Trees(encoding=encoding, energy=energy, threshold=threshold)
+        source = Trees(encoding=encoding, energy=energy, threshold=threshold, route=route)  # type: ignore[arg-type]
         with settings.using(max_memory=max_memory):
             built = source.build(model, background, target, relaxed, feature_groups)
         return cast(

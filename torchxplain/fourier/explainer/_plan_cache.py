@@ -1,9 +1,11 @@
-"""A cache of :class:`~torchxplain.fourier.values._plan.ValuePlan` s: one per players grouping and explainer state."""
+"""A cache of value plans (:class:`~torchxplain.fourier.values._plan.ValuePlan` s, or a provider's that
+reuses them): one per players grouping and explainer state."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
+from torchxplain.fourier.sources import Plan
 from torchxplain.fourier.values import ValuePlan
 
 
@@ -17,9 +19,9 @@ class PlanCache:
 
     def __init__(self) -> None:
         self._state: Hashable = None
-        self._plans: dict[Hashable, ValuePlan] = {}
+        self._plans: dict[Hashable, ValuePlan | Plan] = {}
 
-    def get(self, state: Hashable, key: Hashable, build: Callable[[], ValuePlan]) -> ValuePlan:
+    def get(self, state: Hashable, key: Hashable, build: Callable[[], ValuePlan | Plan]) -> ValuePlan | Plan:
         """The plan for ``key`` under ``state``, built by ``build()`` on a miss."""
         if state != self._state:
             self.clear()

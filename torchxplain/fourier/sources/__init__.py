@@ -4,10 +4,11 @@ One module per source, each a frozen dataclass of its own knobs (``_base``: the 
 belongs to a source): ``_enumerate`` (:class:`~torchxplain.fourier.Enumerate`: exact values through the model),
 ``_tabulate`` (:class:`~torchxplain.fourier.Tabulate`: the exact spectrum of a small level grid), ``_fit``
 (:class:`~torchxplain.fourier.Fit` on hybrid points, binary or continuous, and :class:`~torchxplain.fourier.CubeFit`
-on the cube), ``_trees`` (a tree ensemble's exact spectrum) and ``_spectrum`` (a known spectrum). ``_problem``
-validates a black box's inputs and finds its players once; ``_route`` is the one place that decides the route,
-priced in predicted seconds; ``_built`` is what a source hands the explainer; ``_fit_sparse`` is
-:func:`~torchxplain.fit_sparse_fourier`; ``_outputs`` says which model outputs are explained.
+on the cube), ``_trees`` (a tree ensemble's exact spectrum; or ``_leaves``, its values from the leaves) and
+``_spectrum`` (a known spectrum). ``_problem`` validates a black box's inputs and finds its players once; ``_route``
+is the one place that decides the route, priced in predicted seconds; ``_built`` is what a source hands the
+explainer; ``_fit_sparse`` is :func:`~torchxplain.fit_sparse_fourier`; ``_outputs`` says which model outputs are
+explained.
 
 The names imported here are this subpackage's interface to its siblings (they import from here, never from its
 private modules); public names are in :mod:`torchxplain.fourier`.

@@ -1,8 +1,8 @@
 """What a source gives the explainer: :class:`Built`, and the :class:`Provider` contract of values without a spectrum.
 
 A source either hands over spectra (one per explained output; the explainer's closed forms take it from there) or
-a :class:`Provider` that computes the values itself (enumeration through the model). The explainer's value path asks
-the provider for a plan per (background, players), exactly as it asks a
+a :class:`Provider` that computes the values itself (enumeration through the model, a tree's leaves). The
+explainer's value path asks the provider for a plan per (background, players, output), exactly as it asks a
 :class:`~torchxplain.fourier.values._plan.ValuePlan` of a spectrum.
 """
 
@@ -43,21 +43,26 @@ class Plan(Protocol):
 
 
 class Provider(Protocol):
-    """A source of values without a spectrum (e.g. enumeration through the model).
+    """A source of values without a spectrum (e.g. enumeration through the model, a tree's leaves).
+
+    Optional, where a provider serves them: ``reuses_plans`` (``True``: the explainer caches its plan of the
+    background per players and output), ``paired(kind, x, b, groups, m, column) -> (Q, m)`` (values against
+    per-row baselines), ``encode_frame(x, name)`` (a DataFrame's columns recoded before validation) and
+    ``output_spectrum(column)`` (a spectrum made on demand).
 
     Attributes:
-        route: its name in reports and messages (``"enumerate"``).
+        route: its name in reports and messages (``"enumerate"``, ``"leaves"``).
     """
 
     route: str
 
-    def plan(self, background_codes: Tensor, groups: Tensor | None, m: int) -> Plan:
-        """The values against ``(D, n_codes)`` background codes for ``(n_codes,)`` player indices (``None``:
-        singletons) of ``m`` players."""
+    def plan(self, background_codes: Tensor, groups: Tensor | None, m: int, column: int = 0) -> Plan:
+        """The values of output ``column`` (of ``outputs``) against ``(D, n_codes)`` background codes for
+        ``(n_codes,)`` player indices (``None``: singletons) of ``m`` players."""
         ...
 
     def evaluate(self, codes: Tensor) -> Tensor:
-        """``(R,)`` the explained function at ``(R, n_codes)`` encoded rows."""
+        """``(R,)`` (``(R, C)`` for several outputs) the explained function at ``(R, n_codes)`` encoded rows."""
         ...
 
     def refusal(self, what: str) -> str | None:

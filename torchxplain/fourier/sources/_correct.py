@@ -60,7 +60,7 @@ class CorrectedValues:
     def __init__(self, oracle: Oracle, plan: CorrectedPlan, binary: bool) -> None:
         self.oracle, self.built, self.binary = oracle, plan, binary
 
-    def plan(self, background_codes: Tensor, groups: Tensor | None, m: int) -> CorrectedPlan:
+    def plan(self, background_codes: Tensor, groups: Tensor | None, m: int, column: int = 0) -> CorrectedPlan:
         """The correction against ``background_codes`` for these players (the built one when they are its own)."""
         codes = background_codes.bool() if self.binary else background_codes
         players = torch.arange(codes.shape[1], device=codes.device) if groups is None else groups

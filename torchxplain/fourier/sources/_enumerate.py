@@ -53,7 +53,7 @@ class ModelValues:
     def __init__(self, oracle: Oracle, binary: bool) -> None:
         self.oracle, self.binary = oracle, binary
 
-    def plan(self, background_codes: Tensor, groups: Tensor | None, m: int) -> EnumerationPlan:
+    def plan(self, background_codes: Tensor, groups: Tensor | None, m: int, column: int = 0) -> EnumerationPlan:
         """Enumeration against ``background_codes`` for these players."""
         return EnumerationPlan(self.oracle, background_codes, groups, m, self.binary)
 

@@ -239,18 +239,22 @@ def _extract(
 
 
 def _check_output_fits(ensemble: TreeEnsemble, k: int, n: int, device: torch.device) -> None:
-    """Refuse clearly, instead of being killed, when the dense ``(k, n)`` frequencies exceed free CPU memory."""
+    """Refuse clearly, before allocating, when the spectrum could exhaust memory: the spectrum is the result, not a
+    chunked intermediate (``max_memory`` bounds those), so its dense ``(k, n)`` frequencies — about three copies of
+    them and of the per-term arrays once an explainer and its value plans hold it — are priced against half the
+    free CPU memory, leaving the rest to the process and its neighbours."""
     try:
         import psutil  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover - psutil is optional
         return
-    need = k * (n + 8)
+    need = 3 * k * (n + 64)
     free = psutil.virtual_memory().available
-    if device.type == "cpu" and need > free:
+    if device.type == "cpu" and need > free // 2:
         raise MemoryError(
-            f"{ensemble.description} has {k} distinct Fourier terms on {n} binary split features: its (k, n) "
-            f"frequency matrix needs {need / 2**30:.1f} GiB, more than the {free / 2**30:.1f} GiB free. Use "
-            "shallower trees or fewer leaves (spectra grow as 2^depth per leaf), or fewer trees"
+            f"{ensemble.description} has {k:,} distinct Fourier terms on {n:,} binary split features: its spectrum "
+            f"and the explainer's copies need about {need / 2**30:.1f} GiB, more than half the {free / 2**30:.1f} "
+            "GiB free. Explain it without a spectrum: FourierShap.from_trees(model, background) takes the leaf "
+            "route for such models (route='leaves'; spectra grow as 2^depth per leaf); or use fewer or shallower trees"
         )
 
 

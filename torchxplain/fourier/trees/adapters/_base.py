@@ -76,6 +76,17 @@ class TreeEnsemble:
             after casting to ``input_dtype``.
         names: how the library stored ``feature_names``: ``"exact"``, or ``"lightgbm"`` (each space of a column
             name became ``_``; that rule is applied to a frame's columns before comparing).
+        category_split: ``(N,)`` int64 row of :attr:`category_sets` of each categorical split (``-1`` elsewhere), or
+            ``None`` when the model splits by threshold only. A categorical split reads the feature's value as a
+            category id (the model's own coding, see :attr:`categories`).
+        category_sets: ``(S, C + 1)`` bool, which category ids ``0..C-1`` go right at each categorical split; column
+            ``C`` is where an id the model never saw goes (a missing value goes the ``nan_right`` way).
+        categories: per categorical feature, the category values in the order of their ids (how a DataFrame's
+            ``category`` column maps to ids), when the library recorded them; ``None`` otherwise.
+        unseen_category: how the library's ``predict`` reads a DataFrame category it was not fitted on:
+            ``"missing"`` (as a missing value) or ``"refuse"``.
+        categories_by_value: the model maps the values of its categorical features to ids itself (a preprocessor:
+            scikit-learn's histogram boosting), for arrays too; otherwise an array holds the ids already.
     """
 
     left: np.ndarray
@@ -97,6 +108,11 @@ class TreeEnsemble:
     oblivious: tuple[ObliviousBlock, ...] = field(default=())
     missing: float = float("nan")
     names: Literal["exact", "lightgbm"] = "exact"
+    category_split: np.ndarray | None = None
+    category_sets: np.ndarray | None = None
+    categories: dict[int, tuple[object, ...]] | None = None
+    unseen_category: Literal["missing", "refuse"] = "refuse"
+    categories_by_value: bool = False
 
     @property
     def is_leaf(self) -> np.ndarray:
@@ -108,7 +124,16 @@ class TreeEnsemble:
 
         Order: the node table's internal nodes (ascending node index), then each oblivious block's ``(T, d)``
         splits in row-major order. :meth:`split_offsets` gives where each part starts.
+
+        Raises:
+            ValueError: the ensemble has categorical splits (they have no threshold: only the leaf route reads them).
         """
+        if self.category_split is not None and bool((self.category_split >= 0).any()):
+            raise ValueError(
+                f"{self.description} has categorical splits, which a Fourier spectrum on threshold features does not "
+                "represent; FourierShap.from_trees(model, background) explains them exactly from the leaves "
+                "(route='leaves'), without a spectrum"
+            )
         internal = ~self.is_leaf
         parts = [
             np.stack(
@@ -167,13 +192,18 @@ def concat_trees(trees: list[dict[str, np.ndarray]], weights: list[float], **met
     """Concatenate per-tree arrays (local child indices, ``-1`` at leaves) into one :class:`TreeEnsemble`.
 
     Every dict holds ``left, right, feature, threshold, nan_right, zero_is_missing, value`` for one tree
-    (``value`` is the leaf output, ignored at internal nodes); ``weights`` scales each tree's leaves. ``meta``
-    holds the remaining :class:`TreeEnsemble` fields.
+    (``value`` is the leaf output, ignored at internal nodes); ``weights`` scales each tree's leaves. A tree with
+    categorical splits also holds ``category`` (``(N,)`` row of its ``category_sets``, ``-1`` at threshold splits)
+    and ``category_sets`` (``(S_t, C_t + 1)`` bool, as :attr:`TreeEnsemble.category_sets`). ``meta`` holds the
+    remaining :class:`TreeEnsemble` fields.
     """
     keys = ("left", "right", "feature", "threshold", "nan_right", "zero_is_missing", "value")
     parts: dict[str, list[np.ndarray]] = {key: [] for key in keys}
     roots = []
     start = 0
+    categories: list[np.ndarray] = []
+    sets: list[np.ndarray] = []
+    n_sets = 0
     for tree, weight in zip(trees, weights):
         left = np.asarray(tree["left"], dtype=np.int64)
         right = np.asarray(tree["right"], dtype=np.int64)
@@ -186,10 +216,30 @@ def concat_trees(trees: list[dict[str, np.ndarray]], weights: list[float], **met
         parts["nan_right"].append(np.asarray(tree["nan_right"], dtype=bool) & ~leaf)
         parts["zero_is_missing"].append(np.asarray(tree["zero_is_missing"], dtype=bool) & ~leaf)
         parts["value"].append(np.where(leaf, np.asarray(tree["value"], dtype=np.float64) * weight, 0.0))
+        category = np.asarray(tree.get("category", np.full(len(left), -1)), dtype=np.int64)
+        categories.append(np.where((category >= 0) & ~leaf, category + n_sets, -1))
+        if "category_sets" in tree:
+            sets.append(np.asarray(tree["category_sets"], dtype=bool))
+            n_sets += len(sets[-1])
         start += len(left)
     dtypes = {"left": np.int64, "right": np.int64, "feature": np.int64, "nan_right": bool, "zero_is_missing": bool}
     arrays = {
         key: (np.concatenate(val) if val else np.zeros(0)).astype(dtypes.get(key, np.float64))
         for key, val in parts.items()
     }
+    if n_sets:
+        meta = {**meta, "category_split": np.concatenate(categories), "category_sets": stack_category_sets(sets)}
     return TreeEnsemble(roots=np.asarray(roots, dtype=np.int64), **arrays, **meta)  # type: ignore[arg-type]
+
+
+def stack_category_sets(sets: list[np.ndarray]) -> np.ndarray:
+    """Stack ``(S_t, C_t + 1)`` category tables into one ``(S, C + 1)``: ids a table does not reach go the way of
+    its unseen column (its last)."""
+    width = max(s.shape[1] for s in sets)
+    out = np.empty((sum(len(s) for s in sets), width), dtype=bool)
+    row = 0
+    for s in sets:
+        out[row : row + len(s), : s.shape[1] - 1] = s[:, :-1]
+        out[row : row + len(s), s.shape[1] - 1 :] = s[:, -1:]
+        row += len(s)
+    return out

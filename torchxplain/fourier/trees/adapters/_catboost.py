@@ -1,4 +1,4 @@
-"""CatBoost adapter: ``CatBoostRegressor``, ``CatBoostClassifier`` and ``CatBoost`` on float features.
+"""CatBoost adapter: ``CatBoostRegressor``, ``CatBoostClassifier`` and ``CatBoost`` (float and categorical features).
 
 The model is read from its JSON export. Symmetric (oblivious) trees — CatBoost's default — become
 :class:`ObliviousBlock` rows: leaf ``Σ_j 2^j [x_{f_j} > b_j]`` holds the value, so each tree's spectrum is one
@@ -6,6 +6,14 @@ Walsh–Hadamard transform of its ``2^depth`` leaves. ``Depthwise``/``Lossguide`
 tables (``right`` is the branch where ``x > border``). Features are compared in float32; a NaN goes right
 only under ``nan_mode='Max'`` (``nan_value_treatment`` ``AsTrue``), else it counts as smaller than every
 border. The explained output is ``predict(prediction_type="RawFormulaVal")``: ``scale · Σ trees + bias``.
+
+Categorical features (``cat_features``): CatBoost splits on statistics of a category (online CTRs) or on one
+category (one-hot), computed from hashes the export does not invert. So each categorical split is read by probing:
+the model's leaf indexes (``calc_leaf_indexes``) of a row whose categorical column takes each category of the
+explained DataFrame's ``category`` dtype in turn (and one category the model never saw) give the side every
+category takes at every split. A split that moves with two categorical columns (CTRs of feature combinations,
+``max_ctr_complexity > 1``) is not a condition on one feature, and is refused. Such models become node tables
+whose categorical splits are category sets (a missing category goes the way of an unseen one).
 """
 
 from __future__ import annotations
@@ -20,7 +28,10 @@ import numpy as np
 from torchxplain.fourier.trees.adapters._base import ObliviousBlock, TreeEnsemble, concat_trees
 from torchxplain.fourier.trees.adapters._targets import OutputKind, choose_outputs, describe_output
 
-SUPPORTED = "catboost CatBoostRegressor, CatBoostClassifier, CatBoost (float features; symmetric or other trees)"
+SUPPORTED = (
+    "catboost CatBoostRegressor, CatBoostClassifier, CatBoost (float features, and categorical ones of one column "
+    "each; symmetric or other trees)"
+)
 _CLASSIFICATION = {"Logloss", "CrossEntropy", "MultiClass", "MultiClassOneVsAll"}
 
 
@@ -43,7 +54,6 @@ def _names(model: Any) -> tuple[str, ...] | None:
 def _check_float_features(model: Any, name: str) -> None:
     names = [str(c) for c in (getattr(model, "feature_names_", None) or [])]
     for kind, getter in (
-        ("categorical", "get_cat_feature_indices"),
         ("text", "get_text_feature_indices"),
         ("embedding", "get_embedding_feature_indices"),
     ):
@@ -126,14 +136,126 @@ def _node_table(tree: dict[str, Any], float_features: list[dict[str, Any]], dim:
     }
 
 
-def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
+def _probe(model: Any, dump: dict[str, Any], frame: Any, name: str) -> dict[tuple[int, int], tuple[int, np.ndarray]]:
+    """The categorical splits of the symmetric trees: ``{(tree, level): (column, goes right (C + 1,))}`` over the
+    column's categories in the frame's order, then an unseen category (module docstring).
+
+    Raises:
+        ValueError: no DataFrame with ``category`` columns to probe, or a split that moves with two columns.
+    """
+    import pandas as pd
+    from catboost import Pool
+
+    columns = [int(info["flat_feature_index"]) for info in dump["features_info"].get("categorical_features", [])]
+    combined = [c for c in dump["features_info"].get("ctrs", []) if len(c.get("elements", [])) != 1]
+    if combined:
+        raise ValueError(
+            f"{name} splits on CTRs of feature combinations, which are no condition on one feature; refit it with "
+            "max_ctr_complexity=1 (a categorical feature's statistics then depend on that feature alone)"
+        )
+    if frame is None or not hasattr(frame, "iloc"):
+        raise ValueError(
+            f"{name} has categorical features, whose splits are read by probing the model with each category of "
+            "a DataFrame: explain it with FourierShap.from_trees(model, background) on a background DataFrame whose "
+            "categorical columns have dtype 'category' (a Fourier spectrum does not represent these splits)"
+        )
+    trees = dump.get("oblivious_trees", [])
+    sides: dict[int, np.ndarray] = {}
+    base = frame.iloc[[0]]
+    for column in columns:
+        series = frame.iloc[:, column]
+        if not isinstance(series.dtype, pd.CategoricalDtype):
+            raise ValueError(
+                f"background column {str(frame.columns[column])[:60]!r} is a categorical feature of {name}: give it "
+                "dtype 'category' (its categories are the values the explainer reads the splits for)"
+            )
+        known = list(series.cat.categories)
+        unseen = _unseen(known)
+        probe = base.loc[base.index.repeat(len(known) + 1)].reset_index(drop=True)
+        probe[probe.columns[column]] = pd.Categorical(known + [unseen], categories=known + [unseen])
+        leaf = np.asarray(model.calc_leaf_indexes(Pool(probe, cat_features=columns)), dtype=np.int64)
+        sides[column] = leaf  # (C + 1, T)
+    out: dict[tuple[int, int], tuple[int, np.ndarray]] = {}
+    for t, tree in enumerate(trees):
+        for level, split in enumerate(tree["splits"]):
+            if split.get("split_type") == "FloatFeature":
+                continue
+            moving = [c for c in columns if np.ptp((sides[c][:, t] >> level) & 1) > 0]
+            if len(moving) > 1:
+                raise ValueError(
+                    f"{name} has a split that moves with several categorical columns ({moving}); refit it with "
+                    "max_ctr_complexity=1"
+                )
+            column = moving[0] if moving else columns[int(split.get("cat_feature_index", 0)) % len(columns)]
+            out[(t, level)] = (column, ((sides[column][:, t] >> level) & 1).astype(bool))
+    return out
+
+
+def _unseen(known: list[Any]) -> Any:
+    """A category not among ``known`` of the same kind (a string, or a number past them)."""
+    if known and all(isinstance(k, (int, float, np.integer, np.floating)) for k in known):
+        return type(known[0])(max(known) + 1)
+    label = "<unseen>"
+    while label in known:
+        label += "_"
+    return label
+
+
+def _expanded(
+    tree: dict[str, Any], t: int, float_features: list[dict[str, Any]], probed: dict, dim: int, name: str
+) -> dict[str, np.ndarray]:
+    """One symmetric tree as a full node table (breadth-first; position ``i`` of level ``j`` has children ``2i``
+    and ``2i + 1``), its categorical levels category sets; ``value`` is ``(N, dim)``."""
+    d = len(tree["splits"])
+    inner, size = 2**d - 1, 2 ** (d + 1) - 1
+    level = np.repeat(np.arange(d), 2 ** np.arange(d))
+    position = np.arange(inner) - (2**level - 1)
+    left = np.concatenate([2 ** (level + 1) - 1 + 2 * position, np.full(2**d, -1)])
+    feature = np.zeros(d, dtype=np.int64)
+    threshold, nan_right = np.zeros(d), np.zeros(d, dtype=bool)
+    category = np.full(d, -1, dtype=np.int64)
+    sets: list[np.ndarray] = []
+    for j, split in enumerate(tree["splits"]):
+        if split.get("split_type") == "FloatFeature":
+            feature[j], threshold[j], nan_right[j] = _split(split, float_features, name)
+        else:
+            feature[j], goes_right = probed[(t, j)]
+            category[j], nan_right[j] = len(sets), goes_right[-1]
+            sets.append(goes_right)
+    reversed_index = np.zeros(2**d, dtype=np.int64)
+    for j in range(d):
+        reversed_index |= ((np.arange(2**d) >> (d - 1 - j)) & 1) << j
+    value = np.zeros((size, dim))
+    value[inner:] = np.asarray(tree["leaf_values"], dtype=np.float64).reshape(2**d, dim)[reversed_index]
+    pad = np.full(2**d, -1)
+    extra = {}
+    if sets:
+        width = max(len(s) for s in sets)
+        table = np.stack([np.concatenate([s[:-1], np.full(width - len(s), s[-1]), s[-1:]]) for s in sets])
+        extra = {"category": np.concatenate([category[level], pad]), "category_sets": table}
+    return {
+        **extra,
+        "left": left,
+        "right": np.where(left >= 0, left + 1, -1),
+        "feature": np.concatenate([feature[level], pad]),
+        "threshold": np.concatenate([threshold[level], np.zeros(2**d)]),
+        "nan_right": np.concatenate([nan_right[level], pad == 0]),
+        "zero_is_missing": np.zeros(size, dtype=bool),
+        "value": value,
+    }
+
+
+def parse(model: Any, target: int | None, frame: Any = None) -> list[TreeEnsemble]:
     """Read a fitted CatBoost model into one :class:`TreeEnsemble` per explained output of
     ``predict(prediction_type="RawFormulaVal")`` (log-odds for binary classifiers, the class's raw score for
     multiclass ones; see :mod:`~torchxplain.fourier.trees.adapters._targets` for the default classes).
 
+    ``frame``: rows like the ones to be explained, a DataFrame whose categorical columns have dtype
+    ``category``; needed only when the model has categorical features (module docstring).
+
     Raises:
-        ValueError: not fitted, or the model uses categorical, text or embedding features (named, with the
-            fix: one-hot encode them and refit on float features).
+        ValueError: not fitted, text or embedding features (named, with the fix), categorical features without a
+            DataFrame to probe, or CTRs of feature combinations.
     """
     name = type(model).__name__
     if not model.is_fitted():
@@ -149,8 +271,16 @@ def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
     kind: OutputKind = "margin" if classifier else "outputs"
     n = max(dim, 2) if classifier else dim
     output_scale = ("log-odds" if n == 2 else "softmax logit") if classifier else "output units"
-    blocks = _oblivious(dump.get("oblivious_trees", []), float_features, dim, name)
-    tables = [_node_table(t, float_features, dim, name) for t in dump.get("trees", [])]
+    categorical = dump["features_info"].get("categorical_features", [])
+    if categorical and dump.get("trees"):
+        raise ValueError(f"{name} has categorical features on non-symmetric trees, which are not supported")
+    if categorical:  # every symmetric tree as a node table with its categorical splits probed
+        probed = _probe(model, dump, frame, name)
+        blocks = []
+        tables = [_expanded(t, i, float_features, probed, dim, name) for i, t in enumerate(dump["oblivious_trees"])]
+    else:
+        blocks = _oblivious(dump.get("oblivious_trees", []), float_features, dim, name)
+        tables = [_node_table(t, float_features, dim, name) for t in dump.get("trees", [])]
     n_features = len(getattr(model, "feature_names_", None) or []) or max(
         [0, *(int(f["flat_feature_index"]) + 1 for f in float_features)]
     )
@@ -184,6 +314,15 @@ def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
                 target=choice.target,
                 feature_names=_names(model),
                 oblivious=oblivious,
+                categories=_frame_categories(frame, categorical),
             )
         )
     return out
+
+
+def _frame_categories(frame: Any, categorical: list[dict[str, Any]]) -> dict[int, tuple[object, ...]] | None:
+    """The probed categories per categorical column (the frame's, in id order)."""
+    if not categorical:
+        return None
+    columns = [int(info["flat_feature_index"]) for info in categorical]
+    return {c: tuple(frame.iloc[:, c].cat.categories) for c in columns}

@@ -32,14 +32,16 @@ def unsupported_message(model: Any) -> str:
     )
 
 
-def parse_model_outputs(model: Any, target: int | None = None) -> list[TreeEnsemble]:
+def parse_model_outputs(model: Any, target: int | None = None, frame: Any = None) -> list[TreeEnsemble]:
     """Read a fitted tree model into one :class:`TreeEnsemble` per explained output.
 
     ``target=None`` gives the default outputs: the single output of a regressor (every output of a
     multi-output one), the positive class of a binary classifier on the model's own scale (probability for
     scikit-learn trees and forests, log-odds for boosting), and every class of a multiclass classifier.
     ``target=c`` gives ``[class/output c]``. Each ensemble's :attr:`~TreeEnsemble.output` says which output and
-    scale it is, and :attr:`~TreeEnsemble.target` its index.
+    scale it is, and :attr:`~TreeEnsemble.target` its index. ``frame``: rows like the ones to be explained (a
+    DataFrame), which a CatBoost model with categorical features needs: its categorical splits are read by probing
+    the model with each category of the frame's ``category`` columns.
 
     Raises:
         TypeError: the model type is not supported (the message names it, lists the supported families and
@@ -49,7 +51,7 @@ def parse_model_outputs(model: Any, target: int | None = None) -> list[TreeEnsem
     """
     for adapter in _ADAPTERS:
         if adapter.matches(model):
-            return adapter.parse(model, target)
+            return adapter.parse(model, target, frame)
     raise TypeError(unsupported_message(model))
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from torchxplain.fourier.trees.adapters._base import TreeEnsemble, concat_trees
 from torchxplain.fourier.trees.adapters._targets import OutputKind, choose_outputs, describe_output
 
-SUPPORTED = "lightgbm Booster, LGBMRegressor, LGBMClassifier (numerical splits, constant leaves)"
+SUPPORTED = "lightgbm Booster, LGBMRegressor, LGBMClassifier (numerical and categorical splits, constant leaves)"
 
 
 def matches(model: Any) -> bool:
@@ -50,10 +50,6 @@ def _tree_arrays(tree: dict[str, str], name: str) -> dict[str, np.ndarray]:
         arrays = {"left": none, "right": none, "feature": none, "threshold": np.zeros(1), "value": leaf_value[:1]}
         return {**arrays, "nan_right": empty, "zero_is_missing": empty}
     decision = np.array(tree["decision_type"].split(), dtype=np.int64)
-    if (decision & 1).any():
-        raise ValueError(
-            f"{name} has a categorical split, which is not supported; one-hot encode categorical features instead"
-        )
     internal = len(decision)
     threshold = np.array(tree["threshold"].split(), dtype=np.float64)
     children = [np.array(tree[key].split(), dtype=np.int64) for key in ("left_child", "right_child")]
@@ -62,7 +58,14 @@ def _tree_arrays(tree: dict[str, str], name: str) -> dict[str, np.ndarray]:
     default_left = (decision & 2) > 0
     nan_right = np.where(missing == 0, threshold < 0.0, ~default_left)
     pad = np.zeros(len(leaf_value), dtype=bool)
+    categorical = (decision & 1) > 0
+    extra = {}
+    if categorical.any():  # a categorical split sends the categories of its bitset left, every other id right
+        nan_right = np.where(categorical, True, nan_right)  # NaN and negative values go right
+        missing = np.where(categorical, 0, missing)
+        extra = _category_splits(tree, threshold, categorical, len(leaf_value))
     return {
+        **extra,
         "left": np.concatenate([left, np.full(len(leaf_value), -1)]),
         "right": np.concatenate([right, np.full(len(leaf_value), -1)]),
         "feature": np.concatenate(
@@ -75,6 +78,34 @@ def _tree_arrays(tree: dict[str, str], name: str) -> dict[str, np.ndarray]:
     }
 
 
+def _category_splits(tree: dict[str, str], threshold: np.ndarray, categorical: np.ndarray, leaves: int) -> dict:
+    """``category`` (one row per categorical split, ``-1`` elsewhere, leaves included) and ``category_sets``: which
+    ids go right (not in the split's bitset of 32-bit words), the last column (unseen ids) right."""
+    bounds = np.array(tree["cat_boundaries"].split(), dtype=np.int64)
+    words = np.array(tree["cat_threshold"].split(), dtype=np.uint64)
+    index = threshold[categorical].astype(np.int64)
+    width = 32 * int(np.diff(bounds).max())
+    sets = np.ones((len(index), width + 1), dtype=bool)
+    for row, i in enumerate(index):
+        chunk = words[bounds[i] : bounds[i + 1]]
+        bits = ((chunk[:, None] >> np.arange(32, dtype=np.uint64)) & np.uint64(1)).astype(bool).reshape(-1)
+        sets[row, : len(bits)] = ~bits
+    category = np.full(len(threshold) + leaves, -1, dtype=np.int64)
+    category[np.flatnonzero(categorical)] = np.arange(len(index))
+    return {"category": category, "category_sets": sets}
+
+
+def _categories(header: dict[str, str], model: Any) -> dict[int, tuple[object, ...]] | None:
+    """The categories of each categorical feature in id order: LightGBM's ``pandas_categorical`` (recorded when
+    the model was fitted on a DataFrame) lists them for its category columns in column order."""
+    recorded = getattr(model, "pandas_categorical", None)
+    infos = header.get("feature_infos", "").split()
+    features = [i for i, info in enumerate(infos) if info != "none" and not info.startswith("[")]
+    if not recorded or len(recorded) != len(features):
+        return None
+    return {f: tuple(values) for f, values in zip(features, recorded)}
+
+
 def _names(header: dict[str, str]) -> tuple[str, ...] | None:
     names = header.get("feature_names", "").split()
     if not names or names == [f"Column_{i}" for i in range(len(names))]:  # LightGBM's names for arrays
@@ -82,13 +113,15 @@ def _names(header: dict[str, str]) -> tuple[str, ...] | None:
     return tuple(names)
 
 
-def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
+def parse(model: Any, target: int | None, frame: Any = None) -> list[TreeEnsemble]:
     """Read a LightGBM model into one :class:`TreeEnsemble` per explained output, each the raw score
     ``predict(raw_score=True)`` of one class (see :mod:`~torchxplain.fourier.trees.adapters._targets`), from the
     model's text form (``model_to_string``: like ``predict``, it stops at the best iteration when early stopping
     recorded one). For
     ``boosting_type='rf'`` the score is the average over the trees, the margin behind ``predict`` (LightGBM's
     ``predict(raw_score=True)`` returns the un-averaged sum there).
+
+    ``frame`` is unused (the model records how its inputs are coded).
     """
     import lightgbm
 
@@ -123,6 +156,8 @@ def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
                 target=choice.target,
                 feature_names=_names(header),
                 names="lightgbm",
+                categories=_categories(header, model),
+                unseen_category="missing",
             )
         )
     return out

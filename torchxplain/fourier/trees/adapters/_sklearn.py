@@ -123,12 +123,14 @@ def _boosting(model: Any, target: int | None, meta: dict[str, Any]) -> list[Tree
     return out
 
 
-def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
+def parse(model: Any, target: int | None, frame: Any = None) -> list[TreeEnsemble]:
     """Read a fitted scikit-learn tree model into one :class:`TreeEnsemble` per explained output.
 
     Outputs (see :mod:`~torchxplain.fourier.trees.adapters._targets` for the default): regressors explain
     ``predict``; decision-tree, forest and extra-trees classifiers explain ``predict_proba[:, c]``;
     gradient-boosting classifiers explain the raw score ``decision_function`` (log-odds when binary).
+
+    ``frame`` is unused (the model records how its inputs are coded).
     """
     from sklearn.base import is_classifier
 

@@ -17,7 +17,7 @@ from torchxplain.fourier.trees.adapters._base import TreeEnsemble, concat_trees
 from torchxplain.fourier.trees.adapters._sklearn import check_fitted, feature_names
 from torchxplain.fourier.trees.adapters._targets import OutputKind, choose_outputs, describe_output
 
-SUPPORTED = "sklearn HistGradientBoostingRegressor/Classifier (numerical features)"
+SUPPORTED = "sklearn HistGradientBoostingRegressor/Classifier (numerical and categorical features)"
 
 
 def matches(model: Any) -> bool:
@@ -27,25 +27,46 @@ def matches(model: Any) -> bool:
     return isinstance(model, (HistGradientBoostingRegressor, HistGradientBoostingClassifier))
 
 
-def _check_numerical(model: Any, name: str) -> None:
-    categorical = getattr(model, "is_categorical_", None)
-    if categorical is not None and bool(np.any(categorical)):
-        index = int(np.flatnonzero(categorical)[0])
-        names = feature_names(model)
-        column = f"{names[index]!r} (column {index})" if names else f"column {index}"
-        raise ValueError(
-            f"{name} treats feature {column} as categorical (categorical_features), whose bitset splits have no "
-            "threshold; refit it with that feature one-hot encoded and categorical_features=None"
-        )
+def _columns(model: Any) -> np.ndarray:
+    """The input column of each feature the trees split (``feature_idx``): the model's preprocessor puts its
+    categorical columns first (an ordinal encoder), then the numerical ones."""
+    pre = getattr(model, "_preprocessor", None)
+    if pre is None:
+        return np.arange(int(model.n_features_in_))
+    order = []
+    for name, _, columns in pre.transformers_:
+        if name == "remainder":
+            continue
+        columns = np.asarray(columns)
+        order.append(np.flatnonzero(columns) if columns.dtype == bool else columns.astype(np.int64))
+    return np.concatenate(order).astype(np.int64)
 
 
-def _tree_arrays(predictor: Any) -> dict[str, np.ndarray]:
+def _categories(model: Any, columns: np.ndarray) -> dict[int, tuple[object, ...]] | None:
+    """The ordinal encoder's categories per categorical input column, in id order."""
+    pre = getattr(model, "_preprocessor", None)
+    if pre is None or "encoder" not in pre.named_transformers_:
+        return None
+    encoder = pre.named_transformers_["encoder"]
+    out = {}
+    for f, values in enumerate(encoder.categories_):  # the encoder's columns come first
+        listed = values.tolist()  # a missing value the encoder saw is listed last: it is no category (NaN stays NaN)
+        out[int(columns[f])] = tuple(v for v in listed if v == v and v is not None)
+    return out
+
+
+def _tree_arrays(predictor: Any, columns: np.ndarray, known: tuple[np.ndarray, np.ndarray]) -> dict[str, np.ndarray]:
     nodes = predictor.nodes
     leaf = nodes["is_leaf"].astype(bool)
+    categorical = (
+        nodes["is_categorical"].astype(bool) & ~leaf if "is_categorical" in nodes.dtype.names else leaf & False
+    )
+    extra = _category_splits(predictor, categorical, known) if categorical.any() else {}
     return {
+        **extra,
         "left": np.where(leaf, -1, nodes["left"].astype(np.int64)),
         "right": np.where(leaf, -1, nodes["right"].astype(np.int64)),
-        "feature": nodes["feature_idx"].astype(np.int64),
+        "feature": np.where(leaf, -1, columns[nodes["feature_idx"].astype(np.int64)]),
         "threshold": nodes["num_threshold"].astype(np.float64),
         "nan_right": ~nodes["missing_go_to_left"].astype(bool),
         "zero_is_missing": np.zeros(len(nodes), dtype=bool),
@@ -53,7 +74,32 @@ def _tree_arrays(predictor: Any) -> dict[str, np.ndarray]:
     }
 
 
-def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
+def _bits(words: np.ndarray) -> np.ndarray:
+    """``(..., 8)`` uint32 bitsets -> ``(..., 256)`` bool."""
+    return (
+        ((words[..., None].astype(np.uint64) >> np.arange(32, dtype=np.uint64)) & np.uint64(1))
+        .astype(bool)
+        .reshape(*words.shape[:-1], -1)
+    )
+
+
+def _category_splits(predictor: Any, categorical: np.ndarray, known: tuple[np.ndarray, np.ndarray]) -> dict:
+    """``category`` and ``category_sets`` of a predictor's categorical splits: a category of the split's bitset goes
+    left, another known one right, an unknown one (and an id past 255) the way of a missing value."""
+    nodes = predictor.nodes
+    index = np.flatnonzero(categorical)
+    left = _bits(np.asarray(predictor.raw_left_cat_bitsets)[nodes["bitset_idx"][index].astype(np.int64)])
+    known_bits, f_idx_map = known
+    seen = _bits(np.asarray(known_bits)[np.asarray(f_idx_map)[nodes["feature_idx"][index].astype(np.int64)]])
+    missing_right = ~nodes["missing_go_to_left"][index].astype(bool)
+    sets = np.where(seen, ~left, missing_right[:, None])
+    sets = np.concatenate([sets, missing_right[:, None]], axis=1)
+    category = np.full(len(nodes), -1, dtype=np.int64)
+    category[index] = np.arange(len(index))
+    return {"category": category, "category_sets": sets}
+
+
+def parse(model: Any, target: int | None, frame: Any = None) -> list[TreeEnsemble]:
     """Read a fitted histogram gradient-boosting model into one :class:`TreeEnsemble` per explained output.
 
     Regressors explain ``predict`` (for the default squared error; other losses explain the raw prediction
@@ -61,13 +107,17 @@ def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
     score otherwise; see :mod:`~torchxplain.fourier.trees.adapters._targets` for the default classes).
 
     Raises:
-        ValueError: the model is not fitted or uses categorical features.
+        ValueError: the model is not fitted.
+
+    ``frame`` is unused (the model records how its inputs are coded).
     """
     from sklearn.base import is_classifier
 
     check_fitted(model)
     name = type(model).__name__
-    _check_numerical(model, name)
+    columns = _columns(model)
+    categorical = bool(np.any(getattr(model, "is_categorical_", None) is not None and model.is_categorical_))
+    known = model._bin_mapper.make_known_categories_bitsets() if categorical else (np.zeros((0, 8)), np.zeros(0))
     classifier = is_classifier(model)
     per_iteration = int(model.n_trees_per_iteration_)
     n = len(model.classes_) if classifier else per_iteration
@@ -80,7 +130,7 @@ def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
     out = []
     for choice in choose_outputs(target, n, kind, name):
         sign = -1.0 if choice.negate else 1.0
-        trees = [_tree_arrays(iteration[choice.column]) for iteration in model._predictors]
+        trees = [_tree_arrays(iteration[choice.column], columns, known) for iteration in model._predictors]
         output = describe_output(choice, kind, raw_name, scale, n, getattr(model, "classes_", None))
         out.append(
             concat_trees(
@@ -94,6 +144,9 @@ def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
                 output=output,
                 target=choice.target,
                 feature_names=feature_names(model),
+                categories=_categories(model, columns) if categorical else None,
+                unseen_category="missing",
+                categories_by_value=True,
             )
         )
     return out

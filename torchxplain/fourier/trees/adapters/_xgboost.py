@@ -71,10 +71,11 @@ def _scale(objective: str) -> str:
 def _tree_arrays(tree: dict[str, Any], name: str) -> dict[str, np.ndarray]:
     if int(tree["tree_param"].get("size_leaf_vector", "1")) > 1:
         raise ValueError(f"{name} has multi-output (vector-leaf) trees, which are not supported")
-    if any(int(t) != 0 for t in tree["split_type"]):
-        raise ValueError(f"{name} has categorical splits, which are not supported; one-hot encode the feature")
     cond = _floats32(tree["split_conditions"])
+    categorical = np.asarray(tree["split_type"], dtype=np.int64) != 0
+    extra = _category_splits(tree, categorical) if categorical.any() else {}
     return {
+        **extra,
         "left": tree["left_children"],
         "right": tree["right_children"],
         "feature": tree["split_indices"],
@@ -97,7 +98,40 @@ def _not_fitted() -> type[Exception]:
     return NotFittedError
 
 
-def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
+def _category_splits(tree: dict[str, Any], categorical: np.ndarray) -> dict[str, np.ndarray]:
+    """``category`` and ``category_sets`` of a tree's categorical splits: the listed categories go right, every
+    other id (and an id past the list) left; a missing value goes the default way."""
+    nodes = np.asarray(tree["categories_nodes"], dtype=np.int64)
+    segments = np.asarray(tree["categories_segments"], dtype=np.int64)
+    sizes = np.asarray(tree["categories_sizes"], dtype=np.int64)
+    listed = np.asarray(tree["categories"], dtype=np.int64)
+    width = int(listed.max()) + 1 if listed.size else 1
+    sets = np.zeros((len(nodes), width + 1), dtype=bool)
+    row = np.repeat(np.arange(len(nodes)), sizes)
+    members = listed[np.concatenate([np.arange(a, a + n) for a, n in zip(segments, sizes)] or [np.zeros(0, int)])]
+    sets[row, members] = True
+    category = np.full(len(categorical), -1, dtype=np.int64)
+    category[nodes] = np.arange(len(nodes))
+    return {"category": category, "category_sets": sets}
+
+
+def _categories(gbm: dict[str, Any]) -> dict[int, tuple[object, ...]] | None:
+    """The categories XGBoost (3.1 and later) saved with the model, per categorical feature in id order."""
+    cats = gbm["model"].get("cats")
+    if not cats:
+        return None
+    out: dict[int, tuple[object, ...]] = {}
+    for feature, enc in enumerate(cats.get("enc", [])):
+        if "offsets" in enc and enc["offsets"]:
+            raw = bytes(enc["values"])
+            bounds = enc["offsets"]
+            out[feature] = tuple(raw[a:b].decode() for a, b in zip(bounds[:-1], bounds[1:]))
+        elif enc.get("values"):
+            out[feature] = tuple(enc["values"])
+    return out or None
+
+
+def parse(model: Any, target: int | None, frame: Any = None) -> list[TreeEnsemble]:
     """Read an XGBoost tree model into one :class:`TreeEnsemble` per explained output, each the raw margin
     ``predict(output_margin=True)`` of one output (class; see :mod:`~torchxplain.fourier.trees.adapters._targets`).
 
@@ -105,6 +139,8 @@ def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
     ``predict`` does, and reads entries equal to its ``missing=`` value as missing, as its ``predict`` does (a raw
     ``Booster`` knows no sentinel: its ``DMatrix`` did). A ``dart`` booster predicts with every tree scaled by its
     weight (``weight_drop``), as ``predict`` does.
+
+    ``frame`` is unused (the model records how its inputs are coded).
     """
     import xgboost
 
@@ -161,6 +197,7 @@ def parse(model: Any, target: int | None) -> list[TreeEnsemble]:
                 target=choice.target,
                 feature_names=None if names is None else tuple(str(c) for c in names),
                 missing=_missing(model) if wrapper else float("nan"),
+                categories=_categories(gbm),
             )
         )
     return out

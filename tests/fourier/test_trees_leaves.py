@@ -1,0 +1,352 @@
+"""The leaf route (``from_trees(..., route="leaves")``): exact values of deep trees against brute force over coalitions.
+
+References are independent of the leaf machinery: the leaf game against enumeration of its coalitions, and every
+model against ``coalition_values`` — the library's own ``predict`` at all ``2^p`` hybrids of a query and each
+background row.
+"""
+
+from __future__ import annotations
+
+import itertools
+from math import factorial
+
+import numpy as np
+import pytest
+import torch
+from threadpoolctl import threadpool_limits
+
+import torchxplain as tx
+from tests.fourier.tree_cases import brute_force_values, coalition_values, model_output
+from torchxplain.fourier.trees._leaf_games import weight_tables
+from torchxplain.fourier.trees._leaf_values import LeafPlan
+from torchxplain.fourier.trees._leaves import leaf_table
+from torchxplain.fourier.trees.adapters._dispatch import parse_model
+
+
+def _data(rows: int = 600, p: int = 6, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, p))
+    y = x[:, 0] * x[:, 1] + np.sin(3 * x[:, 2]) + (x[:, 3] > 0) * x[:, 4] + 0.3 * x[:, -1] + 0.1 * rng.normal(size=rows)
+    return x, y
+
+
+@pytest.mark.parametrize("kind", ["shapley", "banzhaf"])
+def test_leaf_game_weights_match_enumeration(kind):
+    """The pair game ``v [G ⊆ S][F ∩ S = ∅]`` (x supplies G, b supplies F): its values by enumeration of all
+    coalitions equal the closed-form weights, for every split of up to 7 players into G, F and the rest."""
+    n = 7
+    g, h = weight_tables(kind, n)
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        roles = rng.integers(0, 3, n)  # 0: G (x must supply), 1: F (b must supply), 2: neither side fails
+        x_side, b_side = set(np.flatnonzero(roles == 0)), set(np.flatnonzero(roles == 1))
+
+        def game(s: set, x_side: set = x_side, b_side: set = b_side) -> float:
+            return float(x_side <= s and not (b_side & s))
+
+        phi = np.zeros(n)
+        for i in range(n):
+            for size in range(n):
+                w = factorial(size) * factorial(n - size - 1) / factorial(n) if kind == "shapley" else 2.0 ** (1 - n)
+                for rest in itertools.combinations([j for j in range(n) if j != i], size):
+                    phi[i] += w * (game(set(rest) | {i}) - game(set(rest)))
+        a, b = len(x_side), len(b_side)
+        want = np.where(roles == 0, float(h[a, b]), np.where(roles == 1, -float(g[a, b]), 0.0))
+        np.testing.assert_allclose(phi, want, atol=1e-14)
+
+
+def _models():
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.tree import DecisionTreeRegressor
+
+    x, y = _data()
+    out = [
+        ("tree_reg", DecisionTreeRegressor(max_depth=18, random_state=0).fit(x, y)),
+        ("rf_reg", RandomForestRegressor(n_estimators=3, max_depth=14, random_state=0).fit(x, y)),
+    ]
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    out.append(("xgb_reg", xgb.XGBRegressor(n_estimators=4, max_depth=12, learning_rate=0.5, n_jobs=1).fit(x, y)))
+    leafwise = lgb.LGBMRegressor(n_estimators=4, num_leaves=64, min_child_samples=2, verbose=-1, n_jobs=1)
+    out.append(("lgb_reg", leafwise.fit(x, y)))
+    return x, out
+
+
+def _tolerance(kind: str, values: np.ndarray) -> float:
+    """XGBoost predicts in float32 (the brute force inherits its rounding): 1e-6 of the values' scale; float64
+    libraries 1e-10."""
+    return 1e-6 * float(np.abs(values).max()) if kind.startswith("xgb") else 1e-10
+
+
+@pytest.fixture(scope="module")
+def deep_models():
+    return _models()
+
+
+def test_deep_trees_match_brute_force(deep_models):
+    """Depth 12–18 trees (sklearn, XGBoost, LightGBM leaf-wise) on 6 features: Shapley and Banzhaf values of the
+    leaf route equal enumeration of all 64 coalitions through the model's own predict."""
+    x, models = deep_models
+    query, background = x[:3], x[100:116]
+    for kind, model in models:
+        assert parse_model(model).max_depth >= 12 or kind == "lgb_reg"
+        explainer = tx.FourierShap.from_trees(model, torch.from_numpy(background), route="leaves")
+        v = coalition_values(lambda z, m=model, k=kind: model_output(m, k, z), query, background)
+        phi = explainer.attribute(torch.from_numpy(query)).numpy()
+        tol = _tolerance(kind, phi)
+        np.testing.assert_allclose(phi, brute_force_values(v), atol=tol, rtol=0, err_msg=kind)
+        beta = explainer.banzhaf(torch.from_numpy(query)).numpy()
+        np.testing.assert_allclose(beta, brute_force_values(v, "banzhaf"), atol=tol, rtol=0, err_msg=kind)
+
+
+@pytest.mark.parametrize(
+    "which", [pytest.param(i, marks=pytest.mark.slow) for i in range(3)] + [3]
+)  # each 3-6 s of CPU: LightGBM in the fast loop, the others in the slow one
+def test_dense_units_and_pair_forms_agree(deep_models, which):
+    """The forms of the leaf values — tables over each leaf's fail patterns, units of one or two levels of leaves
+    tabulated together, pairs followed down the trees — give the same values, whatever the cost model picks."""
+    x, models = deep_models
+    for _, model in models[which : which + 1]:
+        table = leaf_table(parse_model(model))
+        plan = LeafPlan(table, torch.from_numpy(x[200:230]), None, x.shape[1])
+        rows = torch.from_numpy(x[:20])
+        for kind in ("shapley", "banzhaf"):
+            dense = torch.zeros(x.shape[1], 20, dtype=torch.float64)
+            for chunk in range(len(plan._chunks)):
+                plan._dense_values(kind, chunk, rows, dense)
+            for height in (1, 2):
+                units = torch.zeros_like(dense)
+                for chunk in range(len(plan._chunks)):
+                    plan._unit_values(kind, chunk, rows, units, height)
+                torch.testing.assert_close(units, dense, atol=1e-12, rtol=0)
+            pairs = torch.zeros_like(dense)
+            plan._pair_values(kind, rows, pairs)
+            torch.testing.assert_close(pairs, dense, atol=1e-12, rtol=0)
+
+
+def test_efficiency_against_the_model(deep_models):
+    """Values sum to the model's own output minus its background mean (``predict`` of the library)."""
+    x, models = deep_models
+    background, query = x[300:350], x[:40]
+    for kind, model in models:
+        explainer = tx.FourierShap.from_trees(model, background, route="leaves")
+        phi = explainer.attribute(torch.from_numpy(query)).numpy()
+        gap = phi.sum(1) - (model_output(model, kind, query) - model_output(model, kind, background).mean())
+        assert np.abs(gap).max() < 1e-5 * max(1.0, np.abs(phi).max()), kind
+
+
+def test_groups_pairs_and_missing_values():
+    """Grouped players, per-row baselines and NaN inputs (routed as XGBoost routes them) against brute force."""
+    xgb = pytest.importorskip("xgboost")
+    x, y = _data(p=5)
+    x[np.random.default_rng(2).random(x.shape) < 0.1] = np.nan
+    model = xgb.XGBRegressor(n_estimators=4, max_depth=8, n_jobs=1).fit(x, y)
+    query, background = x[:3], x[50:62]
+    predict = lambda z: model_output(model, "xgb_reg", z)  # noqa: E731
+    groups = torch.tensor([0, 0, 1, 2, 2])
+    explainer = tx.FourierShap.from_trees(model, background, feature_groups=groups, route="leaves")
+    values = explainer.player_values(torch.from_numpy(query)).values.numpy()
+    masks = np.array([[(s >> g) & 1 for g in range(3)] for s in range(8)], dtype=bool)[:, groups.numpy()]
+    hybrid = np.where(masks[None, :, None, :], query[:, None, None, :], background[None, None])
+    v = predict(hybrid.reshape(-1, 5)).reshape(3, 8, len(background)).mean(2)
+    np.testing.assert_allclose(values, brute_force_values(v), atol=_tolerance("xgb", values), rtol=0)
+    paired = tx.FourierShap.from_trees(model, background, route="leaves")
+    base = background[:3]
+    phi = paired.attribute(torch.from_numpy(query), baselines=torch.from_numpy(base)).numpy()
+    for i in range(3):
+        v = coalition_values(predict, query[i : i + 1], base[i : i + 1])
+        np.testing.assert_allclose(phi[i], brute_force_values(v)[0], atol=_tolerance("xgb", phi), rtol=0)
+
+
+def test_small_memory_budget_completes_by_chunking(deep_models):
+    """Under the smallest budget (1 MiB) the leaf route splits trees and rows into many chunks and returns the
+    same values."""
+    x, models = deep_models
+    model = models[1][1]  # the forest: several trees, deep leaves
+    background, query = x[300:400], torch.from_numpy(x[:300])
+    want = tx.FourierShap.from_trees(model, background, route="leaves").attribute(query)
+    with tx.settings.max_memory(2**20):
+        explainer = tx.FourierShap.from_trees(model, background, route="leaves")
+        plan = explainer._plan(explainer._players(None, [query.shape]), None, 0).leaves
+        got = explainer.attribute(query)
+    assert len(plan._chunks) > 1
+    torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
+
+
+def test_interactions_fall_back_to_the_spectrum_or_refuse(deep_models):
+    """Pairwise interactions of a leaf-route explainer come from the spectrum (equal to the spectrum route's);
+    when the spectrum cannot fit the budget the call is refused with its size."""
+    x, models = deep_models
+    model = models[2][1]  # XGBoost depth 12
+    background, query = x[300:320], torch.from_numpy(x[:4])
+    leaves = tx.FourierShap.from_trees(model, background, route="leaves")
+    spectrum = tx.FourierShap.from_trees(model, background, route="spectrum")
+    torch.testing.assert_close(leaves.interactions(query), spectrum.interactions(query), atol=1e-10, rtol=0)
+    deep = tx.FourierShap.from_trees(models[0][1], background, route="leaves", max_memory=2**20)
+    with pytest.raises(ValueError, match="need its Fourier spectrum.*more than max_memory"):
+        deep.interactions(query)
+
+
+def test_route_argument_and_saving(tmp_path, deep_models):
+    x, models = deep_models
+    model = models[0][1]
+    with pytest.raises(ValueError, match="route must be one of"):
+        tx.FourierShap.from_trees(model, x[:10], route="fast")
+    with pytest.raises(ValueError, match="energy act on a Fourier spectrum"):
+        tx.FourierShap.from_trees(model, x[:10], route="leaves", energy=0.99)
+    explainer = tx.FourierShap.from_trees(model, x[:10])  # auto: a depth-18 tree takes the leaves
+    assert explainer.provider is not None and explainer.provider.route == "leaves"
+    with pytest.raises(ValueError, match="leaf route"):
+        explainer.save(tmp_path / "tree.pt")
+
+
+def test_oblivious_trees_on_both_routes():
+    """CatBoost's oblivious trees become node tables on the leaf route: same values as the spectrum route."""
+    cb = pytest.importorskip("catboost")
+    x, y = _data(p=5)
+    model = cb.CatBoostRegressor(iterations=6, depth=5, verbose=0, thread_count=1, allow_writing_files=False)
+    model.fit(x, y)
+    background, query = torch.from_numpy(x[50:70]), torch.from_numpy(x[:10])
+    leaves = tx.FourierShap.from_trees(model, background, route="leaves").attribute(query)
+    spectrum = tx.FourierShap.from_trees(model, background, route="spectrum").attribute(query)
+    torch.testing.assert_close(leaves, spectrum, atol=1e-10, rtol=0)
+
+
+# --- native categorical splits ---------------------------------------------------------------------------------
+def _category_frame(rows: int = 1500, seed: int = 3):
+    """Two numeric and three ``category`` columns (strings, integers, and a NaN-holding one), a target that needs
+    the categories."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {
+            "a": rng.normal(size=rows),
+            "colour": pd.Categorical(rng.choice(["red", "green", "blue", "grey", "pink"], rows)),
+            "size": pd.Categorical(rng.integers(0, 9, rows)),
+            "b": rng.normal(size=rows),
+            "shape": pd.Categorical(rng.choice(["round", "square", "star"], rows)),
+        }
+    )
+    y = (
+        frame.a
+        + 2.0 * (frame.colour == "green")
+        + 1.5 * (frame["size"].astype(int) % 3 == 0) * frame.b
+        + (frame["shape"] == "star") * (frame.colour == "red")
+        + 0.1 * rng.normal(size=rows)
+    )
+    return frame, y.to_numpy()
+
+
+def _frame_coalitions(predict, query, background) -> np.ndarray:
+    """``v[q, S]``: the model's mean output over hybrids that take the columns of ``S`` from query row ``q`` and
+    the others from each background row, every column kept in its own dtype (one ``predict`` call)."""
+    import pandas as pd
+
+    p = query.shape[1]
+    masks = np.array(list(itertools.product([0, 1], repeat=p)), dtype=bool)[:, ::-1]
+    nq, nm, nb = len(query), len(masks), len(background)
+    take = np.broadcast_to(masks[None, :, None, :], (nq, nm, nb, p)).reshape(-1, p)  # row (q, S, b)
+    columns = {}
+    for j, name in enumerate(query.columns):
+        own = np.repeat(query.iloc[:, j].to_numpy(dtype=object), nm * nb)
+        other = np.tile(background.iloc[:, j].to_numpy(dtype=object), nq * nm)
+        values = np.where(take[:, j], own, other)
+        dtype = query.dtypes.iloc[j]
+        categorical = isinstance(dtype, pd.CategoricalDtype)
+        columns[name] = pd.Categorical(values, dtype=dtype) if categorical else values.astype(np.float64)
+    values = predict(pd.DataFrame(columns))
+    return np.asarray(values, dtype=np.float64).reshape(nq, nm, nb).mean(2)
+
+
+def _categorical_models(frame, y):
+    """The four libraries' native categorical models; all but CatBoost (which refuses NaN categories) fitted on a
+    copy of ``frame`` whose ``colour`` misses every 17th value. Returns ``(name, model, predict, its frame)``."""
+    lgb = pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    cb = pytest.importorskip("catboost")
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    holed = frame.copy()
+    holed.loc[holed.index[::17], "colour"] = np.nan
+    columns = ["colour", "size", "shape"]
+    gbm = lgb.LGBMRegressor(n_estimators=6, min_data_per_group=5, cat_smooth=1, verbose=-1, n_jobs=1)
+    boost = xgb.XGBRegressor(n_estimators=6, max_depth=5, enable_categorical=True, max_cat_to_onehot=1, n_jobs=1)
+    cat = cb.CatBoostRegressor(
+        iterations=8, depth=4, verbose=0, thread_count=1, allow_writing_files=False, cat_features=columns
+    )
+    hist = HistGradientBoostingRegressor(max_iter=6, random_state=0)
+    with threadpool_limits(1):  # its OpenMP threads spin for seconds on a loaded machine
+        hist.fit(holed, y)
+    return [
+        ("lightgbm", gbm.fit(holed, y), lambda m, z: m.predict(z, raw_score=True), holed),
+        ("xgboost", boost.fit(holed, y), lambda m, z: m.predict(z, output_margin=True), holed),
+        ("catboost", cat.fit(frame, y), lambda m, z: m.predict(z, prediction_type="RawFormulaVal"), frame),
+        ("histgb", hist, lambda m, z: m.predict(z), holed),
+    ]
+
+
+def test_native_categorical_splits_match_brute_force():
+    """LightGBM, XGBoost, CatBoost and HistGradientBoosting fitted on a DataFrame with ``category`` columns,
+    explained from that DataFrame: one value per column, equal to enumeration of the 32 coalitions of its
+    columns through the library's own predict; the leaf table's output equals predict."""
+    frame, y = _category_frame()
+    for name, model, predict, rows in _categorical_models(frame, y):
+        query, background = rows.iloc[[0, 1, 17]], rows.iloc[200:212]  # row 17 misses its colour (but CatBoost's)
+        explainer = tx.FourierShap.from_trees(model, background)
+        assert explainer.provider is not None and explainer.provider.categorical, name
+        v = _frame_coalitions(lambda z, m=model, f=predict: f(m, z), query, background)
+        phi = explainer.attribute(query).numpy()
+        tol = 1e-6 * float(np.abs(phi).max()) if name == "xgboost" else 1e-10
+        np.testing.assert_allclose(phi, brute_force_values(v), atol=tol, rtol=0, err_msg=name)
+        out = explainer.predict(rows.iloc[:50]).numpy()
+        np.testing.assert_allclose(out, predict(model, rows.iloc[:50]), atol=1e-5, rtol=0, err_msg=name)
+
+
+def test_categorical_boundary():
+    """Categorical models refuse the spectrum route and interactions with the reason, and categories their
+    library refuses."""
+    import pandas as pd
+
+    xgb = pytest.importorskip("xgboost")
+    frame, y = _category_frame(rows=600)
+    boost = xgb.XGBRegressor(n_estimators=4, max_depth=4, enable_categorical=True, max_cat_to_onehot=1, n_jobs=1)
+    model = boost.fit(frame, y)  # XGBoost refuses a category it was not fitted on
+    explainer = tx.FourierShap.from_trees(model, frame.iloc[:20])
+    with pytest.raises(ValueError, match="categorical splits.*route='leaves'"):
+        tx.FourierShap.from_trees(model, frame.iloc[:20], route="spectrum")
+    with pytest.raises(ValueError, match="categorical splits"):
+        explainer.interactions(frame.iloc[:2])
+    other = frame.iloc[:2].copy()
+    other["shape"] = pd.Categorical(["hexagon", "star"])
+    with pytest.raises(ValueError, match="'shape' holds 'hexagon', a category"):
+        explainer.attribute(other)
+
+
+def test_outputs_targets_masks_and_dtypes_match_the_spectrum_route():
+    """A multiclass forest and a binary XGBoost classifier: every output, a per-row target, a feature_mask and a
+    float32 background give on the leaf route what the spectrum route gives (small models: both fit)."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    xgb = pytest.importorskip("xgboost")
+    x, y = _data(rows=400, p=5)
+    labels = np.digitize(y, np.quantile(y, [0.33, 0.66]))
+    models = [
+        RandomForestClassifier(n_estimators=3, max_depth=4, random_state=0).fit(x, labels),
+        xgb.XGBClassifier(n_estimators=3, max_depth=3, n_jobs=1).fit(x, labels > 0),
+    ]
+    background, query = x[100:120], torch.from_numpy(x[:6])
+    mask = torch.tensor([0, 0, 1, 2, 2])
+    for model in models:
+        leaves = tx.FourierShap.from_trees(model, background, route="leaves")
+        spectrum = tx.FourierShap.from_trees(model, background, route="spectrum")
+        torch.testing.assert_close(leaves.attribute(query), spectrum.attribute(query), atol=1e-10, rtol=0)
+        target = None if len(leaves.outputs) == 1 else [0, 2, 1, 0, 1, 2]
+        got = leaves.player_values(query, feature_mask=mask, target=target)
+        want = spectrum.player_values(query, feature_mask=mask, target=target)
+        torch.testing.assert_close(got.values, want.values, atol=1e-10, rtol=0)
+        torch.testing.assert_close(got.base_values, want.base_values, atol=1e-10, rtol=0)
+        _, delta = leaves.attribute(query, return_convergence_delta=True)
+        assert float(delta.abs().max()) < 1e-10
+    single = tx.FourierShap.from_trees(models[1], background.astype(np.float32), route="leaves")
+    assert single.attribute(query.float()).dtype == torch.float32

@@ -1,0 +1,185 @@
+"""The pair route of the leaf values: (row, background rows) followed down the trees, for deep leaves.
+
+A pair ``(x, b)`` reaches a node's subtree in the interventional game only while no player fails on both sides:
+with ``F`` the players whose conditions so far ``x`` fails and ``G`` those ``b`` fails, the leaves below need
+``F ∩ G = ∅`` (a failed condition must come from the other row), and both sets only grow down the tree. So each
+row is followed level by level together with the bit mask of the background rows it still pairs with
+(:func:`~torchxplain.fourier.trees._leaves.frontiers` gives both sides' patterns at every node): going to a child
+whose split's player ``x`` fails there, the background rows that fail it too drop out, and a row whose mask empties
+stops. At a leaf each remaining pair adds its game's values in closed form
+(:mod:`~torchxplain.fourier.trees._leaf_games`). The work follows the (row, node) visits where some background row
+can still pair — as interventional TreeSHAP's walk, but for 64 background rows per word — instead of the ``2^d``
+patterns of the dense tables, which deep leaves (random forests at their default depth) cannot afford.
+
+Memory: the live (node, row, mask) entries of one level; the caller sizes the chunks of rows, background rows
+(:data:`WORDS` words of 64 per pass) and trees with :func:`pair_values`' visit counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from torchxplain.fourier.trees._leaf_games import popcount
+from torchxplain.fourier.trees._leaves import FeatureCodes, LeafTable, Slots, Traversal, frontiers
+
+WORDS = 4
+"""Background rows per pass: ``64 · WORDS``."""
+
+
+@dataclass(frozen=True)
+class PairLeaves:
+    """What the leaves and levels of a tree range need for the pair route.
+
+    Attributes:
+        value: ``(L_range,)`` leaf values (tree weights included), in the traversal's leaf order.
+        players: ``(L_range, D)`` the slots' players, ``m`` (a spare column) past a leaf's slots.
+        n_slots: ``(L_range,)`` each leaf's number of slots.
+        inner: per level, ``(width_t,)`` each internal row's position among the level's internal nodes (``-1`` at
+            leaves).
+        leaf: per level, ``(width_t,)`` each leaf row's position in the leaf order (``-1`` at internal nodes).
+        child_bit: per level ``t >= 1``, ``(width_t,)`` the bit of the parent's player (the one a row can newly
+            fail at this node).
+    """
+
+    value: Tensor
+    players: Tensor
+    n_slots: Tensor
+    inner: list[Tensor]
+    leaf: list[Tensor]
+    child_bit: list[Tensor]
+
+
+def pair_leaves(table: LeafTable, slot: Slots, plan: Traversal, m: int) -> PairLeaves:
+    """The :class:`PairLeaves` of a traversal."""
+    device = table.left.device
+    rows = slot.leaf_of_node[plan.leaves]
+    players = slot.players[rows]
+    players = torch.where(players >= 0, players, m)
+    inner, leaf, child_bit = [], [], [torch.zeros(0, dtype=torch.int64, device=device)]
+    for level, (inner_rows, leaf_rows, leaf_index) in enumerate(zip(plan.inner_rows, plan.leaf_rows, plan.leaf_index)):
+        width = inner_rows.numel() + leaf_rows.numel()
+        position = torch.full((width,), -1, dtype=torch.int64, device=device)
+        position[inner_rows] = torch.arange(inner_rows.numel(), device=device)
+        at = torch.full((width,), -1, dtype=torch.int64, device=device)
+        at[leaf_rows] = leaf_index
+        inner.append(position)
+        leaf.append(at)
+        if level + 1 < len(plan.inner_rows):
+            bit = plan.inner_bit[level].flatten()
+            child_bit.append(torch.cat([bit, bit]))
+    return PairLeaves(table.value[plan.leaves], players, slot.n_slots[rows], inner, leaf, child_bit)
+
+
+def _pack(bits: Tensor) -> Tensor:
+    """``(R, B)`` bool -> ``(R, ⌈B/64⌉)`` int64 words (bit ``i`` of word ``w`` is column ``64 w + i``)."""
+    rows, width = bits.shape
+    words = (width + 63) // 64
+    padded = torch.zeros(rows, words * 64, dtype=torch.int64, device=bits.device)
+    padded[:, :width] = bits
+    shifts = torch.arange(64, device=bits.device)
+    return (padded.view(rows, words, 64) << shifts).sum(2)  # distinct powers of two: the sum is the bitwise or
+
+
+def pair_values(
+    table: LeafTable,
+    plan: Traversal,
+    leaves: PairLeaves,
+    rows: FeatureCodes,
+    background: FeatureCodes,
+    weights: tuple[Tensor, Tensor],
+    out: Tensor,
+) -> tuple[int, int]:
+    """Add the values of every (row, background row) pair of a tree range to ``out`` ``(Q, m + 1)`` (column ``m``
+    takes the padding) and return the (row, node) visits and the most entries alive at one level.
+
+    Args:
+        table, plan, leaves: the tree range.
+        rows, background: the coded rows ``(p, Q)`` and at most ``64 · WORDS`` background rows ``(p, B)``.
+        weights: ``(g, h)`` tables indexed ``[|G|, |F|]`` (:func:`~torchxplain.fourier.trees._leaf_games.weight_tables`)
+            already divided by the background's full size.
+    """
+    q, n_bg = rows.code.shape[1], background.code.shape[1]
+    device = rows.code.device
+    full = _pack(torch.ones(1, n_bg, dtype=torch.bool, device=device))[0]
+    width = plan.inner_rows[0].numel() + plan.leaf_rows[0].numel()
+    node = torch.arange(width, device=device).repeat_interleave(q)
+    x = torch.arange(q, device=device).repeat(width)
+    mask = full.expand(node.numel(), -1).clone()
+    visits, peak = 0, 0
+    for level, (fx, fb) in enumerate(zip(frontiers(table, plan, rows), frontiers(table, plan, background))):
+        if not node.numel():
+            break
+        if level:  # the previous level's entries at both children: drop the background rows that now meet x
+            bit = leaves.child_bit[level]
+            fails = (fb & bit[:, None]) != 0  # (width, B): background rows failing the new player here
+            x_fails = (fx.view(-1).index_select(0, torch.add(x, node, alpha=q)) & bit.index_select(0, node)) != 0
+            meet = _pack(fails).index_select(0, node) & -x_fails.to(torch.int64)[:, None]
+            mask &= ~meet
+            keep = torch.nonzero(mask.ne(0).any(1)).flatten()
+            node, x, mask = node.index_select(0, keep), x.index_select(0, keep), mask.index_select(0, keep)
+        visits += node.numel()
+        peak = max(peak, node.numel())
+        leaf = leaves.leaf[level].index_select(0, node)
+        at = torch.nonzero(leaf >= 0).flatten()
+        if at.numel():
+            entry, b = _bits(mask.index_select(0, at))
+            on = node.index_select(0, at).index_select(0, entry)
+            _add(
+                fx,
+                fb,
+                on,
+                x.index_select(0, at).index_select(0, entry),
+                b,
+                leaf.index_select(0, at)[entry],
+                leaves,
+                weights,
+                out,
+            )
+            inner = torch.nonzero(leaf < 0).flatten()
+            node, x, mask = node.index_select(0, inner), x.index_select(0, inner), mask.index_select(0, inner)
+        k = leaves.inner[level].index_select(0, node)
+        node = torch.cat([k, k + plan.inner_rows[level].numel()])
+        x, mask = torch.cat([x, x]), torch.cat([mask, mask])
+    return visits, peak
+
+
+def _bits(masks: Tensor) -> tuple[Tensor, Tensor]:
+    """The set bits of ``(E, W)`` int64 masks as ``(entry, column)`` pairs (column ``64 w + i`` for bit ``i`` of
+    word ``w``): the nonzero words unpacked."""
+    words = masks.reshape(-1)
+    index = torch.nonzero(words).flatten()
+    bits = (words.index_select(0, index)[:, None] >> torch.arange(64, device=masks.device)) & 1
+    word, bit = torch.nonzero(bits, as_tuple=True)
+    index = index.index_select(0, word)
+    return torch.div(index, masks.shape[1], rounding_mode="floor"), index % masks.shape[1] * 64 + bit
+
+
+def _add(
+    fx: Tensor,
+    fb: Tensor,
+    node: Tensor,
+    x: Tensor,
+    b: Tensor,
+    leaf: Tensor,
+    leaves: PairLeaves,
+    weights: tuple[Tensor, Tensor],
+    out: Tensor,
+) -> None:
+    """Each pair's leaf game in closed form, added to ``out`` ``(Q, m + 1)`` at ``(x, player)``."""
+    g, h = weights
+    f = fx.view(-1).index_select(0, torch.add(x, node, alpha=fx.shape[1]))
+    gb = fb.view(-1).index_select(0, torch.add(b, node, alpha=fb.shape[1]))
+    a, nb = popcount(gb), popcount(f)
+    scale = leaves.value.index_select(0, leaf)
+    w_h, w_g = h[a, nb] * scale, g[a, nb] * scale
+    flat, width = out.view(-1), out.shape[1]
+    base = x * width
+    players = leaves.players.index_select(0, leaf)
+    most = int(leaves.n_slots.index_select(0, leaf).max())
+    for s in range(most):
+        bit = 1 << s
+        value = ((gb & bit) != 0).to(w_h.dtype) * w_h - ((f & bit) != 0).to(w_g.dtype) * w_g
+        flat.index_add_(0, base + players[:, s], value)
