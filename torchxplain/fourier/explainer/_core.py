@@ -132,10 +132,8 @@ class FourierExplainerCore(ExplainerBase):
                 f"{len(spectra)} spectra on {sorted({s.n_features for s in spectra})} features for "
                 f"{len(built.outputs)} outputs of inputs that encode to {encoder.n_binary} features"
             )
-        if provider is not None:
-            for flag, what in ((relaxed, "relaxed"),):
-                if flag and (refusal := provider.refusal(what)):
-                    raise ValueError(refusal)
+        if provider is not None and relaxed and (refusal := provider.refusal("relaxed")):
+            raise ValueError(refusal)
         if max_memory is not None:
             settings.max_memory(max_memory)  # validate the budget now, not at the first call
         check_kernel(kernel)  # a kernel name is refused now, not at the first call
@@ -185,8 +183,8 @@ class FourierExplainerCore(ExplainerBase):
 
     def output_spectrum(self, output: int) -> FourierSpectrum:
         """The spectrum of the ``output``-th explained output (see ``outputs``)."""
-        on_demand = hasattr(self.provider, "output_spectrum")  # a tree's leaves: extracted, priced, or refused
-        return self.provider.output_spectrum(output) if on_demand else self.surrogate.output_spectrum(output)  # type: ignore[union-attr]
+        on_demand = getattr(self.provider, "output_spectrum", None)  # a tree's leaves: extracted, priced, or refused
+        return on_demand(output) if on_demand is not None else self.surrogate.output_spectrum(output)
 
     @property
     def target(self) -> int | None:
@@ -781,7 +779,8 @@ class FourierExplainerCore(ExplainerBase):
 
     def _frame(self, x: Any, name: str) -> Any:
         """``x`` as the provider recodes a DataFrame's columns (a tree's ``category`` columns as its category ids)."""
-        return x if x is None or not hasattr(self.provider, "encode_frame") else self.provider.encode_frame(x, name)  # type: ignore[union-attr]
+        encode = getattr(self.provider, "encode_frame", None)
+        return x if x is None or encode is None else encode(x, name)
 
     def _convert(self, x: Any) -> Tensor:
         converted = to_tensor(self._frame(x, "inputs"), "inputs", device=self.background.device)

@@ -38,6 +38,7 @@ from torchxplain.fourier.sources import (
     SOURCES,
     KnownSpectrum,
     Route,
+    TreeRoute,
     Trees,
     black_box_problem,
     refuse_foreign,
@@ -309,7 +310,7 @@ class FourierShap(FourierExplainerCore):
         relaxed: bool = False,
         max_memory: int | str | None = None,
         kernel: Kernel = "auto",
-        route: str = "auto",
+        route: TreeRoute = "auto",
         **knobs: Any,
     ) -> FourierShap:
         """An explainer of a tree ensemble (the :class:`~torchxplain.fourier.Trees` source); its values equal
@@ -343,7 +344,7 @@ class FourierShap(FourierExplainerCore):
             feature, in the background's float dtype (float32 for integer backgrounds).
         """
         refuse_foreign(knobs, Trees, SOURCES)
-        source = Trees(encoding=encoding, energy=energy, threshold=threshold, route=route)  # type: ignore[arg-type]
+        source = Trees(encoding=encoding, energy=energy, threshold=threshold, route=route)
         with settings.using(max_memory=max_memory):
             built = source.build(model, background, target, relaxed, feature_groups)
         return cast(

@@ -25,4 +25,4 @@ from torchxplain.fourier.sources._problem import Players, Problem, black_box_pro
 from torchxplain.fourier.sources._route import SOURCES, Candidate, Route, route
 from torchxplain.fourier.sources._spectrum import KnownSpectrum
 from torchxplain.fourier.sources._tabulate import TABULATE_LIMIT, Tabulate
-from torchxplain.fourier.sources._trees import Trees
+from torchxplain.fourier.sources._trees import TreeRoute, Trees

@@ -13,7 +13,7 @@ explainer on this route.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
@@ -126,7 +126,8 @@ class LeafValues:
         table = self.table(column, x.device)
         player = groups if groups is not None else torch.arange(table.n_features)
         slot = slots(table, player.to(table.left.device))
-        return paired_leaf_values(table, slot, x, b, kind, m).to(x.dtype)  # type: ignore[arg-type]
+        named: Literal["shapley", "banzhaf"] = "shapley" if kind == "shapley" else "banzhaf"
+        return paired_leaf_values(table, slot, x, b, named, m).to(x.dtype)
 
     def refusal(self, what: str) -> str | None:
         """Why ``what`` cannot be served on this route (relaxed inputs, saving), with the fix; ``None`` when it can

@@ -9,7 +9,7 @@ the leaves.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import torch
 from torch import Tensor
@@ -36,7 +36,7 @@ from torchxplain.fourier.trees import (
 )
 from torchxplain.fourier.values import SupportFamilies
 
-Route = Literal["auto", "spectrum", "leaves"]
+TreeRoute = Literal["auto", "spectrum", "leaves"]
 ROUTES = ("auto", "spectrum", "leaves")
 AUTO_MAX_TERMS = 1 << 11
 """``route="auto"`` keeps the spectrum up to this many Fourier terms (a small spectrum also gives interactions,
@@ -46,7 +46,7 @@ splits, the leaves (measured at least as fast as the spectrum on XGBoost, LightG
 AUTO_MAX_OBLIVIOUS = 1 << 16
 
 
-def check_route(route: object) -> Route:
+def check_route(route: object) -> TreeRoute:
     """``route`` if it is one of :data:`ROUTES`.
 
     Raises:
@@ -57,11 +57,11 @@ def check_route(route: object) -> Route:
             f"route must be one of {ROUTES} (the exact spectrum, the leaves, or the cheaper of the two), got "
             f"{str(route)[:40]!r}"
         )
-    return route  # type: ignore[return-value]
+    return cast(TreeRoute, route)
 
 
 def choose_route(
-    route: Route, ensembles: list[TreeEnsemble], tables: list[LeafTable], spectrum_only: list[str]
+    route: TreeRoute, ensembles: list[TreeEnsemble], tables: list[LeafTable], spectrum_only: list[str]
 ) -> Literal["spectrum", "leaves"]:
     """The route of ``from_trees``: ``route`` as asked, checked against what the model and the options need;
     ``"auto"``: the spectrum when it is small (:data:`AUTO_MAX_TERMS`, :data:`AUTO_MAX_OBLIVIOUS`) or a
@@ -169,7 +169,7 @@ class Trees(Source):
     encoding: Any = "auto"
     energy: float | None = None
     threshold: float | None = None
-    route: Route = "auto"
+    route: TreeRoute = "auto"
 
     def __post_init__(self) -> None:
         check_route(self.route)
