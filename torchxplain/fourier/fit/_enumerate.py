@@ -82,7 +82,8 @@ class PairGames:
             position.scatter_(1, members, torch.arange(d, dtype=code, device=x.device).expand(pairs.numel(), -1))
             column_bit = position[:, players]
             codes = torch.arange(2**d, dtype=code, device=x.device)[None, :, None]
-            for a, c in chunk_bounds(pairs.numel(), rows_per_chunk(2**d * x.shape[1] * 5, pairs.numel())):
+            entry = 5 * code.itemsize  # the mask, its negation, two bitwise results and the point, per entry
+            for a, c in chunk_bounds(pairs.numel(), rows_per_chunk(2**d * x.shape[1] * entry, pairs.numel())):
                 take = (codes >> column_bit[a:c, None, :]) & 1  # (p, 2^d, n): 1 where the point takes x
                 parts.append(hybrid_points(take, x[pairs[a:c], None], b[pairs[a:c], None]).reshape(-1, x.shape[1]))
             blocks.append(GameBlock(pairs, members, start, start + pairs.numel() * 2**d))
