@@ -159,7 +159,9 @@ class Trees(Source):
             feature owned by the feature it splits), a :class:`~torchxplain.fourier.TreeEncoding`, or ``"auto"``
             (binary when the background is 0/1 and every split separates 0 from 1).
         energy, threshold: prune the non-constant spectrum (``energy=0.9995`` is the paper's setting).
-        route: ``"spectrum"``, ``"leaves"`` or ``"auto"`` (:func:`choose_route`).
+        route: ``"spectrum"``, ``"leaves"`` or ``"auto"`` (the spectrum when it is small — at most 2,048 terms,
+            65,536 for oblivious trees — or a spectrum-only option is set; the leaves otherwise and for categorical
+            splits).
     """
 
     names: ClassVar[tuple[str, ...]] = ()
