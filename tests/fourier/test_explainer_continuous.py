@@ -160,6 +160,34 @@ def test_enumeration_hybrids_are_exact_copies_for_grouped_players_and_pairs_of_e
     assert bool(torch.signbit(queried[:, 4][queried[:, 4] == 0]).any())
 
 
+def test_enumeration_of_a_float32_model_on_float64_rows_builds_its_hybrids_in_float32():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1), torch.nn.Flatten(0))
+    rng = np.random.default_rng(3)
+    bg, x = rng.normal(size=(6, 5)), rng.normal(size=(3, 5))
+    x[0, 1] = bg[0, 1] + 1e-12  # distinct in float64, equal in float32: the model cannot tell them apart
+    seen: list[torch.Tensor] = []
+    net.register_forward_pre_hook(lambda module, args: seen.append(args[0]))
+
+    def explain(dtype):
+        seen.clear()
+        explainer = tx.FourierShap(net, torch.tensor(bg, dtype=dtype), method="enumerate")
+        return explainer.explain(torch.tensor(x, dtype=dtype)).values, sum(z.shape[0] for z in seen)
+
+    values, rows = explain(torch.float64)
+    assert {z.dtype for z in seen} == {torch.float32}
+    values32, rows32 = explain(torch.float32)
+    assert rows == rows32  # the hybrids of float32 rows: the pair (x[0], bg[0]) differs in 4 players, not 5
+
+    def predict(z):
+        with torch.no_grad():
+            return net(torch.tensor(z, dtype=torch.float32)).double().numpy()
+
+    reference = model_shapley(predict, x.astype(np.float32).astype(np.float64), bg.astype(np.float32), np.arange(5))
+    np.testing.assert_allclose(values.double().numpy(), reference, atol=1e-6)
+    np.testing.assert_allclose(values32.double().numpy(), reference, atol=1e-6)
+
+
 class _MLP(torch.nn.Module):
     """A fixed random ReLU network on 6 features (its hybrids have interactions of every order)."""
 

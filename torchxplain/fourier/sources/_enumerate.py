@@ -55,7 +55,7 @@ class ModelValues:
 
     def plan(self, background_codes: Tensor, groups: Tensor | None, m: int, column: int = 0) -> EnumerationPlan:
         """Enumeration against ``background_codes`` for these players."""
-        return EnumerationPlan(self.oracle, background_codes, groups, m, self.binary)
+        return EnumerationPlan(self.oracle, background_codes, groups, m, self.binary, self.oracle.dtype)
 
     def evaluate(self, codes: Tensor) -> Tensor:
         """``(R,)`` the model at encoded rows (bits, or raw rows)."""
