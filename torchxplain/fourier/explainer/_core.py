@@ -755,15 +755,13 @@ class FourierExplainerCore(ExplainerBase):
     def _plan(self, players: PlayerMap, baselines_bits: Tensor | None, column: int) -> ValuePlan | Plan:
         """The closed forms of output ``column`` against the background (cached) or explicit rows (per call); a
         provider's plan (e.g. enumeration through the model) instead when the explainer holds no spectrum."""
+        bits = self.background_bits if baselines_bits is None else baselines_bits
         if self.provider is not None:
-            bits = self.background_bits if baselines_bits is None else baselines_bits
             provided = partial(self.provider.plan, bits, players.binary_groups, players.m_active, column)
             if baselines_bits is not None or not getattr(self.provider, "reuses_plans", False):
                 return provided()
             return self._plans.get((bits.data_ptr(), self.dtype), (players.key, column), provided)
         spectrum = self._column_spectrum(column)
-        bits = self.background_bits if baselines_bits is None else baselines_bits
-
         families = self.__dict__.get("_families") if self.surrogate.amplitudes.ndim == 1 else None
 
         def build() -> ValuePlan:

@@ -21,6 +21,9 @@ from torchxplain.fourier.values import TableKind, coalition_weights
 
 MAX_DIFFERING = 20
 """Most differing players a pair may have to be enumerated (``2^20`` queries for one pair)."""
+CHUNK_POINTS = 1 << 17
+"""Most hybrids built and queried per chunk of rows (below the memory budget too): a block that stays in cache
+(building every row's points at once streamed them through memory twice: 1.3x slower on a 10-feature MLP)."""
 
 
 def differing_players(x: Tensor, b: Tensor, players: Tensor, m: int) -> Tensor:
@@ -169,7 +172,7 @@ def enumerate_values(
         )
     out = torch.zeros((q_rows, m) if kind != "interactions" else (q_rows, m, m), dtype=torch.float64, device=x.device)
     cost = torch.cumsum((2**sizes).sum(1), 0)  # points up to each row
-    budget = min(1 << 17, rows_per_chunk(4 * (x.shape[1] + m), int(cost[-1]) if q_rows else 1))
+    budget = min(CHUNK_POINTS, rows_per_chunk(4 * (x.shape[1] + m), int(cost[-1]) if q_rows else 1))
     a = 0
     while a < q_rows:
         done = int(cost[a - 1]) if a else 0

@@ -228,11 +228,6 @@ class _Rows:
             x.repeat_interleave(d_rows, 0), background.repeat(q_rows, 1), players, m
         ).reshape(q_rows, d_rows, m)
         self.d = self.differ.sum(2)
-        # the per-pair regression runs over the pair's differing players only: their indices (Q, D, w), padded
-        widest = int(self.d.max()) if self.d.numel() else 0
-        order = torch.sort(self.differ.to(torch.int8), dim=2, descending=True, stable=True).indices
-        self.members = order[..., :widest]
-        self.member_on = torch.gather(self.differ, 2, self.members)
         self.f_x = game(x)
         self.delta_f = self.f_x[:, None] - f_background[None, :]  # (Q, D)
         self.sum = torch.zeros(q_rows, m, dtype=torch.float64, device=device)
@@ -268,6 +263,11 @@ class _Rows:
             self.beta0 = (contributions_x[:, None, :] - contributions_b[None, :, :]) * on
         self.beta = self.beta0.clone()
         if self.regression:
+            # the per-pair regression runs over the pair's differing players only: their indices (Q, D, w), padded
+            widest = int(self.d.max()) if self.d.numel() else 0
+            order = torch.sort(self.differ.to(torch.int8), dim=2, descending=True, stable=True).indices
+            self.members = order[..., :widest]
+            self.member_on = torch.gather(self.differ, 2, self.members)
             q_rows, d_rows, w = self.members.shape
             # float32: the regression only steers the control variates, which keep the estimate unbiased for any β
             self.gram = torch.zeros(q_rows, d_rows, w, w, dtype=torch.float32, device=self.x.device)
