@@ -101,12 +101,14 @@ def _boosting(model: Any, target: int | None, meta: dict[str, Any]) -> list[Tree
         warnings.simplefilter("ignore", UserWarning)  # feature-name warnings for models fitted on frames
         raw = model.decision_function(origin) if classifier else model.predict(origin)
     raw = np.asarray(raw, dtype=np.float64).reshape(-1)
+    origin32 = origin.astype(np.float32)
     out = []
     for choice in choose_outputs(target, n, kind, name):
         column = stages[:, choice.column]
         sign = -1.0 if choice.negate else 1.0
         trees = [_tree_arrays(t, _leaf_outputs(t, 0, False)) for t in column]
-        stage_sum = sum(t.predict(origin.astype(np.float32))[0] for t in column)
+        # the low-level tree's predict skips the estimator's input validation (most of the call on 100 stages)
+        stage_sum = sum(float(t.tree_.predict(origin32)[0, 0]) for t in column)
         offset = sign * float(raw[choice.column] - model.learning_rate * stage_sum)
         output = describe_output(choice, kind, raw_name, scale, n, getattr(model, "classes_", None))
         out.append(
