@@ -338,11 +338,14 @@ class LeafPlan:
         step = max(1, min(x.shape[0], min(parse_memory(), CACHE_BYTES) // max(per_row, 1)))
         for a, b in chunk_bounds(x.shape[0], step):
             patterns = fail_patterns(self.table, plan, self.table.codes(x[a:b]))
+            part_out = out if b - a == x.shape[0] else torch.zeros(self.m, b - a, dtype=out.dtype, device=out.device)
             for group in groups:
                 part = self._leaves_per_pass(group, b - a)
                 for lo in range(group.start, group.stop, part):
                     hi = min(lo + part, group.stop)
-                    self._accumulate(kind, group, lo, hi, patterns[lo:hi], out[:, a:b])
+                    self._accumulate(kind, group, lo, hi, patterns[lo:hi], part_out)
+            if part_out is not out:  # a contiguous buffer: index_add_ into a strided slice costs 4x as much
+                out[:, a:b] += part_out
 
     def _pair_values(self, kind: Kind, x: Tensor, out: Tensor) -> None:
         """The values at rows ``x`` by the pair form, added to ``out`` ``(m, Q)``: chunks of rows whose live
@@ -414,9 +417,10 @@ class LeafPlan:
         widest = max([g.table.shape[1] * g.rows.numel() for g in units] + [1])
         per_row = 8 * (plan.leaves.numel() + 3 * plan.widest) + 24 * widest
         step = max(1, min(x.shape[0], min(parse_memory(), CACHE_BYTES) // max(per_row, 1)))
-        spare = torch.zeros(1, x.shape[0], dtype=torch.float64, device=x.device)
-        padded = torch.cat([out, spare])  # row m takes the units' padding columns
         for a, b in chunk_bounds(x.shape[0], step):
+            # the chunk's values gather in a contiguous buffer (row m takes the units' padding columns): adding
+            # rows into a strided slice of ``out`` costs four times as much
+            padded = torch.zeros(self.m + 1, b - a, dtype=torch.float64, device=x.device)
             codes = self.table.codes(x[a:b])
             patterns = fail_patterns(self.table, plan, codes)
             for group in units:
@@ -428,13 +432,13 @@ class LeafPlan:
                     state = patterns[group.rows[lo:hi]] + (right.long() * group.weights[lo:hi, :, None]).sum(1)
                     width = group.table.shape[1]
                     values = torch.gather(group.table[lo:hi], 2, state[:, None, :].expand(-1, width, -1))
-                    padded[:, a:b].index_add_(0, group.players[lo:hi].reshape(-1), values.reshape(-1, b - a))
+                    padded.index_add_(0, group.players[lo:hi].reshape(-1), values.reshape(-1, b - a))
             for g in deep:
                 part = self._leaves_per_pass(g, b - a)
                 for lo in range(g.start, g.stop, part):
                     hi = min(lo + part, g.stop)
-                    self._accumulate(kind, g, lo, hi, patterns[lo:hi], padded[: self.m, a:b])
-        out.copy_(padded[: self.m])
+                    self._accumulate(kind, g, lo, hi, patterns[lo:hi], padded[: self.m])
+            out[:, a:b] += padded[: self.m]
 
     def _leaves_per_pass(self, group: _Group, rows: int) -> int:
         """Leaves of ``group`` per pass over ``rows`` rows: gathers that stay in cache, or for the pair form its
