@@ -399,6 +399,13 @@ class LeafPlan:
         # leaves of one slot-less tree (a constant) and leaves too deep for a unit keep their own paths
         units = roots[(table.left[roots] >= 0) | (leaf_d[roots] > 0)]
         unit_tables = unit_groups(table, slot, units, height, (flat, offset, leaf_d), self.m)
+        # the terminal block lists each width's units together, so a group's root patterns are one slice of rows
+        units = units[torch.cat([g.rows for g in unit_tables])] if unit_tables else units
+        start = 0
+        for i, g in enumerate(unit_tables):
+            stop = start + g.rows.numel()
+            unit_tables[i] = dataclasses.replace(g, rows=torch.arange(start, stop, device=g.rows.device))
+            start = stop
         deep = [g for g in groups if g.d > MAX_UNIT_BITS]
         first_deep = deep[0].start if deep else plan.leaves.numel()
         shift = units.numel() - first_deep
@@ -417,19 +424,25 @@ class LeafPlan:
         widest = max([g.table.shape[1] * g.rows.numel() for g in units] + [1])
         per_row = 8 * (plan.leaves.numel() + 3 * plan.widest) + 24 * widest
         step = max(1, min(x.shape[0], min(parse_memory(), CACHE_BYTES) // max(per_row, 1)))
+        steps = [_decision_steps(group.weights) for group in units]
         for a, b in chunk_bounds(x.shape[0], step):
             # the chunk's values gather in a contiguous buffer (row m takes the units' padding columns): adding
             # rows into a strided slice of ``out`` costs four times as much
             padded = torch.zeros(self.m + 1, b - a, dtype=torch.float64, device=x.device)
             codes = self.table.codes(x[a:b])
             patterns = fail_patterns(self.table, plan, codes)
-            for group in units:
+            for group, (low, bits) in zip(units, steps, strict=True):
                 n_units, n_keys = group.keys.shape
+                first = int(group.rows[0])
                 part = max(1, (1 << 17) // (group.table.shape[1] * (b - a)))
                 for lo in range(0, n_units, part):
                     hi = min(lo + part, n_units)
                     right = self.table.goes_right(group.keys[lo:hi].reshape(-1), codes).view(hi - lo, n_keys, -1)
-                    state = patterns[group.rows[lo:hi]] + (right.long() * group.weights[lo:hi, :, None]).sum(1)
+                    # the decisions packed in small integers, then shifted past the root's pattern (in place: the
+                    # group's patterns are one slice of rows, read only here)
+                    packed = (right.view(torch.uint8) * bits[lo:hi, :, None]).sum(1, dtype=bits.dtype)
+                    state = patterns[first + lo : first + hi]
+                    state.add_(packed * low[lo:hi, None])
                     width = group.table.shape[1]
                     values = torch.gather(group.table[lo:hi], 2, state[:, None, :].expand(-1, width, -1))
                     padded.index_add_(0, group.players[lo:hi].reshape(-1), values.reshape(-1, b - a))
@@ -486,6 +499,14 @@ class LeafPlan:
         beta = w_g.sum(2)[:, None, :]
         failed = ((fail[:, None, :] & bit[None, :, None]) != 0).double()
         return alpha - failed * (alpha + beta)
+
+
+def _decision_steps(weights: Tensor) -> tuple[Tensor, Tensor]:
+    """A unit group's decision weights ``2^{d_u + k}`` ``(U, K)`` split as ``2^{d_u}`` ``(U,)`` int64 and ``2^k``
+    ``(U, K)`` in the smallest integers that hold their sum (uint8 up to 8 splits; 0 past a unit's splits)."""
+    low = weights[:, :1].clamp(min=1)
+    dtype = torch.uint8 if weights.shape[1] <= 8 else torch.int16
+    return low[:, 0], (weights // low).to(dtype)
 
 
 def _slot_table(group: _Group) -> Tensor:
