@@ -401,11 +401,11 @@ class LeafPlan:
         unit_tables = unit_groups(table, slot, units, height, (flat, offset, leaf_d), self.m)
         # the terminal block lists each width's units together, so a group's root patterns are one slice of rows
         units = units[torch.cat([g.rows for g in unit_tables])] if unit_tables else units
-        start = 0
+        listed = 0
         for i, g in enumerate(unit_tables):
-            stop = start + g.rows.numel()
-            unit_tables[i] = dataclasses.replace(g, rows=torch.arange(start, stop, device=g.rows.device))
-            start = stop
+            rows = torch.arange(listed, listed + g.rows.numel(), device=g.rows.device)
+            unit_tables[i] = dataclasses.replace(g, rows=rows)
+            listed += g.rows.numel()
         deep = [g for g in groups if g.d > MAX_UNIT_BITS]
         first_deep = deep[0].start if deep else plan.leaves.numel()
         shift = units.numel() - first_deep
