@@ -425,12 +425,13 @@ class LeafPlan:
         per_row = 8 * (plan.leaves.numel() + 3 * plan.widest) + 24 * widest
         step = max(1, min(x.shape[0], min(parse_memory(), CACHE_BYTES) // max(per_row, 1)))
         steps = [_decision_steps(group.weights) for group in units]
+        narrow = torch.int32 if self.slots.max_slots <= 30 else torch.int64  # half the traversal's traffic
         for a, b in chunk_bounds(x.shape[0], step):
             # the chunk's values gather in a contiguous buffer (row m takes the units' padding columns): adding
             # rows into a strided slice of ``out`` costs four times as much
             padded = torch.zeros(self.m + 1, b - a, dtype=torch.float64, device=x.device)
             codes = self.table.codes(x[a:b])
-            patterns = fail_patterns(self.table, plan, codes)
+            patterns = fail_patterns(self.table, plan, codes, narrow)
             for group, (low, bits) in zip(units, steps, strict=True):
                 n_units, n_keys = group.keys.shape
                 first = int(group.rows[0])
@@ -438,11 +439,10 @@ class LeafPlan:
                 for lo in range(0, n_units, part):
                     hi = min(lo + part, n_units)
                     right = self.table.goes_right(group.keys[lo:hi].reshape(-1), codes).view(hi - lo, n_keys, -1)
-                    # the decisions packed in small integers, then shifted past the root's pattern (in place: the
-                    # group's patterns are one slice of rows, read only here)
+                    # the decisions packed in small integers, then shifted past the root's pattern (the group's
+                    # patterns are one slice of rows)
                     packed = (right.view(torch.uint8) * bits[lo:hi, :, None]).sum(1, dtype=bits.dtype)
-                    state = patterns[first + lo : first + hi]
-                    state.add_(packed * low[lo:hi, None])
+                    state = torch.add(packed * low[lo:hi, None], patterns[first + lo : first + hi])
                     width = group.table.shape[1]
                     values = torch.gather(group.table[lo:hi], 2, state[:, None, :].expand(-1, width, -1))
                     padded.index_add_(0, group.players[lo:hi].reshape(-1), values.reshape(-1, b - a))
@@ -450,7 +450,7 @@ class LeafPlan:
                 part = self._leaves_per_pass(g, b - a)
                 for lo in range(g.start, g.stop, part):
                     hi = min(lo + part, g.stop)
-                    self._accumulate(kind, g, lo, hi, patterns[lo:hi], padded[: self.m])
+                    self._accumulate(kind, g, lo, hi, patterns[lo:hi].long(), padded[: self.m])
             out[:, a:b] += padded[: self.m]
 
     def _leaves_per_pass(self, group: _Group, rows: int) -> int:
