@@ -156,6 +156,8 @@ def unit_groups(
     for b in torch.unique(bits).tolist():
         pick = torch.nonzero(bits == b).flatten()
         players, columns = _columns(slot, sub[pick], is_leaf[pick], d_root[pick], m)
+        # the spare column (last) takes no slot's values: the tables leave it out, so rows gather one column less
+        players = players[:, :-1]
         tables = torch.zeros(pick.numel(), players.shape[1], 1 << b, dtype=torch.float64, device=device)
         # per unit: its states' fail patterns at every heap position, and per (leaf, slot) a gather's index and values
         step = max(1, min(parse_memory(), 1 << 25) // (8 * (1 + 2 * players.shape[1]) * width << b))
