@@ -398,7 +398,9 @@ class LeafPlan:
         roots = unit_roots(table, slot, nodes, height)
         # leaves of one slot-less tree (a constant) and leaves too deep for a unit keep their own paths
         units = roots[(table.left[roots] >= 0) | (leaf_d[roots] > 0)]
-        unit_tables = unit_groups(table, slot, units, height, (flat, offset, leaf_d), self.m)
+        unit_tables = [
+            _by_size(g, self.m) for g in unit_groups(table, slot, units, height, (flat, offset, leaf_d), self.m)
+        ]
         # the terminal block lists each width's units together, so a group's root patterns are one slice of rows
         units = units[torch.cat([g.rows for g in unit_tables])] if unit_tables else units
         listed = 0
@@ -424,7 +426,10 @@ class LeafPlan:
         widest = max([g.table.shape[1] * g.rows.numel() for g in units] + [1])
         per_row = 8 * (plan.leaves.numel() + 3 * plan.widest) + 24 * widest
         step = max(1, min(x.shape[0], min(parse_memory(), CACHE_BYTES) // max(per_row, 1)))
-        steps = [_decision_steps(group.weights) for group in units]
+        steps = [
+            (*_decision_steps(g.weights), (g.weights > 0).sum(1).tolist(), (g.players < self.m).sum(1).tolist())
+            for g in units
+        ]
         narrow = torch.int32 if self.slots.max_slots <= 30 else torch.int64  # half the traversal's traffic
         for a, b in chunk_bounds(x.shape[0], step):
             # the chunk's values gather in a contiguous buffer (row m takes the units' padding columns): adding
@@ -432,20 +437,25 @@ class LeafPlan:
             padded = torch.zeros(self.m + 1, b - a, dtype=torch.float64, device=x.device)
             codes = self.table.codes(x[a:b])
             patterns = fail_patterns(self.table, plan, codes, narrow)
-            for group, (low, bits) in zip(units, steps, strict=True):
-                n_units, n_keys = group.keys.shape
+            for group, (low, bits, n_keys, n_columns) in zip(units, steps, strict=True):
                 first = int(group.rows[0])
                 part = max(1, (1 << 17) // (group.table.shape[1] * (b - a)))
-                for lo in range(0, n_units, part):
-                    hi = min(lo + part, n_units)
-                    right = self.table.goes_right(group.keys[lo:hi].reshape(-1), codes).view(hi - lo, n_keys, -1)
-                    # the decisions packed in small integers, then shifted past the root's pattern (the group's
-                    # patterns are one slice of rows)
-                    packed = (right.view(torch.uint8) * bits[lo:hi, :, None]).sum(1, dtype=bits.dtype)
-                    state = torch.add(packed * low[lo:hi, None], patterns[first + lo : first + hi])
-                    width = group.table.shape[1]
-                    values = torch.gather(group.table[lo:hi], 2, state[:, None, :].expand(-1, width, -1))
-                    padded.index_add_(0, group.players[lo:hi].reshape(-1), values.reshape(-1, b - a))
+                for lo in range(0, len(n_keys), part):
+                    hi = min(lo + part, len(n_keys))
+                    # units sorted by splits, then columns: the part's first has the most splits; past a unit's
+                    # own splits and columns the padding is skipped where the whole part has it
+                    k, width = n_keys[lo], max(n_columns[lo:hi])
+                    state = patterns[first + lo : first + hi]
+                    if k:
+                        keys = group.keys[lo:hi, :k].reshape(-1)
+                        right = self.table.goes_right(keys, codes).view(hi - lo, k, -1)
+                        # the decisions packed in small integers, then shifted past the root's pattern (the
+                        # group's patterns are one slice of rows)
+                        packed = (right.view(torch.uint8) * bits[lo:hi, :k, None]).sum(1, dtype=bits.dtype)
+                        state = torch.add(packed * low[lo:hi, None], state)
+                    index = state.long()[:, None, :].expand(-1, width, -1)  # a copy only for a part without splits
+                    values = torch.gather(group.table[lo:hi, :width], 2, index)
+                    padded.index_add_(0, group.players[lo:hi, :width].reshape(-1), values.reshape(-1, b - a))
             for g in deep:
                 part = self._leaves_per_pass(g, b - a)
                 for lo in range(g.start, g.stop, part):
@@ -499,6 +509,21 @@ class LeafPlan:
         beta = w_g.sum(2)[:, None, :]
         failed = ((fail[:, None, :] & bit[None, :, None]) != 0).double()
         return alpha - failed * (alpha + beta)
+
+
+def _by_size(group: UnitGroup, m: int) -> UnitGroup:
+    """The group's units sorted by number of splits, then of columns, most first (a unit's own splits and
+    columns lead its keys and columns)."""
+    columns = (group.players < m).sum(1)
+    order = torch.argsort((group.weights > 0).sum(1) * (columns.max() + 1) + columns, descending=True, stable=True)
+    return UnitGroup(
+        group.b,
+        group.rows[order],
+        group.keys[order],
+        group.weights[order],
+        group.players[order],
+        group.table[order],
+    )
 
 
 def _decision_steps(weights: Tensor) -> tuple[Tensor, Tensor]:
