@@ -59,6 +59,9 @@ MAX_DENSE_SLOTS = 22
 """Leaves with more players than this take the pair form (a dense array holds ``2^d`` patterns)."""
 CACHE_BYTES = 1 << 25
 """Rows per chunk of the dense form: their patterns and gathers stay near the processor's caches."""
+UNIT_BYTES = 1 << 26
+"""Rows per chunk of the unit form, priced at its traversal, patterns and one group's gathers per row (measured on
+XGBoost 100 × 6 and LightGBM's defaults at 10,000 rows: 32 MiB chunks 4-8% slower, 128 MiB no faster)."""
 
 
 @dataclass
@@ -425,7 +428,7 @@ class LeafPlan:
         plan, units, deep = self._units(kind, chunk, height)
         widest = max([g.table.shape[1] * g.rows.numel() for g in units] + [1])
         per_row = 8 * (plan.leaves.numel() + 3 * plan.widest) + 24 * widest
-        step = max(1, min(x.shape[0], min(parse_memory(), CACHE_BYTES) // max(per_row, 1)))
+        step = max(1, min(x.shape[0], min(parse_memory(), UNIT_BYTES) // max(per_row, 1)))
         steps = [
             (*_decision_steps(g.weights), (g.weights > 0).sum(1).tolist(), (g.players < self.m).sum(1).tolist())
             for g in units
