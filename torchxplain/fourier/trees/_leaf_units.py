@@ -156,8 +156,11 @@ def unit_groups(
     for b in torch.unique(bits).tolist():
         pick = torch.nonzero(bits == b).flatten()
         players, columns = _columns(slot, sub[pick], is_leaf[pick], d_root[pick], m)
+        # the spare column (last) takes no slot's values: the tables leave it out, so rows gather one column less
+        players = players[:, :-1]
         tables = torch.zeros(pick.numel(), players.shape[1], 1 << b, dtype=torch.float64, device=device)
-        step = max(1, min(parse_memory(), 1 << 25) // (8 * (4 + players.shape[1]) * width << b))
+        # per unit: its states' fail patterns at every heap position, and per (leaf, slot) a gather's index and values
+        step = max(1, min(parse_memory(), 1 << 25) // (8 * (1 + 2 * players.shape[1]) * width << b))
         for a in range(0, pick.numel(), step):
             rows = pick[a : a + step]
             _fill(
@@ -235,28 +238,26 @@ def _fill(
     device = out.device
     state = torch.arange(1 << b, device=device)
     node = sub.clamp(min=0)
-    fail = (
-        (state[None, None, :] & ((torch.ones_like(d_root) << d_root) - 1)[:, None, None])
-        .expand(-1, sub.shape[1], -1)
-        .clone()
-    )  # (U, width, 2^b)
+    # every leaf with slots below a unit: its fail pattern at every state, from the root's bits and the decisions
+    unit, position = torch.nonzero(is_leaf & (leaf_d[node] > 0), as_tuple=True)
+    leaf = node[unit, position]
+    root = d_root[unit]
+    fail = state[None, :] & ((torch.ones_like(root) << root) - 1)[:, None]  # (E, 2^b)
     for j in range(ancestors.shape[1]):
-        above = ancestors[:, j]  # (width,)
-        valid = above >= 0
+        above = ancestors[position, j]
         at = above.clamp(min=0)
-        k = torch.gather(key_index, 1, at[None, :].expand(sub.shape[0], -1))  # (U, width)
-        decision = (state[None, None, :] >> (d_root[:, None, None] + k.clamp(min=0)[..., None])) & 1
-        failed = decision ^ sides[:, j][None, :, None]
-        bit = slot.bit[torch.gather(node, 1, at[None, :].expand(sub.shape[0], -1))]  # (U, width)
-        fail |= failed * (bit * (valid[None, :] & (k >= 0)))[..., None]
-    d = torch.where(is_leaf, leaf_d[node], 0)
-    base = torch.where(is_leaf, offset[node], 0)
-    for s in range(int(d.max()) if d.numel() else 0):
-        present = (d > s)[..., None]
-        index = base[..., None] + s * (torch.ones_like(d) << d)[..., None] + fail
-        values = torch.where(present, flat[torch.where(present, index, 0)], 0.0)
-        target = columns[:, :, s][..., None].expand_as(values)
-        out.scatter_add_(1, target, values)
+        k = key_index[unit, at]
+        decision = (state[None, :] >> (root + k.clamp(min=0))[:, None]) & 1
+        failed = decision ^ sides[position, j][:, None]
+        fail |= failed * (slot.bit[node[unit, at]] * ((above >= 0) & (k >= 0)))[:, None]
+    # one entry per (leaf, slot): its slot's values at every state, added to its column's row
+    n_slots = leaf_d[leaf]
+    entry = torch.repeat_interleave(torch.arange(leaf.numel(), device=device), n_slots)
+    slot_of = torch.arange(entry.numel(), device=device) - (torch.cumsum(n_slots, 0) - n_slots)[entry]
+    start = offset[leaf][entry] + (slot_of << n_slots[entry])
+    values = flat[start[:, None] + fail[entry]]
+    rows = unit[entry] * out.shape[1] + columns[unit[entry], position[entry], slot_of]
+    out.view(-1, out.shape[2]).index_add_(0, rows, values)
 
 
 def _key_nodes(sub: Tensor, key_index: Tensor, d_root: Tensor, most: int, spare: int) -> tuple[Tensor, Tensor]:

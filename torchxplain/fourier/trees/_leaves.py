@@ -442,17 +442,20 @@ def traversal(
     return Traversal(inner_rows, inner_nodes, inner_bit, leaf_at, leaf_index, leaves, widest)
 
 
-def frontiers(table: LeafTable, plan: Traversal, codes: FeatureCodes) -> Iterator[Tensor]:
-    """The fail patterns ``(width_t, Q)`` int64 of the coded rows at every node of each level ``t`` of a tree range
+def frontiers(
+    table: LeafTable, plan: Traversal, codes: FeatureCodes, dtype: torch.dtype = torch.int64
+) -> Iterator[Tensor]:
+    """The fail patterns ``(width_t, Q)`` (int64, or ``dtype``: int32 halves the memory traffic where the range's
+    paths have at most 31 players) of the coded rows at every node of each level ``t`` of a tree range
     (frontier order of :class:`Traversal`): bit ``s`` is set when the row fails the ``s``-th player on the node's
     path (one of the player's splits so far sends it the other way).
 
-    A yielded level is valid until the next one is requested (three ``plan.widest × Q`` int64 buffers: two
+    A yielded level is valid until the next one is requested (three ``plan.widest × Q`` buffers: two
     frontiers and the decisions).
     """
     q = codes.code.shape[1]
     device = codes.code.device
-    buffers = [torch.empty(plan.widest * q, dtype=torch.int64, device=device) for _ in range(3)]
+    buffers = [torch.empty(plan.widest * q, dtype=dtype, device=device) for _ in range(3)]
     width = plan.inner_rows[0].numel() + plan.leaf_rows[0].numel()
     frontier = buffers[0][: width * q].view(width, q).zero_()
     for level in range(len(plan.inner_rows)):
@@ -463,7 +466,7 @@ def frontiers(table: LeafTable, plan: Traversal, codes: FeatureCodes) -> Iterato
             return
         rows = plan.inner_rows[level]
         parent = frontier if n == frontier.shape[0] else frontier.index_select(0, rows)
-        bit = plan.inner_bit[level]
+        bit = plan.inner_bit[level].to(dtype)
         went = buffers[2][: n * q].view(n, q)
         torch.mul(table.goes_right(nodes, codes), bit, out=went)  # the left child fails where the row goes right
         after = buffers[(level + 1) % 2][: 2 * n * q].view(2 * n, q)
@@ -473,11 +476,11 @@ def frontiers(table: LeafTable, plan: Traversal, codes: FeatureCodes) -> Iterato
         frontier = after
 
 
-def fail_patterns(table: LeafTable, plan: Traversal, codes: FeatureCodes) -> Tensor:
-    """``(L_range, Q)`` int64 fail patterns of the coded rows at every leaf of a tree range, in ``plan.leaves``
-    order (see :func:`frontiers`)."""
-    out = torch.empty(plan.leaves.numel(), codes.code.shape[1], dtype=torch.int64, device=codes.code.device)
-    for level, frontier in enumerate(frontiers(table, plan, codes)):
+def fail_patterns(table: LeafTable, plan: Traversal, codes: FeatureCodes, dtype: torch.dtype = torch.int64) -> Tensor:
+    """``(L_range, Q)`` int64 (or ``dtype``) fail patterns of the coded rows at every leaf of a tree range, in
+    ``plan.leaves`` order (see :func:`frontiers`)."""
+    out = torch.empty(plan.leaves.numel(), codes.code.shape[1], dtype=dtype, device=codes.code.device)
+    for level, frontier in enumerate(frontiers(table, plan, codes, dtype)):
         if plan.leaf_rows[level].numel():
             out.index_copy_(0, plan.leaf_index[level], frontier.index_select(0, plan.leaf_rows[level]))
     return out
