@@ -183,28 +183,32 @@ def draw(
     # in float64), the same coalitions as comparing the uniforms without a float per (slot, player)
     threshold = torch.ceil(p * 2.0**32 - 0.5).to(torch.int64)
     player_keys = _scramble(slot_keys[..., None] ^ mix(torch.arange(m, device=device) + (_PLAYERS << 20)))
-    inside = (player_keys < threshold[..., None]) & delta & live[..., None]
+    candidates = delta & live[..., None]
+    inside = (player_keys < threshold[..., None]).logical_and_(candidates)
     size = inside.sum(2)
     live = live & (size >= 1) & (size <= d - 1)
-    on = delta & live[..., None]
-    inside = inside & live[..., None]
+    on = candidates.logical_and_(live[..., None])
+    inside.logical_and_(live[..., None])
     positive, negative, ratio, line = slot_terms(size, d, live, table)
     return Draw(background, live, on, inside, size, d, positive, negative, ratio, line)
 
 
-def hybrids(x: Tensor, background: Tensor, sample: Draw, players: Tensor, rows: Tensor) -> Tensor:
+def hybrids(x: Tensor, background: Tensor, sample: Draw, players: Tensor | None, rows: Tensor) -> Tensor:
     """The live slots' points ``(x_S, b_{~S})``, then their complements ``(b_S, x_{~S})``: ``(2 L, n)``.
 
     Floating entries are selected on their bits (``b ^ ((x ^ b) & -take)``, and the complement ``x ^ (...)``):
     exact copies of entries, one mask for both halves, faster than :func:`torch.where` on CPU.
 
     Args:
-        x: ``(Q, n)`` rows; background: ``(D, n)`` (the same dtype); players: ``(n,)`` int64 player of each column.
+        x: ``(Q, n)`` rows; background: ``(D, n)`` (the same dtype); players: ``(n,)`` int64 player of each column
+            (``None``: column ``j`` is player ``j``).
         rows: ``(L,)`` flat indices ``q * R + k`` of the live slots.
     """
     slots = sample.background.shape[1]
     q_index, k_index = rows // slots, rows % slots
-    take = sample.inside[q_index, k_index][:, players]  # (L, n)
+    take = sample.inside[q_index, k_index]  # (L, m)
+    if players is not None:
+        take = take[:, players]  # (L, n)
     xs, bs = x[q_index], background[sample.background[q_index, k_index]]
     bits = _BITS.get(x.dtype)
     if bits is None:

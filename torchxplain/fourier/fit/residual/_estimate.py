@@ -230,6 +230,8 @@ class _Rows:
     ) -> None:
         self.game, self.x, self.background, self.players, self.m = game, x, background, players, m
         self.x_query, self.background_query = x.to(cast or x.dtype), background.to(cast or background.dtype)
+        identity = players.numel() == m and bool((players == torch.arange(m, device=players.device)).all())
+        self.columns = None if identity else players  # hybrids skip a gather when column j is player j
         self.options, self.table, self.slots = options, table, slots
         q_rows, d_rows = x.shape[0], background.shape[0]
         device = x.device
@@ -326,7 +328,7 @@ class _Rows:
         live = sample.live.reshape(-1).nonzero()[:, 0]
         odd = torch.zeros(a_rows * k * slots, dtype=torch.float64, device=device)
         if live.numel():
-            values = self.game(hybrids(self.x_query[rows], self.background_query, sample, self.players, live))
+            values = self.game(hybrids(self.x_query[rows], self.background_query, sample, self.columns, live))
             odd[live] = (values[: live.numel()] - values[live.numel() :]) / 2
         delta_f = torch.gather(self.delta_f[rows], 1, sample.background)  # (A k, R)
         y = odd.reshape(-1, slots) - sample.line * delta_f
