@@ -422,14 +422,13 @@ class _Rows:
         else:
             self.gram.index_add_(0, ids, products[..., :w])
             self.moment.index_add_(0, ids, products[..., w])
-        gram, moment = self.gram[ids], self.moment[ids]
+        every = ids.numel() == self.gram.shape[0]
+        gram, moment = (self.gram, self.moment) if every else (self.gram[ids], self.moment[ids])
         d = self.d[ids].clamp(min=1).to(torch.float32)
-        scale = gram.diagonal(dim1=2, dim2=3).sum(2) / d
-        ridge = self.options.ridge * scale + 1e-12
-        gram.diagonal(dim1=2, dim2=3).add_(ridge[..., None])  # a copy (advanced indexing): self.gram unchanged
+        ridge = self.options.ridge * gram.diagonal(dim1=2, dim2=3).sum(2) / d + 1e-12
         # a few conjugate-gradient steps from the last refit's solution instead of a factor per pair: the
         # equations change little between refits, and an approximate β only steers (the estimate stays unbiased)
-        solved = conjugate_gradient(gram, moment, self.solution[ids], CG_STEPS) * on
+        solved = conjugate_gradient(gram, ridge, moment, self.solution[ids], CG_STEPS) * on
         solved = torch.where(solved.isfinite().all(2, keepdim=True), solved, 0.0)  # float32 trouble: keep β_0
         self.solution[ids] = solved
         gap = torch.zeros_like(self.beta0[ids]).scatter_add_(2, members, solved.to(torch.float64))
@@ -462,19 +461,21 @@ class _Rows:
         return torch.cat(self.curve_sum), torch.cat(self.curve_count)
 
 
-def conjugate_gradient(a: Tensor, b: Tensor, x: Tensor, steps: int) -> Tensor:
-    """``steps`` Jacobi-preconditioned conjugate-gradient steps on ``a x = b`` from ``x``, batched.
+def conjugate_gradient(a: Tensor, ridge: Tensor, b: Tensor, x: Tensor, steps: int) -> Tensor:
+    """``steps`` Jacobi-preconditioned conjugate-gradient steps on ``(a + ridge I) x = b`` from ``x``, batched.
 
     Args:
-        a: ``(..., w, w)`` symmetric positive definite; b, x: ``(..., w)`` the right-hand side and the start.
+        a: ``(..., w, w)`` symmetric positive semi-definite; ridge: ``(...)`` positive; b, x: ``(..., w)`` the
+            right-hand side and the start.
     """
-    inverse = 1.0 / a.diagonal(dim1=-2, dim2=-1).clamp_min(1e-30)
-    r = b - (a @ x[..., None])[..., 0]
+    shift = ridge[..., None]
+    inverse = 1.0 / (a.diagonal(dim1=-2, dim2=-1) + shift).clamp_min(1e-30)
+    r = b - (a @ x[..., None])[..., 0] - shift * x
     z = r * inverse
     p = z.clone()
     rz = (r * z).sum(-1)
     for _ in range(steps):  # a handful of steps, each batched over every system
-        ap = (a @ p[..., None])[..., 0]
+        ap = (a @ p[..., None])[..., 0] + shift * p
         alpha = rz / (p * ap).sum(-1).clamp_min(1e-30)
         x = x + alpha[..., None] * p
         r = r - alpha[..., None] * ap
