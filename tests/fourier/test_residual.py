@@ -19,7 +19,7 @@ import torchxplain as tx
 from tests.fourier.brute_force import model_shapley
 from torchxplain._core import settings
 from torchxplain.fourier.fit import CorrectionOptions, correct, fit_additive
-from torchxplain.fourier.fit.residual._design import SIZE_LAWS, size_table, slot_terms
+from torchxplain.fourier.fit.residual._design import SIZE_LAWS, draw, hybrids, size_table, slot_terms
 
 
 @pytest.fixture(autouse=True)
@@ -210,6 +210,46 @@ def test_enumerated_pairs_are_exact() -> None:
         assert est.model_rows.tolist() == [4 * 2**5] * 3
     sampled = correct(planted, x, b, torch.arange(5), 5, options=CorrectionOptions(budget=100, exact_row_rows=128))
     assert float(sampled.standard_errors.min()) > 0.0  # 128 model rows do not fit a budget of 100
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bool])
+def test_hybrids_are_exact_copies_of_whole_players(dtype: torch.dtype) -> None:
+    """The bit-selected points and complements equal ``where(S, x, b)`` and ``where(S, b, x)`` built here per
+    column from the drawn coalitions, with grouped players (NaN and signed zeros copied as they are)."""
+    gen = torch.Generator().manual_seed(9)
+    players = torch.tensor([0, 0, 1, 2, 2, 2, 3])
+    x = torch.randn(3, 7, generator=gen, dtype=torch.float64)
+    b = torch.randn(4, 7, generator=gen, dtype=torch.float64)
+    x[0, 1], b[1, 2], b[2, 0] = float("nan"), -0.0, 0.0
+    x, b = (x > 0, b > 0) if dtype == torch.bool else (x.to(dtype), b.to(dtype))
+    differ = torch.ones(3, 4, 4, dtype=torch.bool)  # every player may join: coalitions of any columns
+    sample = draw(torch.arange(3), differ, 4, size_table(4, "uniform", torch.device("cpu")))
+    live = sample.live.reshape(-1).nonzero()[:, 0]
+    points = hybrids(x, b, sample, players, live)
+    q, k = live // 4, live % 4
+    take = sample.inside[q, k][:, players]
+    want = torch.cat(
+        (torch.where(take, x[q], b[sample.background[q, k]]), torch.where(take, b[sample.background[q, k]], x[q]))
+    )
+    assert live.numel() > 0 and points.dtype == dtype
+    assert torch.equal(
+        points.view(torch.uint8) if dtype != torch.bool else points,
+        want.view(torch.uint8) if dtype != torch.bool else want,
+    )
+
+
+def test_real_rows_are_cast_to_the_query_dtype_before_their_hybrids() -> None:
+    """``query_dtype`` casts the rows once (the query casts every hybrid anyway): the same values and standard
+    errors as a query that casts each hybrid itself."""
+    x, b, _ = case(3)
+
+    def model32(z: torch.Tensor) -> torch.Tensor:
+        return planted(z.to(torch.float32))
+
+    options = CorrectionOptions(budget=200, seed=2)
+    plain = correct(model32, x, b, torch.arange(5), 5, options=options)
+    cast = correct(model32, x, b, torch.arange(5), 5, options=options, query_dtype=torch.float32)
+    assert torch.equal(plain.values, cast.values) and torch.equal(plain.standard_errors, cast.standard_errors)
 
 
 def wide(z: torch.Tensor) -> torch.Tensor:

@@ -138,6 +138,7 @@ class Correct(BlackBoxSource):
                 budget=self.budget,
                 fit_samples=self.fit_samples,
                 seed=problem.seed,
+                query_dtype=None if binary else dtype,
             )
             return plan, oracle
 

@@ -81,6 +81,7 @@ class CorrectedPlan:
         additive: the fitted additive surrogate (``None``: none).
         options: the correction's options (tolerance, budget, design).
         report: what building it measured (``None`` when built by hand).
+        query_dtype: the dtype ``query`` casts real rows to (``None``: none known; :func:`~._estimate.correct`).
     """
 
     def __init__(
@@ -92,8 +93,10 @@ class CorrectedPlan:
         additive: AdditiveModel | None,
         options: CorrectionOptions,
         report: PlanReport | None = None,
+        query_dtype: torch.dtype | None = None,
     ) -> None:
         self.query, self.background, self.players, self.m = query, background, players, m
+        self.query_dtype = query_dtype
         self.additive, self.options, self.report = additive, options, report
         self.last: Estimate | None = None
 
@@ -111,6 +114,7 @@ class CorrectedPlan:
         budget: int | None = None,
         fit_samples: int = FIT_SAMPLES,
         seed: int = 0,
+        query_dtype: torch.dtype | None = None,
     ) -> CorrectedPlan:
         """Fit the surrogate, run the pilot and set the tolerance.
 
@@ -122,6 +126,7 @@ class CorrectedPlan:
             budget: most model rows per explained row (``None``: :class:`CorrectionOptions`' default).
             fit_samples: paired samples of the surrogate's fit.
             seed: seeds the fit, the pilot and the correction.
+            query_dtype: the dtype ``query`` casts real rows to (``None``: none known).
         """
         additive = fit_additive(query, pool, background, players, m, samples=fit_samples, seed=seed)
         base = CorrectionOptions(seed=seed) if budget is None else CorrectionOptions(seed=seed, budget=budget)
@@ -136,6 +141,7 @@ class CorrectedPlan:
             m,
             additive=additive,
             options=replace(base, budget=pilot_budget, seed=seed + 1),
+            query_dtype=query_dtype,
         )
         weights = weights_of(pilot.round_variance)
         values, se2 = pilot.values, pilot.standard_errors.square()
@@ -158,13 +164,20 @@ class CorrectedPlan:
         )
         n_queries = additive.n_queries + int(pilot.model_rows.sum()) + pilot_rows.shape[0] + background.shape[0]
         report = PlanReport(additive.r2_odd, scale, rows_per_unit, tolerance, target_r2, exact_pair_rows, n_queries)
-        return cls(query, background, players, m, additive, options, report)
+        return cls(query, background, players, m, additive, options, report, query_dtype)
 
     def explain(self, x: Tensor) -> Estimate:
         """Values, standard errors, model rows and rounds of rows ``x`` ``(Q, n)``; a :class:`UserWarning` names
         the rows that spent their budget before their standard errors met the tolerance."""
         self.last = correct(
-            self.query, x, self.background, self.players, self.m, additive=self.additive, options=self.options
+            self.query,
+            x,
+            self.background,
+            self.players,
+            self.m,
+            additive=self.additive,
+            options=self.options,
+            query_dtype=self.query_dtype,
         )
         tolerance = self.options.tolerance
         if tolerance is not None and x.shape[0]:
@@ -207,7 +220,7 @@ class CorrectedPlan:
         if background is self.background and players is self.players:
             return self
         additive = None if self.additive is None else self.additive.regrouped(players, m)
-        return CorrectedPlan(self.query, background, players, m, additive, self.options, self.report)
+        return CorrectedPlan(self.query, background, players, m, additive, self.options, self.report, self.query_dtype)
 
 
 _NOT_HERE = (
