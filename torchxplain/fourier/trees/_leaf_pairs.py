@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from torchxplain.fourier.trees._leaf_games import popcount
 from torchxplain.fourier.trees._leaves import FeatureCodes, LeafTable, Slots, Traversal, frontiers
 
 WORDS = 4
@@ -126,18 +125,8 @@ def pair_values(
         at = torch.nonzero(leaf >= 0).flatten()
         if at.numel():
             entry, b = _bits(mask.index_select(0, at))
-            on = node.index_select(0, at).index_select(0, entry)
-            _add(
-                fx,
-                fb,
-                on,
-                x.index_select(0, at).index_select(0, entry),
-                b,
-                leaf.index_select(0, at)[entry],
-                leaves,
-                weights,
-                out,
-            )
+            on, xs, ls = node.index_select(0, at), x.index_select(0, at), leaf.index_select(0, at)
+            _add(fx, fb, on, xs, b, ls, entry, leaves, weights, out)
             inner = torch.nonzero(leaf < 0).flatten()
             node, x, mask = node.index_select(0, inner), x.index_select(0, inner), mask.index_select(0, inner)
         k = leaves.inner[level].index_select(0, node)
@@ -146,14 +135,30 @@ def pair_values(
     return visits, peak
 
 
+def set_bits(words: Tensor) -> tuple[Tensor, Tensor]:
+    """The set bits of ``(N,)`` int64 ``words`` as ``(index, position)`` pairs (bit ``position`` of
+    ``words[index]``): the lowest set bit taken off each word in turn, the words still nonzero kept, so the work
+    follows the set bits, not the word width."""
+    index = torch.nonzero(words).flatten()
+    left = words.index_select(0, index)
+    found, at = [], []
+    while index.numel():
+        low = left & -left
+        found.append(index)
+        at.append(torch.frexp(low.double()).exponent.long() - 1)  # low is a power of two: its exponent (2^63 too)
+        left = left ^ low
+        keep = torch.nonzero(left).flatten()
+        index, left = index.index_select(0, keep), left.index_select(0, keep)
+    if not found:
+        empty = torch.zeros(0, dtype=torch.int64, device=words.device)
+        return empty, empty
+    return torch.cat(found), torch.cat(at)
+
+
 def _bits(masks: Tensor) -> tuple[Tensor, Tensor]:
     """The set bits of ``(E, W)`` int64 masks as ``(entry, column)`` pairs (column ``64 w + i`` for bit ``i`` of
-    word ``w``): the nonzero words unpacked."""
-    words = masks.reshape(-1)
-    index = torch.nonzero(words).flatten()
-    bits = (words.index_select(0, index)[:, None] >> torch.arange(64, device=masks.device)) & 1
-    word, bit = torch.nonzero(bits, as_tuple=True)
-    index = index.index_select(0, word)
+    word ``w``)."""
+    index, bit = set_bits(masks.reshape(-1))
     return torch.div(index, masks.shape[1], rounding_mode="floor"), index % masks.shape[1] * 64 + bit
 
 
@@ -164,22 +169,33 @@ def _add(
     x: Tensor,
     b: Tensor,
     leaf: Tensor,
+    entry: Tensor,
     leaves: PairLeaves,
     weights: tuple[Tensor, Tensor],
     out: Tensor,
 ) -> None:
-    """Each pair's leaf game in closed form, added to ``out`` ``(Q, m + 1)`` at ``(x, player)``."""
+    """Each pair's leaf game in closed form, added to ``out`` ``(Q, m + 1)`` at ``(x, player)``: pair ``i`` is
+    (row ``x[entry[i]]``, background row ``b[i]``) at leaf ``leaf[entry[i]]`` (frontier row ``node[entry[i]]``).
+    The players of ``F`` (the row's fails, one set per entry) take the sum of their pairs' ``−g`` weights once;
+    each background row's ``G`` its ``h`` weight, bit by bit (only the set bits are visited)."""
     g, h = weights
-    f = fx.view(-1).index_select(0, torch.add(x, node, alpha=fx.shape[1]))
-    gb = fb.view(-1).index_select(0, torch.add(b, node, alpha=fb.shape[1]))
-    a, nb = popcount(gb), popcount(f)
+    n_entries = node.numel()
+    f = fx.view(-1).index_select(0, torch.add(x, node, alpha=fx.shape[1]))  # (E,)
+    gb = fb.view(-1).index_select(0, torch.add(b, node.index_select(0, entry), alpha=fb.shape[1]))  # (P,)
+    f_entry, f_slot = set_bits(f)
+    g_pair, g_slot = set_bits(gb)
+    nb = torch.bincount(f_entry, minlength=n_entries)
+    a = torch.bincount(g_pair, minlength=gb.numel())
     scale = leaves.value.index_select(0, leaf)
-    w_h, w_g = h[a, nb] * scale, g[a, nb] * scale
-    flat, width = out.view(-1), out.shape[1]
-    base = x * width
-    players = leaves.players.index_select(0, leaf)
-    most = int(leaves.n_slots.index_select(0, leaf).max())
-    for s in range(most):
-        bit = 1 << s
-        value = ((gb & bit) != 0).to(w_h.dtype) * w_h - ((f & bit) != 0).to(w_g.dtype) * w_g
-        flat.index_add_(0, base + players[:, s], value)
+    cell = a * g.shape[1] + nb.index_select(0, entry)
+    w_h = h.view(-1).index_select(0, cell) * scale.index_select(0, entry)
+    w_g = torch.zeros(n_entries, dtype=g.dtype, device=g.device)
+    w_g.index_add_(0, entry, g.view(-1).index_select(0, cell))
+    w_g *= scale
+    flat, width, depth = out.view(-1), out.shape[1], leaves.players.shape[1]
+    players = leaves.players.view(-1)
+    at_f = players.index_select(0, leaf.index_select(0, f_entry) * depth + f_slot)
+    flat.index_add_(0, x.index_select(0, f_entry) * width + at_f, -w_g.index_select(0, f_entry))
+    owner = entry.index_select(0, g_pair)
+    at_g = players.index_select(0, leaf.index_select(0, owner) * depth + g_slot)
+    flat.index_add_(0, x.index_select(0, owner) * width + at_g, w_h.index_select(0, g_pair))
