@@ -72,14 +72,20 @@ def pair_leaves(table: LeafTable, slot: Slots, plan: Traversal, m: int) -> PairL
     return PairLeaves(table.value[plan.leaves], players, slot.n_slots[rows], inner, leaf, child_bit)
 
 
+_PIECES = (torch.arange(64)[:, None] // 16 == torch.arange(4)).double() * torch.pow(2.0, torch.arange(64) % 16)[:, None]
+"""``(64, 4)``: bit ``i`` of a word weighs ``2^(i mod 16)`` in its 16-bit piece ``i // 16``."""
+
+
 def _pack(bits: Tensor) -> Tensor:
-    """``(R, B)`` bool -> ``(R, ⌈B/64⌉)`` int64 words (bit ``i`` of word ``w`` is column ``64 w + i``)."""
+    """``(R, B)`` bool -> ``(R, ⌈B/64⌉)`` int64 words (bit ``i`` of word ``w`` is column ``64 w + i``): each word's
+    four 16-bit pieces by one product with :data:`_PIECES` (sums below ``2^16``: exact in float32), then joined."""
     rows, width = bits.shape
     words = (width + 63) // 64
-    padded = torch.zeros(rows, words * 64, dtype=torch.int64, device=bits.device)
+    padded = torch.zeros(rows, words * 64, dtype=torch.float32, device=bits.device)
     padded[:, :width] = bits
-    shifts = torch.arange(64, device=bits.device)
-    return (padded.view(rows, words, 64) << shifts).sum(2)  # distinct powers of two: the sum is the bitwise or
+    pieces = (padded.view(rows * words, 64) @ _PIECES.to(padded)).to(torch.int64)
+    joined = pieces[:, 0] | pieces[:, 1] << 16 | pieces[:, 2] << 32 | pieces[:, 3] << 48
+    return joined.view(rows, words)
 
 
 def pair_values(
