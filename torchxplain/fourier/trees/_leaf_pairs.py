@@ -151,14 +151,14 @@ def set_bits(words: Tensor) -> tuple[Tensor, Tensor]:
     while index.numel():
         low = left & -left
         found.append(index)
-        at.append(torch.frexp(low.double()).exponent.long() - 1)  # low is a power of two: its exponent (2^63 too)
+        at.append(torch.frexp(low.float()).exponent - 1)  # a power of two (2^63 too) is exact in float32
         left = left ^ low
         keep = torch.nonzero(left).flatten()
         index, left = index.index_select(0, keep), left.index_select(0, keep)
     if not found:
         empty = torch.zeros(0, dtype=torch.int64, device=words.device)
         return empty, empty
-    return torch.cat(found), torch.cat(at)
+    return torch.cat(found), torch.cat(at).long()
 
 
 def _bits(masks: Tensor) -> tuple[Tensor, Tensor]:
@@ -200,8 +200,9 @@ def _add(
     w_g *= scale
     flat, width, depth = out.view(-1), out.shape[1], leaves.players.shape[1]
     players = leaves.players.view(-1)
-    at_f = players.index_select(0, leaf.index_select(0, f_entry) * depth + f_slot)
-    flat.index_add_(0, x.index_select(0, f_entry) * width + at_f, -w_g.index_select(0, f_entry))
-    owner = entry.index_select(0, g_pair)
-    at_g = players.index_select(0, leaf.index_select(0, owner) * depth + g_slot)
-    flat.index_add_(0, x.index_select(0, owner) * width + at_g, w_h.index_select(0, g_pair))
+    row_at, slot_at = x * width, leaf * depth  # per entry: where its row's values and its leaf's players start
+    at_f = players.index_select(0, slot_at.index_select(0, f_entry) + f_slot)
+    flat.index_add_(0, row_at.index_select(0, f_entry) + at_f, -w_g.index_select(0, f_entry))
+    row_at, slot_at = row_at.index_select(0, entry), slot_at.index_select(0, entry)  # per pair
+    at_g = players.index_select(0, slot_at.index_select(0, g_pair) + g_slot)
+    flat.index_add_(0, row_at.index_select(0, g_pair) + at_g, w_h.index_select(0, g_pair))
