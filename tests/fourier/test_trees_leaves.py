@@ -363,7 +363,8 @@ def test_set_bits_lists_every_set_bit():
 
 
 def test_pair_form_over_several_background_words(deep_models):
-    """The pair form with 150 background rows (three 64-bit words, one pass) equals the dense tables."""
+    """The pair form with 150 background rows (three 64-bit words, one pass) equals the dense tables, also under
+    a 1 MiB memory budget."""
     x, models = deep_models
     model = models[3][1]
     plan = LeafPlan(leaf_table(parse_model(model)), torch.from_numpy(x[200:350]), None, x.shape[1])
@@ -374,3 +375,7 @@ def test_pair_form_over_several_background_words(deep_models):
     pairs = torch.zeros_like(dense)
     plan._pair_values("shapley", rows, pairs)
     torch.testing.assert_close(pairs, dense, atol=1e-12, rtol=0)
+    small = torch.zeros_like(dense)
+    with tx.settings.max_memory("1MiB"):  # pairs in many chunks at every leaf level, rows and trees too
+        plan._pair_values("shapley", rows, small)
+    torch.testing.assert_close(small, dense, atol=1e-12, rtol=0)

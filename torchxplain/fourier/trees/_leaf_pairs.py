@@ -22,10 +22,15 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from torchxplain._core import parse_memory
+from torchxplain.fourier.trees._leaf_games import popcount
 from torchxplain.fourier.trees._leaves import FeatureCodes, LeafTable, Slots, Traversal, frontiers
 
 WORDS = 4
 """Background rows per pass: ``64 · WORDS``."""
+PAIR_BYTES = 64
+"""Bytes of the leaf games' temporaries per (row, background row) pair and per set bit of its patterns (indices,
+positions and weights of :func:`_add`, the lists of :func:`set_bits` and their concatenation)."""
 
 
 @dataclass(frozen=True)
@@ -130,15 +135,30 @@ def pair_values(
         leaf = leaves.leaf[level].index_select(0, node)
         at = torch.nonzero(leaf >= 0).flatten()
         if at.numel():
-            entry, b = _bits(mask.index_select(0, at))
-            on, xs, ls = node.index_select(0, at), x.index_select(0, at), leaf.index_select(0, at)
-            _add(fx, fb, on, xs, b, ls, entry, leaves, weights, out)
+            for part in _pair_chunks(mask.index_select(0, at), leaves.players.shape[1]):
+                entry, b = _bits(mask.index_select(0, at.index_select(0, part)))
+                on, xs, ls = (t.index_select(0, at).index_select(0, part) for t in (node, x, leaf))
+                _add(fx, fb, on, xs, b, ls, entry, leaves, weights, out)
             inner = torch.nonzero(leaf < 0).flatten()
             node, x, mask = node.index_select(0, inner), x.index_select(0, inner), mask.index_select(0, inner)
         k = leaves.inner[level].index_select(0, node)
         node = torch.cat([k, k + plan.inner_rows[level].numel()])
         x, mask = torch.cat([x, x]), torch.cat([mask, mask])
     return visits, peak
+
+
+def _pair_chunks(masks: Tensor, slots: int) -> list[Tensor]:
+    """Consecutive ranges (as index tensors) of the leaf entries ``masks`` ``(A, W)`` whose pairs (the masks' set
+    bits) and their patterns' bits (at most ``slots`` per pair) fit a quarter of the memory budget at
+    :data:`PAIR_BYTES` each: counted before a pair is listed, usually one range."""
+    pairs = popcount(masks).sum(1)
+    step = max(1, parse_memory() // 4 // (PAIR_BYTES * (slots + 1)))
+    every = torch.arange(masks.shape[0], device=masks.device)
+    if int(pairs.sum()) <= step:
+        return [every]
+    group = (torch.cumsum(pairs, 0) - pairs) // step
+    sizes = torch.unique_consecutive(group, return_counts=True)[1].tolist()
+    return list(torch.split(every, sizes))
 
 
 def set_bits(words: Tensor) -> tuple[Tensor, Tensor]:
