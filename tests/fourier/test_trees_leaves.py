@@ -20,7 +20,7 @@ from tests.fourier.tree_cases import brute_force_values, coalition_values, model
 from torchxplain.fourier.trees._leaf_games import weight_tables
 from torchxplain.fourier.trees._leaf_pairs import set_bits
 from torchxplain.fourier.trees._leaf_values import LeafPlan
-from torchxplain.fourier.trees._leaves import leaf_table
+from torchxplain.fourier.trees._leaves import leaf_table, spectrum_terms
 from torchxplain.fourier.trees.adapters._dispatch import parse_model
 
 
@@ -379,3 +379,14 @@ def test_pair_form_over_several_background_words(deep_models):
     with tx.settings.max_memory("1MiB"):  # pairs in many chunks at every leaf level, rows and trees too
         plan._pair_values("shapley", rows, small)
     torch.testing.assert_close(small, dense, atol=1e-12, rtol=0)
+
+
+def test_spectrum_terms_cap_decides_as_the_full_bound(deep_models):
+    """With a cap, ``spectrum_terms`` may stop at a lower bound, but it is above the cap exactly when the full
+    bound is (the route rule of ``route='auto'``)."""
+    _, models = deep_models
+    for _, model in models:
+        table = leaf_table(parse_model(model))
+        full = spectrum_terms(table)
+        for cap in (0, 1, full // 3, full - 1, full, 2 * full):
+            assert (spectrum_terms(table, cap) > cap) == (full > cap)

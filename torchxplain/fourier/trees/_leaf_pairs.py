@@ -7,12 +7,18 @@ row is followed level by level together with the bit mask of the background rows
 (:func:`~torchxplain.fourier.trees._leaves.frontiers` gives both sides' patterns at every node): going to a child
 whose split's player ``x`` fails there, the background rows that fail it too drop out, and a row whose mask empties
 stops. At a leaf each remaining pair adds its game's values in closed form
-(:mod:`~torchxplain.fourier.trees._leaf_games`). The work follows the (row, node) visits where some background row
-can still pair — as interventional TreeSHAP's walk, but for 64 background rows per word — instead of the ``2^d``
-patterns of the dense tables, which deep leaves (random forests at their default depth) cannot afford.
+(:mod:`~torchxplain.fourier.trees._leaf_games`), visiting only the set bits of the masks and patterns
+(:func:`set_bits`): the row's ``F`` once per (row, leaf) with its pairs' weights summed, each background row's ``G``
+once per pair. The work follows the (row, node) visits where some background row can still pair — as
+interventional TreeSHAP's walk, but for 64 background rows per word — instead of the ``2^d`` patterns of the dense
+tables, which deep leaves (random forests at their default depth) cannot afford. (Measured on a default
+``RandomForestRegressor(100)``, 25 features, 100 rows against 100 background rows: 9.4 million (row, leaf)
+entries, 30 million pairs, 35 and 83 million bits of ``F`` and ``G``; (leaf, ``F``) classes are only half the
+entries, so tabulating per pattern would not pay.)
 
-Memory: the live (node, row, mask) entries of one level; the caller sizes the chunks of rows, background rows
-(:data:`WORDS` words of 64 per pass) and trees with :func:`pair_values`' visit counts.
+Memory: the live (node, row, mask) entries of one level, whose chunks of rows, background rows (:data:`WORDS`
+words of 64 per pass) and trees the caller sizes with :func:`pair_values`' visit counts; and a level's leaf games,
+taken in ranges of entries whose pairs fit the budget (:data:`PAIR_BYTES`).
 """
 
 from __future__ import annotations

@@ -504,9 +504,10 @@ def spectrum_terms(table: LeafTable, cap: int | None = None) -> int:
     """
     device = table.left.device
     inner = table.left >= 0
+    width = (int(table.split.max()) + 2) * max(table.n_features, 1)  # distinct keys of one tree's splits
     key = table.feature[inner] * (int(table.split.max()) + 2) + table.split[inner].long() + 1
-    distinct = torch.unique(torch.stack([table.tree[inner], key], 1), dim=0)
-    splits = torch.pow(2.0, torch.bincount(distinct[:, 0], minlength=table.n_trees).double().clamp(max=60))
+    distinct = torch.unique(table.tree[inner] * width + key)  # one flat key: unique(dim=0) sorts rows slowly
+    splits = torch.pow(2.0, torch.bincount(distinct // width, minlength=table.n_trees).double().clamp(max=60))
     if cap is not None:
         leaves = torch.bincount(table.tree[~inner], minlength=table.n_trees).double()
         least = int(torch.minimum(leaves, splits).sum())
