@@ -18,8 +18,9 @@ from threadpoolctl import threadpool_limits
 import torchxplain as tx
 from tests.fourier.tree_cases import brute_force_values, coalition_values, model_output
 from torchxplain.fourier.trees._leaf_games import weight_tables
+from torchxplain.fourier.trees._leaf_pairs import set_bits
 from torchxplain.fourier.trees._leaf_values import LeafPlan
-from torchxplain.fourier.trees._leaves import leaf_table
+from torchxplain.fourier.trees._leaves import leaf_table, spectrum_terms
 from torchxplain.fourier.trees.adapters._dispatch import parse_model
 
 
@@ -350,3 +351,42 @@ def test_outputs_targets_masks_and_dtypes_match_the_spectrum_route():
         assert float(delta.abs().max()) < 1e-10
     single = tx.FourierShap.from_trees(models[1], background.astype(np.float32), route="leaves")
     assert single.attribute(query.float()).dtype == torch.float32
+
+
+def test_set_bits_lists_every_set_bit():
+    """``set_bits`` finds each set bit of int64 words once, the sign bit (63) included, against a bit-by-bit scan."""
+    words = torch.tensor([0, 1, -1, -(2**63), 0b1011 << 40, 2**62 + 5], dtype=torch.int64)
+    index, position = set_bits(words)
+    found = sorted(zip(index.tolist(), position.tolist()))
+    expected = sorted((i, s) for i, w in enumerate(words.tolist()) for s in range(64) if (w >> s) & 1)
+    assert found == expected
+
+
+def test_pair_form_over_several_background_words(deep_models):
+    """The pair form with 150 background rows (three 64-bit words, one pass) equals the dense tables, also under
+    a 1 MiB memory budget."""
+    x, models = deep_models
+    model = models[3][1]
+    plan = LeafPlan(leaf_table(parse_model(model)), torch.from_numpy(x[200:350]), None, x.shape[1])
+    rows = torch.from_numpy(x[:6])
+    dense = torch.zeros(x.shape[1], 6, dtype=torch.float64)
+    for chunk in range(len(plan._chunks)):
+        plan._dense_values("shapley", chunk, rows, dense)
+    pairs = torch.zeros_like(dense)
+    plan._pair_values("shapley", rows, pairs)
+    torch.testing.assert_close(pairs, dense, atol=1e-12, rtol=0)
+    small = torch.zeros_like(dense)
+    with tx.settings.max_memory("1MiB"):  # pairs in many chunks at every leaf level, rows and trees too
+        plan._pair_values("shapley", rows, small)
+    torch.testing.assert_close(small, dense, atol=1e-12, rtol=0)
+
+
+def test_spectrum_terms_cap_decides_as_the_full_bound(deep_models):
+    """With a cap, ``spectrum_terms`` may stop at a lower bound, but it is above the cap exactly when the full
+    bound is (the route rule of ``route='auto'``)."""
+    _, models = deep_models
+    for _, model in models:
+        table = leaf_table(parse_model(model))
+        full = spectrum_terms(table)
+        for cap in (0, 1, full // 3, full - 1, full, 2 * full):
+            assert (spectrum_terms(table, cap) > cap) == (full > cap)

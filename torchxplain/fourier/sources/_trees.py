@@ -92,9 +92,10 @@ def choose_route(
         return "leaves"
     if spectrum_only:
         return "spectrum"
-    terms = sum(spectrum_terms(t) for t in tables)
     oblivious = all(len(e.left) == 0 and e.oblivious for e in ensembles)
-    return "spectrum" if terms <= (AUTO_MAX_OBLIVIOUS if oblivious else AUTO_MAX_TERMS) else "leaves"
+    cap = AUTO_MAX_OBLIVIOUS if oblivious else AUTO_MAX_TERMS
+    terms = sum(spectrum_terms(t, cap) for t in tables)
+    return "spectrum" if terms <= cap else "leaves"
 
 
 def checked_outputs(ensembles: list[TreeEnsemble], raw: Tensor, names: FeatureNames | None) -> Outputs:
