@@ -143,7 +143,9 @@ class CorrectedPlan:
             options=replace(base, budget=pilot_budget, seed=seed + 1),
             query_dtype=query_dtype,
         )
-        weights = weights_of(pilot.round_variance)
+        # rounds that half the pilot's rows reached: rows with enumerated pairs run more, cheaper rounds, and a
+        # tail of those few rows' variances would set the weights of every row's late rounds
+        weights = weights_of(pilot.round_variance[: int(pilot.rounds.median())])
         values, se2 = pilot.values, pilot.standard_errors.square()
         scale = max(float(values.var()) - float(se2.mean()), float(additive.scale), 1e-300)
         spent = pilot.model_rows.to(torch.float64).clamp(min=1.0)
