@@ -141,6 +141,14 @@ def _scramble(h: Tensor) -> Tensor:
     return h.bitwise_xor_(h >> 15)
 
 
+def count(mask: Tensor) -> Tensor:
+    """``(...)`` int64: how many entries of ``mask`` ``(..., m)`` bool are true, summed in bytes when ``m < 256`` (a
+    sum of bools widens every entry to int64 first: 2.4 times slower at ``(800, 40, 10)``)."""
+    if mask.shape[-1] < 256:
+        return mask.view(torch.uint8).sum(-1, dtype=torch.uint8).to(torch.int64)
+    return mask.sum(-1)
+
+
 def slot_backgrounds(keys: Tensor, n_background: int, slots: int) -> Tensor:
     """``(Q, R)`` distinct background rows per row (all of them, in order, when ``R`` equals their number)."""
     q_rows = keys.shape[0]
@@ -169,7 +177,7 @@ def draw(
     background = slot_backgrounds(keys, n_background, slots)
     every = background.shape[1] == n_background  # slot j is background row j
     delta = differ if every else torch.gather(differ, 1, background[:, :, None].expand(-1, -1, m))  # (Q, R, m)
-    d = delta.sum(2)
+    d = count(delta)
     live = d >= 2 if sampled is None else (d >= 2) & torch.gather(sampled, 1, background)
     slots_n = background.shape[1]
     slot = torch.arange(slots_n, device=device)
@@ -185,7 +193,7 @@ def draw(
     player_keys = _scramble(slot_keys[..., None] ^ mix(torch.arange(m, device=device) + (_PLAYERS << 20)))
     candidates = delta & live[..., None]
     inside = (player_keys < threshold[..., None]).logical_and_(candidates)
-    size = inside.sum(2)
+    size = count(inside)
     live = live & (size >= 1) & (size <= d - 1)
     on = candidates.logical_and_(live[..., None])
     inside.logical_and_(live[..., None])

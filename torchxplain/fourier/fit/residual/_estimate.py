@@ -280,8 +280,14 @@ class _Rows:
         if self.regression:
             # the per-pair regression runs over the pair's differing players only: their indices (Q, D, w), padded
             widest = int(self.d.max()) if self.d.numel() else 0
-            order = torch.sort(self.differ.to(torch.int8), dim=2, descending=True, stable=True).indices
-            self.members = order[..., :widest]
+            # a pair whose members are every player keeps them in order: the refit then takes the coalitions as
+            # they are, without a gather
+            self.natural = widest == self.m
+            if self.natural:
+                self.members = torch.arange(self.m, device=self.x.device).expand_as(self.differ)
+            else:
+                order = torch.sort(self.differ.to(torch.int8), dim=2, descending=True, stable=True).indices
+                self.members = order[..., :widest]
             self.member_on = torch.gather(self.differ, 2, self.members)
             q_rows, d_rows, w = self.members.shape
             # float32: the regression only steers the control variates, which keep the estimate unbiased for any β
@@ -406,14 +412,15 @@ class _Rows:
         at = [torch.searchsorted(part[0], ids) for part in self.buffer]
         members, on_bool = self.members[ids], self.member_on[ids]  # (A, D, w)
         inside = torch.cat([part[1][i] for part, i in zip(self.buffer, at)], 2)  # (A, D, n, m)
-        index = members[:, :, None, :].expand(-1, -1, inside.shape[2], -1)
         c = torch.cat([part[2][i] for part, i in zip(self.buffer, at)], 2).to(torch.float32)  # (A, D, n)
         y = torch.cat([part[3][i] for part, i in zip(self.buffer, at)], 2).to(torch.float32)  # (A, D, n)
         self.buffer = []
         # the features w = I - (s/d) on over the pair's members (zero on dead slots: no I, s/d = 0), then one
         # batched product for Σ w wᵀ and Σ w y (float32: the regression only steers β)
         on = on_bool.to(torch.float32)
-        features = torch.gather(inside, 3, index).to(torch.float32).sub_(c[..., None] * on[:, :, None, :])
+        if not self.natural:
+            inside = torch.gather(inside, 3, members[:, :, None, :].expand(-1, -1, inside.shape[2], -1))
+        features = inside.to(torch.float32).sub_(c[..., None] * on[:, :, None, :])
         w = members.shape[2]
         products = features.transpose(2, 3) @ torch.cat((features, y[..., None]), 3)  # (A, D, w, w + 1)
         if ids.numel() == self.gram.shape[0]:  # every row still runs (ids is then 0..Q-1): no index copies
@@ -431,7 +438,9 @@ class _Rows:
         solved = conjugate_gradient(gram, ridge, moment, self.solution[ids], CG_STEPS) * on
         solved = torch.where(solved.isfinite().all(2, keepdim=True), solved, 0.0)  # float32 trouble: keep β_0
         self.solution[ids] = solved
-        gap = torch.zeros_like(self.beta0[ids]).scatter_add_(2, members, solved.to(torch.float64))
+        gap = solved.to(torch.float64)
+        if not self.natural:
+            gap = torch.zeros_like(self.beta0[ids]).scatter_add_(2, members, gap)
         self.beta[ids] = self.beta0[ids] + gap
         self.beta_sum[ids] = self.beta[ids].sum(2)
         self.known[ids] = self.exact_part(ids)
