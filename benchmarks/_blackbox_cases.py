@@ -24,6 +24,7 @@ from pathlib import Path
 
 import _blackbox_models as paper
 import _continuous_cases as tabular
+import _data
 import numpy as np
 import torch
 from torch import Tensor, nn
@@ -124,7 +125,10 @@ def case(name: str, cache: Path) -> Case:
         players = torch.arange(train.shape[1])
         return Case(name, _module_f(module), module, None, background, test, pool, players, note)
     setting_name = {"avgfp": "avgfp_catboost"}.get(name, name)
-    (setting,) = paper.settings(cache, [setting_name], False)
+    found = paper.settings(cache, [setting_name], False)
+    if not found:
+        raise _data.DatasetMissing(f"{name}: its data set is missing (set TORCHXPLAIN_DATA to the shared data folder)")
+    (setting,) = found
     x = setting.data.x
     if setting.tree_model is not None:
         x = x.double()

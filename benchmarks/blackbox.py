@@ -58,6 +58,7 @@ import _blackbox_cases as cases  # noqa: E402
 import _blackbox_surrogates as surrogates  # noqa: E402
 import _blackbox_truth as truth  # noqa: E402
 from _blackbox_peers import PEERS, run_peer  # noqa: E402
+from _data import DatasetMissing  # noqa: E402
 
 import torchxplain as tx  # noqa: E402
 from torchxplain.fourier.fit import CorrectedPlan, correct  # noqa: E402
@@ -353,7 +354,10 @@ def run(args: argparse.Namespace, names: list[str], quick: bool) -> None:
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name in names:
-            results.append(run_case(name, args))
+            try:
+                results.append(run_case(name, args))
+            except DatasetMissing as err:
+                print(f"\n=== skipping {name}: {err}")
     print(f"\nload average at the end: {load()}")
     print_summary(results)
     if args.png:
