@@ -252,6 +252,27 @@ def test_real_rows_are_cast_to_the_query_dtype_before_their_hybrids() -> None:
     assert torch.equal(plain.values, cast.values) and torch.equal(plain.standard_errors, cast.standard_errors)
 
 
+def test_float_rows_with_a_bool_background_pair_as_equal_dtypes() -> None:
+    """The binary route passes float rows with a bool background: hybrids are built in their common dtype (a bool
+    background viewed as 64-bit words once took 8 columns per word), the values those of bool rows."""
+    gen = torch.Generator().manual_seed(11)
+    x, b = torch.randint(0, 2, (4, 9), generator=gen).bool(), torch.randint(0, 2, (6, 9), generator=gen).bool()
+    w = torch.randn(9, generator=gen, dtype=torch.float64)
+
+    def model(z: torch.Tensor) -> torch.Tensor:
+        z = z.double()
+        return torch.tanh(z @ w) + z[:, 0] * z[:, 5] * z[:, 7]
+
+    options = CorrectionOptions(budget=120, seed=4)
+    as_bool = correct(model, x, b, torch.arange(9), 9, options=options)
+    as_float = correct(model, x.double(), b, torch.arange(9), 9, options=options)
+    assert torch.equal(as_bool.values, as_float.values)
+    exact = model_shapley(
+        lambda z: model(torch.as_tensor(z)).numpy(), x.double().numpy(), b.double().numpy(), np.arange(9)
+    )
+    assert (np.abs(as_float.values.numpy() - exact) <= 4 * as_float.standard_errors.numpy() + 1e-12).all()
+
+
 def wide(z: torch.Tensor) -> torch.Tensor:
     """The planted interactions on the first five of twelve columns, and a saturating sum of the others."""
     z = torch.as_tensor(z).double()

@@ -229,7 +229,10 @@ class _Rows:
         cast: torch.dtype | None,
     ) -> None:
         self.game, self.x, self.background, self.players, self.m = game, x, background, players, m
-        self.x_query, self.background_query = x.to(cast or x.dtype), background.to(cast or background.dtype)
+        # hybrids select entries on their bits: rows and background need one dtype (the binary route passes
+        # float rows with bool background bits)
+        cast = cast or torch.promote_types(x.dtype, background.dtype)
+        self.x_query, self.background_query = x.to(cast), background.to(cast)
         identity = players.numel() == m and bool((players == torch.arange(m, device=players.device)).all())
         self.columns = None if identity else players  # hybrids skip a gather when column j is player j
         self.options, self.table, self.slots = options, table, slots
