@@ -92,7 +92,11 @@ class _Group:
 
 
 def _emit(patterns: Tensor, d: int, kind: Kind, dtype: torch.dtype) -> Tensor:
-    """The ``(3, L · 2^d)`` arrays ``G, H, H↑`` of ``L`` leaves from the background's fail patterns ``(L, B)``."""
+    """The ``(3, L · 2^d)`` arrays ``G, H, H↑`` of ``L`` leaves from the background's fail patterns ``(L, B)``.
+
+    Distinct satisfied patterns ``q`` with ``k`` bits are taken ``k`` at a time: their ``2^k`` sub-patterns are
+    built by doubling (``2^k`` entries, one ``or`` each) from the bit positions, and each array gains
+    ``N_q · w(|q|, |sub|)`` by ``scatter_add_`` (measured: 2.5 ns per entry against ``index_add_``'s 4.3)."""
     n_leaves, full = patterns.shape[0], (1 << d) - 1
     size = n_leaves << d
     device = patterns.device
@@ -100,30 +104,32 @@ def _emit(patterns: Tensor, d: int, kind: Kind, dtype: torch.dtype) -> Tensor:
     counts = torch.bincount(keys.reshape(-1), minlength=size)
     found = torch.nonzero(counts).flatten()
     count = counts[found].to(dtype)
-    leaf_base = (found >> d) << d
     q = found & full
     k = popcount(q)
     g, h = weight_tables(kind, d, dtype)
-    out = torch.zeros(3, size, dtype=dtype, device=device)
     emitted = int((torch.ones_like(k) << k).sum()) if found.numel() else 0
     zeta = d * (d + 1) * size
     if emitted > zeta:  # a background dense in satisfied patterns: the ranked superset sums are cheaper
         return _ranked(found, count, k, n_leaves, d, g, h, dtype)
-    shifts = torch.arange(d, device=device)
+    out = torch.zeros(3, size, dtype=dtype, device=device)
+    shifts = torch.ones(d, dtype=torch.int64, device=device) << torch.arange(d, device=device)
     for size_k in torch.unique(k).tolist():
         pick = torch.nonzero(k == size_k).flatten()
-        bits = (q[pick, None] >> shifts) & 1
-        position = torch.sort(bits, dim=1, descending=True, stable=True).indices[:, :size_k]
+        # the set bits of each pattern, in order: row-major nonzero lists exactly size_k per pattern
+        ones = shifts[torch.nonzero(q[pick, None] & shifts)[:, 1]].view(pick.numel(), size_k)
         sub = torch.arange(1 << size_k, device=device)
-        sub_bits = (sub[:, None] >> torch.arange(size_k, device=device)) & 1  # (2^k, k)
-        s = sub_bits.sum(1)
+        s = popcount(sub)
         weights = torch.stack([g[d - size_k, s], h[d - size_k, s], h[d - size_k, (s - 1).clamp(min=0)] * (s >= 1)])
-        step = max(1, min(parse_memory(), CACHE_BYTES) // (8 * (size_k + 3) << size_k))
+        step = max(1, min(parse_memory(), CACHE_BYTES) // (64 << size_k))
         for a, b in chunk_bounds(pick.numel(), step):
-            masks = (sub_bits[None] * (1 << position[a:b, None, :])).sum(2)  # (E, 2^k) sub-patterns
-            index = (leaf_base[pick[a:b], None] | masks).reshape(-1)
+            index = torch.empty(b - a, 1 << size_k, dtype=torch.int64, device=device)
+            index[:, 0] = found[pick[a:b]] & ~full  # the leaf's block; sub-pattern 0
+            for j in range(size_k):  # sub-patterns with bit j: those without it, or'ed with the j-th set bit
+                torch.bitwise_or(index[:, : 1 << j], ones[a:b, j, None], out=index[:, 1 << j : 2 << j])
+            index = index.reshape(-1)
+            c = count[pick[a:b], None]
             for i in range(3):
-                out[i].index_add_(0, index, (count[pick[a:b], None] * weights[i][None]).reshape(-1))
+                out[i].scatter_add_(0, index, (c * weights[i]).reshape(-1))
     return out
 
 
@@ -256,7 +262,8 @@ class LeafPlan:
         plan = self._schedule(chunk)
         rows = self._rows[chunk]
         table, slot = self.table, self.slots
-        background = fail_patterns(table, plan, self._codes)
+        narrow = torch.int32 if slot.max_slots <= 30 else torch.int64  # half the traversal's traffic
+        background = fail_patterns(table, plan, self._codes, narrow)
         n_slots = slot.n_slots[rows]
         scale = table.value[plan.leaves] / self.background.shape[0]
         sizes = torch.bincount(n_slots, minlength=slot.max_slots + 1).tolist()
@@ -271,7 +278,7 @@ class LeafPlan:
             if d <= MAX_DENSE_SLOTS:
                 group = _Group(d, start, stop, players, scale[start:stop], _emit(part, d, kind, torch.float64), None)
             else:
-                group = _Group(d, start, stop, players, scale[start:stop], None, part.contiguous())
+                group = _Group(d, start, stop, players, scale[start:stop], None, part.long())
             groups.append(group)
             start = stop
         if len(self._chunks) == 1:
@@ -538,17 +545,19 @@ def _decision_steps(weights: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def _slot_table(group: _Group) -> Tensor:
-    """``(L_d, d, 2^d)`` the value of every slot at every fail pattern (scale included) from the dense arrays."""
+    """``(L_d, d, 2^d)`` the value of every slot at every fail pattern (scale included) from the dense arrays: slot
+    ``j`` takes ``−G[F]`` where ``F`` fails it, else ``H[F] − H↑[F ∪ {j}]``, written into the halves of the
+    patterns split at bit ``j`` (two passes per entry)."""
     assert group.arrays is not None
     d, n = group.d, group.n_leaves
-    device = group.arrays.device
-    arrays = group.arrays.view(3, n, 1, 1 << d)
-    pattern = torch.arange(1 << d, device=device)
-    bit = (torch.ones(d, dtype=torch.int64, device=device) << torch.arange(d, device=device))[:, None]
-    up = torch.gather(arrays[2].expand(n, d, 1 << d), 2, (pattern | bit).expand(n, d, -1))
-    failed = ((pattern & bit) != 0).double()  # (d, 2^d)
-    values = (arrays[1] - up) - failed * (arrays[1] - up + arrays[0])
-    return values * group.scale[:, None, None]
+    scaled = group.arrays.view(3, n, 1 << d) * group.scale[:, None]
+    values = torch.empty(n, d, 1 << d, dtype=scaled.dtype, device=scaled.device)
+    for j in range(d):
+        split = (n, 1 << (d - 1 - j), 2, 1 << j)  # patterns as (high bits, bit j, low bits)
+        slot = values[:, j].view(split)
+        torch.sub(scaled[1].view(split)[:, :, 0], scaled[2].view(split)[:, :, 1], out=slot[:, :, 0])
+        torch.neg(scaled[0].view(split)[:, :, 1], out=slot[:, :, 1])
+    return values
 
 
 def leaf_outputs(table: LeafTable, x: Tensor) -> Tensor:
