@@ -71,8 +71,8 @@ class _Group:
 
     Attributes:
         players: ``(L_d, d)`` the slots' players; scale: ``(L_d,)`` ``v / |D|``.
-        arrays: ``(3, L_d · 2^d)`` ``G, H, H↑`` (dense form), or ``None`` for the pair form, which keeps the
-            background's fail patterns ``background`` ``(L_d, B)`` instead.
+        arrays: ``(3, L_d · 2^d)`` ``G, H, H↑`` times each leaf's scale (dense form), or ``None`` for the pair
+            form, which keeps the background's fail patterns ``background`` ``(L_d, B)`` instead.
         table: ``(L_d, d, 2^d)`` every slot's value at every fail pattern, scale included (built from the arrays
             when rows outnumber patterns), or ``None``.
     """
@@ -113,23 +113,28 @@ def _emit(patterns: Tensor, d: int, kind: Kind, dtype: torch.dtype) -> Tensor:
         return _ranked(found, count, k, n_leaves, d, g, h, dtype)
     out = torch.zeros(3, size, dtype=dtype, device=device)
     shifts = torch.ones(d, dtype=torch.int64, device=device) << torch.arange(d, device=device)
-    for size_k in torch.unique(k).tolist():
-        pick = torch.nonzero(k == size_k).flatten()
-        # the set bits of each pattern, in order: row-major nonzero lists exactly size_k per pattern
-        ones = shifts[torch.nonzero(q[pick, None] & shifts)[:, 1]].view(pick.numel(), size_k)
-        sub = torch.arange(1 << size_k, device=device)
-        s = popcount(sub)
+    k, order = torch.sort(k, stable=True)  # patterns by number of bits: each size one slice
+    found, count = found[order], count[order]
+    # the set bits of every pattern, in order: row-major nonzero lists exactly k of them per pattern
+    ones = shifts[torch.nonzero((found & full)[:, None] & shifts)[:, 1]]
+    start = listed = 0
+    for size_k, n in enumerate(torch.bincount(k, minlength=d + 1).tolist()):
+        if not n:
+            continue
+        bits = ones[listed : listed + n * size_k].view(n, size_k)
+        base, weight = found[start : start + n] & ~full, count[start : start + n, None]  # leaf blocks; counts
+        start, listed = start + n, listed + n * size_k
+        s = popcount(torch.arange(1 << size_k, device=device))
         weights = torch.stack([g[d - size_k, s], h[d - size_k, s], h[d - size_k, (s - 1).clamp(min=0)] * (s >= 1)])
         step = max(1, min(parse_memory(), CACHE_BYTES) // (64 << size_k))
-        for a, b in chunk_bounds(pick.numel(), step):
+        for a, b in chunk_bounds(n, step):
             index = torch.empty(b - a, 1 << size_k, dtype=torch.int64, device=device)
-            index[:, 0] = found[pick[a:b]] & ~full  # the leaf's block; sub-pattern 0
+            index[:, 0] = base[a:b]  # sub-pattern 0
             for j in range(size_k):  # sub-patterns with bit j: those without it, or'ed with the j-th set bit
-                torch.bitwise_or(index[:, : 1 << j], ones[a:b, j, None], out=index[:, 1 << j : 2 << j])
+                torch.bitwise_or(index[:, : 1 << j], bits[a:b, j, None], out=index[:, 1 << j : 2 << j])
             index = index.reshape(-1)
-            c = count[pick[a:b], None]
             for i in range(3):
-                out[i].scatter_add_(0, index, (c * weights[i]).reshape(-1))
+                out[i].scatter_add_(0, index, (weight[a:b] * weights[i]).reshape(-1))
     return out
 
 
@@ -276,7 +281,9 @@ class LeafPlan:
             players = slot.players[rows[start:stop], :d]
             part = background[start:stop]
             if d <= MAX_DENSE_SLOTS:
-                group = _Group(d, start, stop, players, scale[start:stop], _emit(part, d, kind, torch.float64), None)
+                arrays = _emit(part, d, kind, torch.float64)
+                arrays.view(3, count, 1 << d).mul_(scale[start:stop, None])
+                group = _Group(d, start, stop, players, scale[start:stop], arrays, None)
             else:
                 group = _Group(d, start, stop, players, scale[start:stop], None, part.long())
             groups.append(group)
@@ -488,15 +495,13 @@ class LeafPlan:
         at = slice(lo - group.start, hi - group.start)
         if group.table is not None:
             values = torch.gather(group.table[at], 2, fail[:, None, :].expand(-1, d, -1))
-        elif group.arrays is not None:
-            bit = torch.ones(d, dtype=torch.int64, device=fail.device) << torch.arange(d, device=fail.device)
+        elif group.arrays is not None:  # −G[F] on the failed slots, H[F] − H↑[F ∪ {j}] on the others
+            bit = (torch.ones(d, dtype=torch.int64, device=fail.device) << torch.arange(d, device=fail.device))[:, None]
             index = (torch.arange(lo - group.start, hi - group.start, device=fail.device)[:, None] << d) | fail
-            g_at = group.arrays[0][index][:, None, :]
-            h_at = group.arrays[1][index][:, None, :]
-            up = group.arrays[2][index[:, None, :] | bit[None, :, None]]
-            failed = ((fail[:, None, :] & bit[None, :, None]) != 0).double()
-            values = (h_at - up) - failed * (h_at - up + g_at)
-            values *= group.scale[at, None, None]
+            g_at = group.arrays[0].take(index)[:, None, :]
+            h_at = group.arrays[1].take(index)[:, None, :]
+            up = group.arrays[2].take(index[:, None, :] | bit)
+            values = torch.where((fail[:, None, :] & bit) != 0, g_at.neg(), h_at - up)
         else:
             values = self._pairs(kind, group, at, fail) * group.scale[at, None, None]
         out.index_add_(0, group.players[at].reshape(-1), values.reshape(-1, q))
@@ -545,12 +550,12 @@ def _decision_steps(weights: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def _slot_table(group: _Group) -> Tensor:
-    """``(L_d, d, 2^d)`` the value of every slot at every fail pattern (scale included) from the dense arrays: slot
+    """``(L_d, d, 2^d)`` the value of every slot at every fail pattern from the (scaled) dense arrays: slot
     ``j`` takes ``−G[F]`` where ``F`` fails it, else ``H[F] − H↑[F ∪ {j}]``, written into the halves of the
     patterns split at bit ``j`` (two passes per entry)."""
     assert group.arrays is not None
     d, n = group.d, group.n_leaves
-    scaled = group.arrays.view(3, n, 1 << d) * group.scale[:, None]
+    scaled = group.arrays.view(3, n, 1 << d)
     values = torch.empty(n, d, 1 << d, dtype=scaled.dtype, device=scaled.device)
     for j in range(d):
         split = (n, 1 << (d - 1 - j), 2, 1 << j)  # patterns as (high bits, bit j, low bits)
