@@ -104,7 +104,7 @@ def test_deep_trees_match_brute_force(deep_models):
     "which", [pytest.param(i, marks=pytest.mark.slow) for i in range(3)] + [3]
 )  # each 3-6 s of CPU: LightGBM in the fast loop, the others in the slow one
 def test_dense_units_and_pair_forms_agree(deep_models, which, monkeypatch):
-    """The forms of the leaf values — tables over each leaf's fail patterns, units of one or two levels of leaves
+    """The forms of the leaf values — tables over each leaf's fail patterns, units of one to three levels of leaves
     tabulated together (tables of at most 1, 5 or 10 bits, the deeper leaves one by one), pairs followed down the
     trees — give the same values, whatever the cost model picks."""
     x, models = deep_models
@@ -116,7 +116,7 @@ def test_dense_units_and_pair_forms_agree(deep_models, which, monkeypatch):
             dense = torch.zeros(x.shape[1], 20, dtype=torch.float64)
             for chunk in range(len(plan._chunks)):
                 plan._dense_values(kind, chunk, rows, dense)
-            for height, most in ((1, 1), (1, 10), (2, 5), (2, 10)):
+            for height, most in ((1, 1), (1, 10), (2, 5), (3, 10)):
                 monkeypatch.setattr(leaf_values, "unit_bits", lambda rows, most=most: most)
                 units = torch.zeros_like(dense)
                 for chunk in range(len(plan._chunks)):
