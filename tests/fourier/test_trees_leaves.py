@@ -17,6 +17,7 @@ from threadpoolctl import threadpool_limits
 
 import torchxplain as tx
 from tests.fourier.tree_cases import brute_force_values, coalition_values, model_output
+from torchxplain.fourier.trees import _leaf_values as leaf_values
 from torchxplain.fourier.trees._leaf_games import weight_tables
 from torchxplain.fourier.trees._leaf_pairs import set_bits
 from torchxplain.fourier.trees._leaf_values import LeafPlan
@@ -103,9 +104,10 @@ def test_deep_trees_match_brute_force(deep_models):
 @pytest.mark.parametrize(
     "which", [pytest.param(i, marks=pytest.mark.slow) for i in range(3)] + [3]
 )  # each 3-6 s of CPU: LightGBM in the fast loop, the others in the slow one
-def test_dense_units_and_pair_forms_agree(deep_models, which):
-    """The forms of the leaf values — tables over each leaf's fail patterns, units of one or two levels of leaves
-    tabulated together, pairs followed down the trees — give the same values, whatever the cost model picks."""
+def test_dense_units_and_pair_forms_agree(deep_models, which, monkeypatch):
+    """The forms of the leaf values — tables over each leaf's fail patterns, units of one to three levels of leaves
+    tabulated together (tables of at most 1, 5 or 10 bits, the deeper leaves one by one), pairs followed down the
+    trees — give the same values, whatever the cost model picks."""
     x, models = deep_models
     for _, model in models[which : which + 1]:
         table = leaf_table(parse_model(model))
@@ -115,7 +117,8 @@ def test_dense_units_and_pair_forms_agree(deep_models, which):
             dense = torch.zeros(x.shape[1], 20, dtype=torch.float64)
             for chunk in range(len(plan._chunks)):
                 plan._dense_values(kind, chunk, rows, dense)
-            for height in (1, 2):
+            for height, most in ((1, 1), (1, 10), (2, 5), (3, 10)):
+                monkeypatch.setattr(leaf_values, "unit_bits", lambda rows, most=most: most)
                 units = torch.zeros_like(dense)
                 for chunk in range(len(plan._chunks)):
                     plan._unit_values(kind, chunk, rows, units, height)

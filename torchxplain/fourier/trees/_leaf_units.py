@@ -89,10 +89,10 @@ def _keys(table: LeafTable, sub: Tensor) -> tuple[Tensor, Tensor]:
     return torch.where(inner, index, -1), first.sum(1)
 
 
-def unit_roots(table: LeafTable, slot: Slots, nodes: Tensor, height: int) -> Tensor:
+def unit_roots(table: LeafTable, slot: Slots, nodes: Tensor, height: int, most: int = MAX_UNIT_BITS) -> Tensor:
     """The unit roots among ``nodes`` (one tree range's), in node order: the highest subtrees of height at most
-    ``height`` whose tables have at most :data:`MAX_UNIT_BITS` bits (a subtree too wide splits into its children's;
-    a leaf with more players than that is no unit)."""
+    ``height`` whose tables have at most ``most`` bits (at most :data:`MAX_UNIT_BITS`; a subtree too wide splits
+    into its children's; a leaf with more players than that is no unit)."""
     heights = _heights(table, nodes)
     parent = torch.full((table.n_nodes,), -1, dtype=torch.int64, device=nodes.device)
     inner = nodes[table.left[nodes] >= 0]
@@ -107,7 +107,7 @@ def unit_roots(table: LeafTable, slot: Slots, nodes: Tensor, height: int) -> Ten
         for h in torch.unique(level_of).tolist():
             level = candidate[level_of == h]
             _, count = _keys(table, _subtrees(table, level, h))
-            fits = slot.node_slots[level] + count <= MAX_UNIT_BITS
+            fits = slot.node_slots[level] + count <= most
             roots.append(level[fits])
             wide.append(level[~fits & (table.left[level] >= 0)])
         split = torch.cat(wide)
