@@ -32,8 +32,6 @@ PILOT_ROUNDS = 48
 """Rounds of the pilot correction (its per-round variances become the round weights of every row)."""
 MAX_WEIGHT = 10.0
 """The largest round weight, the first round's being one (:func:`weights_of`)."""
-LATE_ROUNDS = 5
-"""The pilot's last rounds whose variance a long run is priced at (:func:`late_share`)."""
 FIT_SAMPLES = 16_384
 """Paired samples of the additive surrogate's fit (two model rows each)."""
 
@@ -72,18 +70,6 @@ def weights_of(variance: Tensor) -> tuple[float, ...]:
     kernel = torch.ones(1, 1, 5, dtype=v.dtype, device=v.device) / 5
     smooth = torch.nn.functional.conv1d(torch.nn.functional.pad(v[None, None], (2, 2), mode="replicate"), kernel)[0, 0]
     return tuple((smooth[0] / smooth).clamp(max=MAX_WEIGHT).tolist())
-
-
-def late_share(variance: Tensor) -> float:
-    """The variance per round a long run's weighted rounds reach, as a share of the pilot's mean over its rounds
-    (its rounds weigh alike): the last rounds' running minimum over the mean, at most one. The pilot's standard
-    errors count its early rounds, whose control variates are not yet refitted; a row that runs many rounds with
-    the round weights (:func:`weights_of`) costs about this share of what the pilot's standard errors say."""
-    if variance.numel() == 0 or not bool((variance > 0).any()):
-        return 1.0
-    v = variance.clamp_min(float(variance[variance > 0].min()))
-    late = float(torch.cummin(v, 0).values[-LATE_ROUNDS:].mean())
-    return min(1.0, late / float(v.mean()))
 
 
 class CorrectedPlan:
@@ -159,12 +145,11 @@ class CorrectedPlan:
         )
         # rounds that half the pilot's rows reached: rows with enumerated pairs run more, cheaper rounds, and a
         # tail of those few rows' variances would set the weights of every row's late rounds
-        curve = pilot.round_variance[: int(pilot.rounds.median())]
-        weights = weights_of(curve)
+        weights = weights_of(pilot.round_variance[: int(pilot.rounds.median())])
         values, se2 = pilot.values, pilot.standard_errors.square()
         scale = max(float(values.var()) - float(se2.mean()), float(additive.scale), 1e-300)
         spent = pilot.model_rows.to(torch.float64).clamp(min=1.0)
-        rows_per_unit = float((se2.mean(1) * spent).mean()) * late_share(curve)
+        rows_per_unit = float((se2.mean(1) * spent).mean())
         if tolerance is None and target_r2 is not None:
             tolerance = math.sqrt((1.0 - target_r2) * SAFETY * scale)
         per_pair = rows_per_unit / max(tolerance or 0.0, 1e-300) ** 2 / background.shape[0]
