@@ -426,13 +426,13 @@ class _Rows:
         features = inside.to(torch.float32).sub_(c[..., None] * on[:, :, None, :])
         w = members.shape[2]
         products = features.transpose(2, 3) @ torch.cat((features, y[..., None]), 3)  # (A, D, w, w + 1)
-        if ids.numel() == self.gram.shape[0]:  # every row still runs (ids is then 0..Q-1): no index copies
+        every = ids.numel() == self.gram.shape[0]  # every row still runs (ids is then 0..Q-1): no index copies
+        if every:
             self.gram += products[..., :w]
             self.moment += products[..., w]
         else:
             self.gram.index_add_(0, ids, products[..., :w])
             self.moment.index_add_(0, ids, products[..., w])
-        every = ids.numel() == self.gram.shape[0]
         gram, moment = (self.gram, self.moment) if every else (self.gram[ids], self.moment[ids])
         d = self.d[ids].clamp(min=1).to(torch.float32)
         ridge = self.options.ridge * gram.diagonal(dim1=2, dim2=3).sum(2) / d + 1e-12
