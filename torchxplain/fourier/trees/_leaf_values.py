@@ -91,6 +91,12 @@ class _Group:
         return self.stop - self.start
 
 
+def _pattern_dtype(max_slots: int) -> torch.dtype:
+    """The integer dtype of fail patterns of at most ``max_slots`` bits: int32 where they fit in 30 bits (half the
+    traversal's traffic), else int64."""
+    return torch.int32 if max_slots <= 30 else torch.int64
+
+
 def _emit(patterns: Tensor, d: int, kind: Kind, dtype: torch.dtype) -> Tensor:
     """The ``(3, L · 2^d)`` arrays ``G, H, H↑`` of ``L`` leaves from the background's fail patterns ``(L, B)``.
 
@@ -267,8 +273,7 @@ class LeafPlan:
         plan = self._schedule(chunk)
         rows = self._rows[chunk]
         table, slot = self.table, self.slots
-        narrow = torch.int32 if slot.max_slots <= 30 else torch.int64  # half the traversal's traffic
-        background = fail_patterns(table, plan, self._codes, narrow)
+        background = fail_patterns(table, plan, self._codes, _pattern_dtype(slot.max_slots))
         n_slots = slot.n_slots[rows]
         scale = table.value[plan.leaves] / self.background.shape[0]
         sizes = torch.bincount(n_slots, minlength=slot.max_slots + 1).tolist()
@@ -450,7 +455,7 @@ class LeafPlan:
             (*_decision_steps(g.weights), (g.weights > 0).sum(1).tolist(), (g.players < self.m).sum(1).tolist())
             for g in units
         ]
-        narrow = torch.int32 if self.slots.max_slots <= 30 else torch.int64  # half the traversal's traffic
+        narrow = _pattern_dtype(self.slots.max_slots)
         for g in deep:
             if g.table is None and g.arrays is not None and (1 << g.d) <= x.shape[0]:
                 g.table = _slot_table(g)
