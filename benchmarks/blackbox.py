@@ -147,7 +147,7 @@ def ours_default(case: cases.Case, rows: Tensor, ref: Tensor) -> tuple[dict, Cor
 
 def ours_at(case: cases.Case, plan: CorrectedPlan, rows: Tensor, ref: Tensor, budget: int) -> dict:
     """Ours at a fixed budget of model rows per row (no tolerance)."""
-    options = replace(plan.options, tolerance=None, budget=budget, exact_row_rows=budget)
+    options = replace(plan.options, tolerance=None, budget=budget, exact_row_rows=budget, strata_rows=None)
     start = time.process_time()
     estimate = correct(case.f, rows, case.background, case.players, case.m, additive=plan.additive, options=options)
     seconds = time.process_time() - start

@@ -24,6 +24,9 @@ and the full coalition are the endpoints, known: they are never queried.) Three 
 * for any additive game ``u(S) = Σ_{j∈S} β_j`` (a control variate, exact Shapley values ``β``), ``v - u`` is
   estimated instead of ``v``: its odd part minus the line is ``y - Σ_j β_j w_j`` with ``w_j = [j ∈ S] - s/d``.
 
+When the coalitions of sizes 1 and ``d - 1`` of a pair are known (queried once, :mod:`._estimate`), its slots of
+those sizes are dead: with the same weights, the rounds then estimate the share of the sizes between.
+
 Every draw is a hash of ``(row key, round, slot, ...)`` (:mod:`._hashing`), so the design of a row is the same in
 any batch, chunk or load. Within a round the slots take distinct background rows and their ``p`` are stratified
 (slot ``k`` draws its ``p``'s uniform in stratum ``(k + shift) mod R`` of ``R`` equal strata, a random shift per
@@ -160,7 +163,13 @@ def slot_backgrounds(keys: Tensor, n_background: int, slots: int) -> Tensor:
 
 
 def draw(
-    keys: Tensor, differ: Tensor, slots: int, table: Tensor, law: SizeLaw = "uniform", sampled: Tensor | None = None
+    keys: Tensor,
+    differ: Tensor,
+    slots: int,
+    table: Tensor,
+    law: SizeLaw = "uniform",
+    sampled: Tensor | None = None,
+    inner: Tensor | None = None,
 ) -> Draw:
     """One round of the design (module docstring).
 
@@ -171,6 +180,9 @@ def draw(
         table: :func:`size_table` of the law in use; law: its name.
         sampled: ``(Q, D)`` bool, the pairs that are sampled at all (``None``: every pair; a pair whose game is
             known otherwise, e.g. enumerated, is a slot without samples).
+        inner: ``(Q, D)`` bool, the pairs whose coalitions of sizes 1 and ``d - 1`` are known (``None``: none):
+            their slots of those sizes are dead too (the weights are the law's, so the slots' estimate is that of
+            the sizes between).
     """
     q_rows, n_background, m = differ.shape
     device = differ.device
@@ -194,7 +206,8 @@ def draw(
     candidates = delta & live[..., None]
     inside = (player_keys < threshold[..., None]).logical_and_(candidates)
     size = count(inside)
-    live = live & (size >= 1) & (size <= d - 1)
+    low = 1 if inner is None else 1 + torch.gather(inner, 1, background).to(size.dtype)
+    live = live & (size >= low) & (size <= d - low)
     on = candidates.logical_and_(live[..., None])
     inside.logical_and_(live[..., None])
     positive, negative, ratio, line = slot_terms(size, d, live, table)
@@ -227,3 +240,17 @@ def hybrids(x: Tensor, background: Tensor, sample: Draw, players: Tensor | None,
     torch.bitwise_xor(bb, mask, out=out[0])
     torch.bitwise_xor(xb, mask, out=out[1])
     return out.view(x.dtype).reshape(-1, xs.shape[1])
+
+
+def singletons(x: Tensor, background: Tensor, q: Tensor, b: Tensor, j: Tensor, players: Tensor | None) -> Tensor:
+    """The points of coalitions ``{j}`` of pairs ``(x[q], background[b])``, then of their complements: ``(2 E, n)``.
+
+    Args:
+        x: ``(Q, n)`` rows; background: ``(D, n)`` (the same dtype); q, b, j: ``(E,)`` int64 row, background row and
+            player of each coalition; players: ``(n,)`` int64 player of each column (``None``: column ``j`` is player
+            ``j``).
+    """
+    columns = torch.arange(x.shape[1], device=x.device) if players is None else players
+    take = columns[None, :] == j[:, None]  # (E, n)
+    xs, bs = x[q], background[b]
+    return torch.cat((torch.where(take, xs, bs), torch.where(take, bs, xs)))

@@ -19,6 +19,12 @@ Rounds are batched over every row still running; a row stops when its standard e
 values, the round and the slot (:mod:`._hashing`), and every decision counts rounds and rows, never seconds, so
 the same seed gives the same values for a row in any batch, chunking or load.
 
+Where they cost a small share of a row's model rows (``strata_rows``), the coalitions of sizes 1 and ``d - 1`` of a
+sampled pair are queried once (``2 d`` model rows): their share of the pair's values is exact (``2 Σ_j c_i({j})
+r({j})``, the Shapley weights ``c_i`` of the residual's odd part), they start the pair's control variates at the
+additive game that matches them (``β_j = y({j}) + Δf / d``: exact for a game of order two, whose odd part is
+additive), and the rounds' slots of those sizes are dead, so the rounds estimate the sizes between.
+
 An optional non-additive ``surrogate`` (a callable with exact values, e.g. a spectrum) is subtracted first: then
 the game corrected is that of ``f - g`` and ``φ(g)`` is added back.
 """
@@ -35,7 +41,7 @@ from torch import Tensor
 from torchxplain._core import chunk_bounds, rows_per_chunk
 from torchxplain.fourier.fit._enumerate import PairGames, differing_players, pair_sizes
 from torchxplain.fourier.fit.residual._additive import AdditiveModel, quiet
-from torchxplain.fourier.fit.residual._design import Draw, SizeLaw, draw, hybrids, size_table
+from torchxplain.fourier.fit.residual._design import Draw, SizeLaw, draw, hybrids, singletons, size_table
 from torchxplain.fourier.fit.residual._hashing import combine, row_keys
 
 Criterion = Literal["max", "rms"]
@@ -46,6 +52,11 @@ MAX_BLOCK = 8
 CG_STEPS = 6
 """Conjugate-gradient steps per refit of the per-pair regression, from the last refit's solution (tanh40, 100
 rows: 6 steps spent 1% more model rows than exact solves, at 20% less CPU time per row)."""
+
+
+STRATA_FROM = 4
+"""The fewest differing players of a pair whose outer sizes (1 and ``d - 1``) are queried apart (``d = 3`` has no
+sizes between: its 6 coalitions are all of them, for which enumeration is there)."""
 
 
 class Surrogate(Protocol):
@@ -77,6 +88,11 @@ class CorrectionOptions:
             when a row's enumerated pairs fit its budget.
         exact_row_rows: a row whose every pair can be enumerated for at most this many model rows (``Σ_b 2^d``,
             and within its budget) is exact (``0``: none).
+        strata_rows: the most model rows a row spends on the outer sizes of its sampled pairs (``None``: a
+            quarter of its budget without a tolerance, else none; ``0``: none): the coalitions of sizes 1 and
+            ``d - 1`` of every sampled pair with ``d >= 4`` (:data:`STRATA_FROM`) are queried once, ``2 d`` model
+            rows; their share of the values is then exact, they start the pair's control variates (exact for a
+            game of order two, whose odd part is additive), and the rounds sample the sizes between.
         round_weights: the weight of each round in a row's estimate (the last one repeats beyond them; empty:
             all alike). Fixed in advance, so the weighted mean stays unbiased: a plan sets them to the inverse of
             the variance its pilot measured per round (the control variates improve as the rounds go).
@@ -93,6 +109,7 @@ class CorrectionOptions:
     ridge: float = 0.05
     exact_pair_rows: int = 0
     exact_row_rows: int = 0
+    strata_rows: int | None = None
     round_weights: tuple[float, ...] = ()
     seed: int = 0
 
@@ -172,7 +189,7 @@ def correct(
     contributions_b = additive.contributions(background) if additive is not None else None
     q_rows, d_rows = x.shape[0], background.shape[0]
     slots = min(options.slots, d_rows)
-    per_row = 8 * d_rows * m * 8
+    per_row = 8 * d_rows * m * 8 + 8 * d_rows * m * (2 * x.shape[1] + 1)  # and the outer sizes' points
     if options.regression and slots >= d_rows:  # normal equations, and the rounds buffered between refits
         widest = int(pair_sizes(x, background, players, m).max()) if q_rows else 0
         buffered = options.budget // (2 * slots) * (REFIT_GROWTH - 1) / REFIT_GROWTH + 1
@@ -265,17 +282,42 @@ class _Rows:
             self.pair_values[q_index, b_index] = games.shapley(game(games.points))
             self.model_rows.index_add_(0, q_index, 2 ** self.d[q_index, b_index])
         self.regression = options.regression and slots >= d_rows
+        self.strata = self.sampled & (self.d >= STRATA_FROM)
+        limit = options.strata_rows
+        if limit is None:
+            limit = options.budget // 4 if options.tolerance is None else 0
+        self.strata &= (2 * (self.d * self.strata).sum(1) <= min(limit, options.budget // 2))[:, None]
+        self.outer = torch.zeros(q_rows, d_rows, m, dtype=torch.float64, device=device)  # y of {j}, per pair
+        if bool(self.strata.any()):
+            self._query_outer()
         live_pairs = self.sampled.sum(1)
         self.cost = 2 * ((live_pairs * slots + d_rows - 1) // d_rows)  # model rows of one round, per row
         self.active = live_pairs > 0
 
+    def _query_outer(self) -> None:
+        """The odd parts (less the line) of the pairs' coalitions ``{j}``, paired with ``Δ∖{j}``, into ``outer``."""
+        q_index, b_index = self.strata.nonzero().unbind(1)
+        pair, member = self.differ[q_index, b_index].nonzero().unbind(1)
+        q_index, b_index = q_index[pair], b_index[pair]
+        values = self.game(singletons(self.x_query, self.background_query, q_index, b_index, member, self.columns))
+        e = member.numel()
+        d = self.d[q_index, b_index].to(torch.float64)
+        line = (2.0 - d) / (2.0 * d)  # the line's odd part at s = 1
+        self.outer[q_index, b_index, member] = (values[:e] - values[e:]) / 2 - line * self.delta_f[q_index, b_index]
+        self.model_rows.index_add_(0, q_index, torch.full_like(q_index, 2))
+
     def start(self, contributions_x: Tensor | None, contributions_b: Tensor | None) -> None:
-        """The control variates' start: the additive surrogate's per-pair differences (zero without one)."""
+        """The control variates' start: the additive surrogate's per-pair differences (zero without one), or on
+        pairs whose outer sizes are known, the additive game that matches them (``β_j = y({j}) + Δf / d``: a game of
+        order two is that game plus even terms)."""
         on = self.differ.to(torch.float64)
         if contributions_x is None or contributions_b is None:
             self.beta0 = torch.zeros_like(on)
         else:
             self.beta0 = (contributions_x[:, None, :] - contributions_b[None, :, :]) * on
+        if bool(self.strata.any()):
+            from_outer = (self.outer + (self.delta_f / self.d.clamp(min=1))[..., None]) * on
+            self.beta0 = torch.where(self.strata[..., None], from_outer, self.beta0)
         self.beta = self.beta0.clone()
         self.beta0_sum = self.beta0.sum(2)  # (Q, D) Σ over the pair's differing players (β is zero elsewhere)
         self.beta_sum = self.beta0_sum.clone()
@@ -307,6 +349,14 @@ class _Rows:
         beta, on, d = self.beta[ids], self.differ[ids].to(torch.float64), self.d[ids]
         rest = (self.delta_f[ids] - self.beta_sum[ids]) / d.clamp(min=1).to(torch.float64)
         known = torch.where(self.enumerated[ids][..., None], self.pair_values[ids], (beta + rest[..., None]) * on)
+        strata = self.strata[ids]
+        if bool(strata.any()):
+            # the outer sizes' share, 2 Σ_j c_i({j}) r({j}) with c_i({i}) = 1/d, c_i({j}) = -1/(d (d-1)) and the
+            # residual r({j}) = y({j}) - β_j + Σβ / d (a coalition and its complement weigh alike on odd parts)
+            dd = d.clamp(min=2).to(torch.float64)[..., None]
+            r = (self.outer[ids] - beta + self.beta_sum[ids][..., None] / dd) * on
+            share = 2.0 * (r / dd - (r.sum(2, keepdim=True) - r) / (dd * (dd - 1.0))) * on
+            known = known + share * strata[..., None]
         return known.mean(1)
 
     def run(self) -> None:
@@ -331,7 +381,13 @@ class _Rows:
         afford = ((self.options.budget - self.model_rows[ids]) // self.cost[ids].clamp(min=1)).clamp(max=k)
         taken = (torch.arange(k, device=device)[None, :] < afford[:, None]).reshape(-1)
         sample = draw(
-            keys, self.differ[rows], self.slots, self.table, self.options.sizes, self.sampled[rows] & taken[:, None]
+            keys,
+            self.differ[rows],
+            self.slots,
+            self.table,
+            self.options.sizes,
+            self.sampled[rows] & taken[:, None],
+            self.strata[rows],
         )
         slots = sample.background.shape[1]
         live = sample.live.reshape(-1).nonzero()[:, 0]

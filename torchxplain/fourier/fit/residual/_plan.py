@@ -32,6 +32,9 @@ PILOT_ROUNDS = 48
 """Rounds of the pilot correction (its per-round variances become the round weights of every row)."""
 MAX_WEIGHT = 10.0
 """The largest round weight, the first round's being one (:func:`weights_of`)."""
+STRATA_SHARE = 0.25
+"""The outer sizes of a row's pairs are queried when they cost at most this share of the model rows the pilot
+predicts per row (:class:`~._estimate.CorrectionOptions`' ``strata_rows``)."""
 FIT_SAMPLES = 16_384
 """Paired samples of the additive surrogate's fit (two model rows each)."""
 
@@ -140,7 +143,7 @@ class CorrectedPlan:
             players,
             m,
             additive=additive,
-            options=replace(base, budget=pilot_budget, seed=seed + 1),
+            options=replace(base, budget=pilot_budget, seed=seed + 1, strata_rows=0),
             query_dtype=query_dtype,
         )
         # rounds that half the pilot's rows reached: rows with enumerated pairs run more, cheaper rounds, and a
@@ -162,6 +165,7 @@ class CorrectedPlan:
             criterion="rms",
             exact_pair_rows=exact_pair_rows,
             exact_row_rows=int(min(predicted, base.budget)),
+            strata_rows=int(min(predicted, base.budget) * STRATA_SHARE) if tolerance else None,
             round_weights=weights,
         )
         n_queries = additive.n_queries + int(pilot.model_rows.sum()) + pilot_rows.shape[0] + background.shape[0]
