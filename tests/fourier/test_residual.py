@@ -331,7 +331,7 @@ def test_outer_sizes_are_exact_and_start_exact_control_variates_for_games_of_ord
     gen = torch.Generator().manual_seed(11)
     x, b = torch.randn(3, 6, generator=gen, dtype=torch.float64), torch.randn(5, 6, generator=gen, dtype=torch.float64)
     exact = model_shapley(lambda z: order_two(torch.as_tensor(z)).numpy(), x.numpy(), b.numpy(), np.arange(6))
-    est = correct(order_two, x, b, torch.arange(6), 6, options=CorrectionOptions(budget=400, strata_rows=60))
+    est = correct(order_two, x, b, torch.arange(6), 6, options=CorrectionOptions(budget=400, strata_rows=180))
     np.testing.assert_allclose(est.values.numpy(), exact, atol=1e-10)
     assert float(est.standard_errors.max()) <= 1e-9
     assert int(est.model_rows.min()) >= 2 * 6 * 5 and int(est.model_rows.max()) <= 400
@@ -339,7 +339,8 @@ def test_outer_sizes_are_exact_and_start_exact_control_variates_for_games_of_ord
     assert float(sampled.standard_errors.min()) > 1e-6
 
 
-def test_outer_sizes_share_plus_the_sizes_between_give_shapley_values() -> None:
+@pytest.mark.parametrize("levels", [1, 2])
+def test_outer_sizes_share_plus_the_sizes_between_give_shapley_values(levels: int) -> None:
     """Enumerated: the outer sizes' exact share (``2 Σ_j c_i({j}) r({j})``) plus the expected weighted residual
     over the sizes between, with the law's probabilities, is the Shapley value of a random game, for any control
     variates (the estimator of the rounds with the outer sizes known)."""
@@ -351,7 +352,7 @@ def test_outer_sizes_share_plus_the_sizes_between_give_shapley_values() -> None:
     masks = list(range(1, 2**d - 1))
     inside = torch.tensor([[(m >> j) & 1 for j in range(d)] for m in masks], dtype=torch.bool)
     size = inside.sum(1)
-    between = (size >= 2) & (size <= d - 2)
+    between = (size >= 1 + levels) & (size <= d - 1 - levels)
     positive, negative, ratio, line = slot_terms(size, torch.full_like(size, d), between, table)
     weights = torch.where(inside, positive[:, None], negative[:, None])
     prob = table[d, size] / torch.tensor([comb(d, int(s)) for s in size], dtype=torch.float64)
@@ -372,16 +373,22 @@ def test_outer_sizes_share_plus_the_sizes_between_give_shapley_values() -> None:
     rows.pair_values = torch.zeros(1, 1, d, dtype=torch.float64)
     rows.strata = torch.ones(1, 1, dtype=torch.bool)
     rows.outer = outer[None, None]
+    rows.strata2 = torch.full((1, 1), levels == 2)
+    pairs = torch.zeros(d, d, dtype=torch.float64)
+    for j, k in itertools.combinations(range(d), 2):
+        pairs[j, k] = pairs[k, j] = y[masks.index((1 << j) | (1 << k))]
+    rows.outer2 = pairs[None, None] if levels == 2 else None
     rows.beta = beta[None, None]
     rows.beta_sum = beta.sum()[None, None]
     known = rows.exact_part(torch.arange(1))[0]
     np.testing.assert_allclose((known + sampled_part).numpy(), shapley_of_table(v, d), atol=1e-12)
 
 
-def test_unbiased_over_seeds_with_outer_sizes_and_intervals_cover() -> None:
-    """With the outer sizes queried and the rounds sampling the sizes between (refits included), the mean over
-    seeds is the brute-force value within 4 standard errors of that mean, the standard errors are not optimistic,
-    and 95% intervals cover 90-99% of the entries."""
+@pytest.mark.parametrize(("budget", "strata_rows", "known"), [(288, 144, 48), (400, 200, 168)])
+def test_unbiased_over_seeds_with_outer_sizes_and_intervals_cover(budget: int, strata_rows: int, known: int) -> None:
+    """With the outer sizes queried (1 and d - 1; then 2 and d - 2 as well) and the rounds sampling the sizes
+    between (refits included), the mean over seeds is the brute-force value within 4 standard errors of that mean,
+    the standard errors are not optimistic, and 95% intervals cover 90-99% of the entries."""
     gen = torch.Generator().manual_seed(12)
     x, b = torch.randn(3, 6, generator=gen, dtype=torch.float64), torch.randn(4, 6, generator=gen, dtype=torch.float64)
 
@@ -389,9 +396,9 @@ def test_unbiased_over_seeds_with_outer_sizes_and_intervals_cover() -> None:
         return planted(z[:, :5]) * torch.cos(z[:, 5]) + z[:, 1] * z[:, 3] * z[:, 5]
 
     exact = model_shapley(lambda z: model(torch.as_tensor(z)).numpy(), x.numpy(), b.numpy(), np.arange(6))
-    options = CorrectionOptions(budget=48 + 80, slots=4, strata_rows=48)
+    options = CorrectionOptions(budget=budget, slots=4, strata_rows=strata_rows)
     runs = [correct(model, x, b, torch.arange(6), 6, options=replace(options, seed=s)) for s in range(200)]
-    assert int(runs[0].rounds.min()) >= 10 and int(runs[0].model_rows.min()) >= 48  # refits after 4, 6, 9
+    assert int(runs[0].rounds.min()) >= 10 and int(runs[0].model_rows.min()) >= known  # refits after 4, 6, 9
     values = torch.stack([r.values for r in runs]).numpy()
     spread = values.std(0, ddof=1)
     assert np.all(np.abs(values.mean(0) - exact) <= 4 * spread / np.sqrt(len(runs)) + 1e-12)

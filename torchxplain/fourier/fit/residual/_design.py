@@ -169,7 +169,7 @@ def draw(
     table: Tensor,
     law: SizeLaw = "uniform",
     sampled: Tensor | None = None,
-    inner: Tensor | None = None,
+    known: Tensor | None = None,
 ) -> Draw:
     """One round of the design (module docstring).
 
@@ -180,9 +180,9 @@ def draw(
         table: :func:`size_table` of the law in use; law: its name.
         sampled: ``(Q, D)`` bool, the pairs that are sampled at all (``None``: every pair; a pair whose game is
             known otherwise, e.g. enumerated, is a slot without samples).
-        inner: ``(Q, D)`` bool, the pairs whose coalitions of sizes 1 and ``d - 1`` are known (``None``: none):
-            their slots of those sizes are dead too (the weights are the law's, so the slots' estimate is that of
-            the sizes between).
+        known: ``(Q, D)`` int64, how many sizes at each end are known for each pair (``L``: sizes ``1..L`` and
+            ``d - L..d - 1``; ``None``: none): the slots of those sizes are dead too (the weights are the law's, so
+            the slots' estimate is that of the sizes between).
     """
     q_rows, n_background, m = differ.shape
     device = differ.device
@@ -206,7 +206,7 @@ def draw(
     candidates = delta & live[..., None]
     inside = (player_keys < threshold[..., None]).logical_and_(candidates)
     size = count(inside)
-    low = 1 if inner is None else 1 + torch.gather(inner, 1, background).to(size.dtype)
+    low = 1 if known is None else 1 + torch.gather(known, 1, background).to(size.dtype)
     live = live & (size >= low) & (size <= d - low)
     on = candidates.logical_and_(live[..., None])
     inside.logical_and_(live[..., None])
@@ -242,15 +242,13 @@ def hybrids(x: Tensor, background: Tensor, sample: Draw, players: Tensor | None,
     return out.view(x.dtype).reshape(-1, xs.shape[1])
 
 
-def singletons(x: Tensor, background: Tensor, q: Tensor, b: Tensor, j: Tensor, players: Tensor | None) -> Tensor:
-    """The points of coalitions ``{j}`` of pairs ``(x[q], background[b])``, then of their complements: ``(2 E, n)``.
+def pair_points(x: Tensor, background: Tensor, q: Tensor, b: Tensor, take: Tensor) -> Tensor:
+    """The points of coalitions of pairs ``(x[q], background[b])`` (``x`` on the columns ``take``, else the
+    background row), then of their complements: ``(2 E, n)``.
 
     Args:
-        x: ``(Q, n)`` rows; background: ``(D, n)`` (the same dtype); q, b, j: ``(E,)`` int64 row, background row and
-            player of each coalition; players: ``(n,)`` int64 player of each column (``None``: column ``j`` is player
-            ``j``).
+        x: ``(Q, n)`` rows; background: ``(D, n)`` (the same dtype); q, b: ``(E,)`` int64 row and background row of
+            each coalition; take: ``(E, n)`` bool, the columns of its players.
     """
-    columns = torch.arange(x.shape[1], device=x.device) if players is None else players
-    take = columns[None, :] == j[:, None]  # (E, n)
     xs, bs = x[q], background[b]
     return torch.cat((torch.where(take, xs, bs), torch.where(take, bs, xs)))

@@ -21,8 +21,9 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
+from torchxplain.fourier.fit._enumerate import pair_sizes
 from torchxplain.fourier.fit.residual._additive import AdditiveModel, fit_additive
-from torchxplain.fourier.fit.residual._estimate import CorrectionOptions, Estimate, correct
+from torchxplain.fourier.fit.residual._estimate import STRATA_FROM, CorrectionOptions, Estimate, correct
 
 SAFETY = 0.6
 """The tolerance of a target R² is set for an error variance of this fraction of what the target allows."""
@@ -73,6 +74,17 @@ def weights_of(variance: Tensor) -> tuple[float, ...]:
     kernel = torch.ones(1, 1, 5, dtype=v.dtype, device=v.device) / 5
     smooth = torch.nn.functional.conv1d(torch.nn.functional.pad(v[None, None], (2, 2), mode="replicate"), kernel)[0, 0]
     return tuple((smooth[0] / smooth).clamp(max=MAX_WEIGHT).tolist())
+
+
+def outer_rows(pool: Tensor, background: Tensor, players: Tensor, m: int, predicted: float) -> int:
+    """``strata_rows`` for rows like ``pool`` that spend ``predicted`` model rows each: where the outer sizes of
+    the pool rows' pairs cost at most :data:`STRATA_SHARE` of them on average, three times that (the outer sizes
+    take at most a third of ``strata_rows``), else ``0`` (none; the per-pair regression then runs,
+    :func:`~._estimate.regresses`)."""
+    sizes = pair_sizes(pool, background, players, m)
+    cost = float((2 * sizes * (sizes >= STRATA_FROM)).sum(1).double().mean()) if sizes.numel() else 0.0
+    limit = int(predicted * STRATA_SHARE)
+    return 3 * limit if 0 < cost <= limit else 0
 
 
 class CorrectedPlan:
@@ -165,7 +177,9 @@ class CorrectedPlan:
             criterion="rms",
             exact_pair_rows=exact_pair_rows,
             exact_row_rows=int(min(predicted, base.budget)),
-            strata_rows=int(min(predicted, base.budget) * STRATA_SHARE) if tolerance else None,
+            strata_rows=outer_rows(pilot_rows, background, players, m, min(predicted, base.budget))
+            if tolerance
+            else None,
             round_weights=weights,
         )
         n_queries = additive.n_queries + int(pilot.model_rows.sum()) + pilot_rows.shape[0] + background.shape[0]
