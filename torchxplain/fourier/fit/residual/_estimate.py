@@ -145,6 +145,15 @@ def regresses(options: CorrectionOptions) -> bool:
     return options.tolerance is None or options.strata_rows == 0
 
 
+def strata_limit(options: CorrectionOptions) -> int:
+    """The most model rows a row spends on the outer sizes of its pairs (:class:`CorrectionOptions`'
+    ``strata_rows``)."""
+    limit = options.strata_rows
+    if limit is None:
+        limit = options.budget * 3 // 8 if options.tolerance is None else 0
+    return min(limit, options.budget // 2)
+
+
 def round_weights(weights: tuple[float, ...], t: int, k: int, device: torch.device) -> Tensor:
     """``(k,)`` float64 weights of rounds ``t .. t + k - 1`` (the last given weight repeats; none: ones)."""
     if not weights:
@@ -207,9 +216,12 @@ def correct(
     contributions_b = additive.contributions(background) if additive is not None else None
     q_rows, d_rows = x.shape[0], background.shape[0]
     slots = min(options.slots, d_rows)
-    per_row = 8 * d_rows * m * 8 + 8 * d_rows * m * (2 * x.shape[1] + 1)  # and the outer sizes' points
-    if m * (m - 1) * d_rows <= options.budget:  # the next sizes may fit: their values and points
-        per_row += 8 * d_rows * m * (m - 1) * (x.shape[1] + 1)
+    per_row = 8 * d_rows * m * 8
+    limit = strata_limit(options)
+    if limit > 0:  # the outer sizes' values and points; the next sizes' where they may fit
+        per_row += 8 * d_rows * m * (2 * x.shape[1] + 1)
+        if m * (m - 1) * d_rows <= limit:
+            per_row += 8 * d_rows * m * (m - 1) * (x.shape[1] + 1)
     if regresses(options) and slots >= d_rows:  # normal equations, and the rounds buffered between refits
         widest = int(pair_sizes(x, background, players, m).max()) if q_rows else 0
         buffered = options.budget // (2 * slots) * (REFIT_GROWTH - 1) / REFIT_GROWTH + 1
@@ -303,10 +315,7 @@ class _Rows:
             self.model_rows.index_add_(0, q_index, 2 ** self.d[q_index, b_index])
         self.regression = regresses(options) and slots >= d_rows
         self.strata = self.sampled & (self.d >= STRATA_FROM)
-        limit = options.strata_rows
-        if limit is None:
-            limit = options.budget * 3 // 8 if options.tolerance is None else 0
-        limit = min(limit, options.budget // 2)
+        limit = strata_limit(options)
         outer_rows = 2 * (self.d * self.strata).sum(1)
         self.strata &= (outer_rows <= limit // 3)[:, None]  # alone, at most a third of the limit
         # the next sizes too where they fit as well: 2 C(d, 2) coalitions more per pair
