@@ -144,6 +144,16 @@ def _scramble(h: Tensor) -> Tensor:
     return h.bitwise_xor_(h >> 15)
 
 
+def masked(mask: Tensor, live: Tensor, in_place: bool = False) -> Tensor:
+    """``mask & live[..., None]`` for bool ``mask`` ``(..., m)`` and ``live`` ``(...)`` as a product of bytes (a
+    broadcast logical and is 4 to 6 times slower on CPU); ``in_place``: into ``mask``."""
+    keep = live.view(torch.uint8)[..., None]
+    if in_place:
+        mask.view(torch.uint8).mul_(keep)
+        return mask
+    return (mask.view(torch.uint8) * keep).view(torch.bool)
+
+
 def count(mask: Tensor) -> Tensor:
     """``(...)`` int64: how many entries of ``mask`` ``(..., m)`` bool are true, summed in bytes when ``m < 256`` (a
     sum of bools widens every entry to int64 first: 2.4 times slower at ``(800, 40, 10)``)."""
@@ -203,13 +213,13 @@ def draw(
     # in float64), the same coalitions as comparing the uniforms without a float per (slot, player)
     threshold = torch.ceil(p * 2.0**32 - 0.5).to(torch.int64)
     player_keys = _scramble(slot_keys[..., None] ^ mix(torch.arange(m, device=device) + (_PLAYERS << 20)))
-    candidates = delta & live[..., None]
+    candidates = masked(delta, live)
     inside = (player_keys < threshold[..., None]).logical_and_(candidates)
     size = count(inside)
     low = 1 if known is None else 1 + torch.gather(known, 1, background).to(size.dtype)
     live = live & (size >= low) & (size <= d - low)
-    on = candidates.logical_and_(live[..., None])
-    inside.logical_and_(live[..., None])
+    on = masked(candidates, live, in_place=True)
+    masked(inside, live, in_place=True)
     positive, negative, ratio, line = slot_terms(size, d, live, table)
     return Draw(background, live, on, inside, size, d, positive, negative, ratio, line)
 
