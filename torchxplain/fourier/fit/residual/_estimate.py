@@ -23,7 +23,8 @@ Where they cost a small share of a row's model rows (``strata_rows``), the coali
 sampled pair are queried once (``2 d`` model rows): their share of the pair's values is exact (``2 Σ_j c_i({j})
 r({j})``, the Shapley weights ``c_i`` of the residual's odd part), they start the pair's control variates at the
 additive game that matches them (``β_j = y({j}) + Δf / d``: exact for a game of order two, whose odd part is
-additive), and the rounds' slots of those sizes are dead, so the rounds estimate the sizes between.
+additive), and the rounds' slots of those sizes are dead, so the rounds estimate the sizes between. Where they fit
+as well, the sizes 2 and ``d - 2`` are queried and known too (``2 Σ_{j<k} c_i({j, k}) r({j, k})``).
 
 An optional non-additive ``surrogate`` (a callable with exact values, e.g. a spectrum) is subtracted first: then
 the game corrected is that of ``f - g`` and ``φ(g)`` is added back.
