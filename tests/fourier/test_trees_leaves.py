@@ -17,6 +17,7 @@ from threadpoolctl import threadpool_limits
 
 import torchxplain as tx
 from tests.fourier.tree_cases import brute_force_values, coalition_values, model_output
+from torchxplain.fourier.trees import _leaf_pairs as leaf_pairs
 from torchxplain.fourier.trees import _leaf_values as leaf_values
 from torchxplain.fourier.trees._leaf_games import weight_tables
 from torchxplain.fourier.trees._leaf_pairs import set_bits
@@ -365,9 +366,13 @@ def test_set_bits_lists_every_set_bit():
     assert found == expected
 
 
-def test_pair_form_over_several_background_words(deep_models):
+@pytest.mark.parametrize("player_bits, piece_bits", [(62, 13), (62, 2), (0, 13)])
+def test_pair_form_over_several_background_words(deep_models, player_bits, piece_bits, monkeypatch):
     """The pair form with 150 background rows (three 64-bit words, one pass) equals the dense tables, also under
-    a 1 MiB memory budget."""
+    a 1 MiB memory budget: with patterns over players accumulated in one piece of 6 bits or three of 2, and with
+    patterns over each path's slots (the form of more than 62 players)."""
+    monkeypatch.setattr(leaf_pairs, "PLAYER_BITS", player_bits)
+    monkeypatch.setattr(leaf_pairs, "PIECE_BITS", piece_bits)
     x, models = deep_models
     model = models[3][1]
     plan = LeafPlan(leaf_table(parse_model(model)), torch.from_numpy(x[200:350]), None, x.shape[1])
@@ -393,3 +398,10 @@ def test_spectrum_terms_cap_decides_as_the_full_bound(deep_models):
         full = spectrum_terms(table)
         for cap in (0, 1, full // 3, full - 1, full, 2 * full):
             assert (spectrum_terms(table, cap) > cap) == (full > cap)
+
+
+def test_piece_shape_covers_every_player():
+    """The accumulators' pieces cover all ``m`` players, each at most ``PIECE_BITS`` wide, no piece wasted."""
+    for m in range(1, 63):
+        n, width = leaf_pairs.piece_shape(m)
+        assert n * width >= m > (n - 1) * width and width <= leaf_pairs.PIECE_BITS

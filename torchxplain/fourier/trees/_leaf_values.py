@@ -42,7 +42,7 @@ from torch import Tensor
 
 from torchxplain._core import chunk_bounds, parse_memory
 from torchxplain.fourier.trees._leaf_games import Kind, popcount, weight_tables
-from torchxplain.fourier.trees._leaf_pairs import WORDS, pair_leaves, pair_values
+from torchxplain.fourier.trees._leaf_pairs import WORDS, accumulator_bytes, pair_leaves, pair_values
 from torchxplain.fourier.trees._leaf_units import MAX_UNIT_BITS, UnitGroup, unit_groups, unit_roots
 from torchxplain.fourier.trees._leaves import (
     FeatureCodes,
@@ -194,6 +194,7 @@ class LeafPlan:
         device = table.left.device
         self.table, self.m, self.dtype = table, m, dtype
         player = groups.to(device) if groups is not None else torch.arange(table.n_features, device=device)
+        self._player = player
         self.slots: Slots = slots(table, player, description)
         self.background = background.to(device)
         self._codes = table.codes(self.background)
@@ -322,7 +323,7 @@ class LeafPlan:
             trees = min(self.table.n_trees, 8)
             plan, _ = self._traversal(0, trees)
             few_x, few_b = x[: min(4, x.shape[0])], self.background[: 64 * WORDS]
-            leaves = pair_leaves(self.table, self.slots, plan, self.m)
+            leaves = pair_leaves(self.table, self.slots, plan, self._player, self.m)
             weights = weight_tables("shapley", max(self.slots.max_slots, 1))
             scratch = torch.zeros(few_x.shape[0], self.m + 1, dtype=torch.float64, device=x.device)
             codes = self.table.codes(few_x), self.table.codes(few_b)
@@ -376,10 +377,11 @@ class LeafPlan:
         g, h = weight_tables(kind, max(self.slots.max_slots, 1))
         n_bg = self.background.shape[0]
         weights = (g / n_bg, h / n_bg)
-        row_step = max(1, min(x.shape[0], int(parse_memory() / 2 // (8.0 * (WORDS + 4) * max(peak, 1.0) * 64))))
+        per_row = 8.0 * (WORDS + 4) * max(peak, 1.0) * 64 + accumulator_bytes(self.m)
+        row_step = max(1, min(x.shape[0], int(parse_memory() / 2 // per_row)))
         for first, last in self._pair_chunks(row_step):
             plan, _ = self._traversal(first, last)
-            leaves = pair_leaves(self.table, self.slots, plan, self.m)
+            leaves = pair_leaves(self.table, self.slots, plan, self._player, self.m)
             for a, c in chunk_bounds(x.shape[0], row_step):
                 part = torch.zeros(c - a, self.m + 1, dtype=torch.float64, device=x.device)
                 codes = self.table.codes(x[a:c])
