@@ -17,7 +17,8 @@ entries, 30 million pairs, 35 and 83 million bits of ``F`` and ``G``; (leaf, ``F
 entries, so tabulating per pattern would not pay.)
 
 Up to :data:`PLAYER_BITS` players the patterns are kept over players (bit ``i`` for player ``i``, the same on every
-path) rather than over each path's slots. A pattern's values are then linear in its bits, so the pairs' weights
+path; int32 up to 30 players, :func:`~torchxplain.fourier.trees._leaves.pattern_dtype`) rather than over each
+path's slots. A pattern's values are then linear in its bits, so the pairs' weights
 are only summed per (row, piece of the pattern) into accumulators of ``2^width`` values per piece
 (:func:`piece_shape`: pieces of at most :data:`PIECE_BITS` bits) and turned into players' values once, by one
 product with the bits of every piece value: no pattern's bits are listed, and a pair costs a few gathers and one
@@ -39,7 +40,7 @@ from torch import Tensor
 
 from torchxplain._core import parse_memory
 from torchxplain.fourier.trees._leaf_games import popcount
-from torchxplain.fourier.trees._leaves import FeatureCodes, LeafTable, Slots, Traversal, frontiers
+from torchxplain.fourier.trees._leaves import FeatureCodes, LeafTable, Slots, Traversal, frontiers, pattern_dtype
 
 WORDS = 4
 """Background rows per pass: ``64 · WORDS``."""
@@ -86,10 +87,11 @@ def pair_leaves(table: LeafTable, slot: Slots, plan: Traversal, player: Tensor, 
     players = torch.where(players >= 0, players, m)
     by_player = m <= PLAYER_BITS
     if by_player:
-        bits = [torch.ones_like(n).bitwise_left_shift(player[table.feature[n]])[:, None] for n in plan.inner_nodes]
+        one = torch.ones((), dtype=pattern_dtype(m), device=device)
+        bits = [one.bitwise_left_shift(player[table.feature[n], None].to(one.dtype)) for n in plan.inner_nodes]
     else:
         bits = plan.inner_bit
-    inner, leaf, child_bit = [], [], [torch.zeros(0, dtype=torch.int64, device=device)]
+    inner, leaf, child_bit = [], [], [torch.zeros(0, dtype=bits[0].dtype if bits else torch.int64, device=device)]
     for level, (inner_rows, leaf_rows, leaf_index) in enumerate(zip(plan.inner_rows, plan.leaf_rows, plan.leaf_index)):
         width = inner_rows.numel() + leaf_rows.numel()
         position = torch.full((width,), -1, dtype=torch.int64, device=device)
@@ -152,15 +154,18 @@ def pair_values(
     if leaves.by_player:
         n, width = piece_shape(out.shape[1] - 1)
         acc = torch.zeros(q, n, 1 << width, dtype=out.dtype, device=device)
-    for level, (fx, fb) in enumerate(zip(frontiers(table, walk, rows), frontiers(table, walk, background))):
+    dtype = walk.inner_bit[0].dtype if walk.inner_bit else torch.int64
+    sides = frontiers(table, walk, rows, dtype), frontiers(table, walk, background, dtype)
+    for level, (fx, fb) in enumerate(zip(*sides)):
         if not node.numel():
             break
         if level:  # the previous level's entries at both children: drop the background rows that now meet x
             bit = leaves.child_bit[level]
             fails = (fb & bit[:, None]) != 0  # (width, B): background rows failing the new player here
+            stay = ~_pack(fails)  # rows x keeps where it fails the player (all where it does not: the first half)
+            stay = torch.cat([torch.full_like(stay, -1), stay])
             x_fails = (fx.view(-1).index_select(0, torch.add(x, node, alpha=q)) & bit.index_select(0, node)) != 0
-            meet = _pack(fails).index_select(0, node) & -x_fails.to(torch.int64)[:, None]
-            mask &= ~meet
+            mask &= stay.index_select(0, torch.add(node, x_fails, alpha=fb.shape[0]))
             alive = mask.any(1)
         else:
             alive = torch.ones_like(node, dtype=torch.bool)
@@ -178,8 +183,8 @@ def pair_values(
                 _add(fx, fb, on[lo:hi], xs[lo:hi], b, ls[lo:hi], entry, leaves, weights, target)
         k = leaves.inner[level].index_select(0, node.index_select(0, inner))
         node = torch.cat([k, k + plan.inner_rows[level].numel()])
+        inner = torch.cat([inner, inner])
         x, mask = x.index_select(0, inner), mask.index_select(0, inner)
-        x, mask = torch.cat([x, x]), torch.cat([mask, mask])
     if acc is not None:
         n, width = acc.shape[1], acc.shape[2].bit_length() - 1
         values = (acc.view(q * n, -1) @ _piece_tables(width, acc.device)[0]).view(q, n * width)

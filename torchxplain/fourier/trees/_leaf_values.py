@@ -50,6 +50,7 @@ from torchxplain.fourier.trees._leaves import (
     Slots,
     Traversal,
     fail_patterns,
+    pattern_dtype,
     predict,
     slots,
     traversal,
@@ -89,12 +90,6 @@ class _Group:
     @property
     def n_leaves(self) -> int:
         return self.stop - self.start
-
-
-def _pattern_dtype(max_slots: int) -> torch.dtype:
-    """The integer dtype of fail patterns of at most ``max_slots`` bits: int32 where they fit in 30 bits (half the
-    traversal's traffic), else int64."""
-    return torch.int32 if max_slots <= 30 else torch.int64
 
 
 def _emit(patterns: Tensor, d: int, kind: Kind, dtype: torch.dtype) -> Tensor:
@@ -274,7 +269,7 @@ class LeafPlan:
         plan = self._schedule(chunk)
         rows = self._rows[chunk]
         table, slot = self.table, self.slots
-        background = fail_patterns(table, plan, self._codes, _pattern_dtype(slot.max_slots))
+        background = fail_patterns(table, plan, self._codes, pattern_dtype(slot.max_slots))
         n_slots = slot.n_slots[rows]
         scale = table.value[plan.leaves] / self.background.shape[0]
         sizes = torch.bincount(n_slots, minlength=slot.max_slots + 1).tolist()
@@ -457,7 +452,7 @@ class LeafPlan:
             (*_decision_steps(g.weights), (g.weights > 0).sum(1).tolist(), (g.players < self.m).sum(1).tolist())
             for g in units
         ]
-        narrow = _pattern_dtype(self.slots.max_slots)
+        narrow = pattern_dtype(self.slots.max_slots)
         for g in deep:
             if g.table is None and g.arrays is not None and (1 << g.d) <= x.shape[0]:
                 g.table = _slot_table(g)
