@@ -49,6 +49,8 @@ PLAYER_BITS = 62
 slots, so that the leaf games accumulate per (row, pattern piece) (:func:`_add`)."""
 PIECE_BITS = 13
 """The most bits of a pattern piece: the accumulators hold ``2^13`` patterns (64 KiB) per piece and row."""
+TAIL_WORDS = 1024
+"""Words left in :func:`set_bits` below which it tests all their 64 bits in one pass (``64 ×`` this many)."""
 PAIR_BYTES = 64
 """Bytes of the leaf games' temporaries per (row, background row) pair and per set bit of its patterns (indices,
 positions and weights of :func:`_add`, the lists of :func:`set_bits` and their concatenation)."""
@@ -210,11 +212,17 @@ def _pair_chunks(masks: Tensor, slots: int) -> list[tuple[int, int]]:
 def set_bits(words: Tensor) -> tuple[Tensor, Tensor]:
     """The set bits of ``(N,)`` int64 ``words`` as ``(index, position)`` pairs (bit ``position`` of
     ``words[index]``): the lowest set bit taken off each word in turn, the words still nonzero kept, so the work
-    follows the set bits, not the word width."""
+    follows the set bits, not the word width; the last :data:`TAIL_WORDS` words (the long tail of the words with
+    most bits) are tested at all 64 positions at once instead of one pass per bit."""
     index = torch.nonzero(words).flatten()
     left = words.index_select(0, index)
     found, at = [], []
     while index.numel():
+        if index.numel() <= TAIL_WORDS:
+            word, position = torch.nonzero((left[:, None] >> torch.arange(64, device=left.device)) & 1).unbind(1)
+            found.append(index.index_select(0, word))
+            at.append(position.to(torch.int32))
+            break
         low = left & -left
         found.append(index)
         at.append(torch.frexp(low.float()).exponent - 1)  # a power of two (2^63 too) is exact in float32
