@@ -357,8 +357,11 @@ def test_outputs_targets_masks_and_dtypes_match_the_spectrum_route():
     assert single.attribute(query.float()).dtype == torch.float32
 
 
-def test_set_bits_lists_every_set_bit():
-    """``set_bits`` finds each set bit of int64 words once, the sign bit (63) included, against a bit-by-bit scan."""
+@pytest.mark.parametrize("tail", [0, 3, 1024])
+def test_set_bits_lists_every_set_bit(tail, monkeypatch):
+    """``set_bits`` finds each set bit of int64 words once, the sign bit (63) included, against a bit-by-bit scan:
+    one pass per bit, all 64 positions at once, or the passes and then the last words at once."""
+    monkeypatch.setattr(leaf_pairs, "TAIL_WORDS", tail)
     words = torch.tensor([0, 1, -1, -(2**63), 0b1011 << 40, 2**62 + 5], dtype=torch.int64)
     index, position = set_bits(words)
     found = sorted(zip(index.tolist(), position.tolist()))
