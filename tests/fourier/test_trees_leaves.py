@@ -375,11 +375,13 @@ def test_set_bits_lists_every_set_bit(tail, monkeypatch):
 def test_pair_form_over_several_background_words(deep_models, player_bits, piece_bits, wide, monkeypatch):
     """The pair form with 150 background rows (three 64-bit words, one pass) equals the dense tables, also under
     a 1 MiB memory budget: with patterns over players accumulated in one piece of 6 bits or three of 2, in int32
-    or int64 (the dtype of 31 to 62 players), and with patterns over each path's slots (more than 62 players)."""
+    or in int64 (the dtype of 31 to 62 players; rows and nodes int64 too), and with patterns over each path's
+    slots (more than 62 players)."""
     monkeypatch.setattr(leaf_pairs, "PLAYER_BITS", player_bits)
     monkeypatch.setattr(leaf_pairs, "PIECE_BITS", piece_bits)
-    if wide:
+    if wide:  # int64 patterns, rows and nodes
         monkeypatch.setattr(leaf_pairs, "pattern_dtype", lambda bits: torch.int64)
+        monkeypatch.setattr(leaf_pairs, "INDEX_LIMIT", 0)
     x, models = deep_models
     model = models[3][1]
     plan = LeafPlan(leaf_table(parse_model(model)), torch.from_numpy(x[200:350]), None, x.shape[1])

@@ -49,6 +49,8 @@ PLAYER_BITS = 62
 slots, so that the leaf games accumulate per (row, pattern piece) (:func:`_add`)."""
 PIECE_BITS = 13
 """The most bits of a pattern piece: the accumulators hold ``2^13`` patterns (64 KiB) per piece and row."""
+INDEX_LIMIT = 2**31
+"""Rows and nodes are int32 (half the walk's traffic) where the flat indices they make stay below this."""
 TAIL_WORDS = 1024
 """Words left in :func:`set_bits` below which it tests all their 64 bits in one pass (``64 ×`` this many)."""
 PAIR_BYTES = 64
@@ -96,10 +98,10 @@ def pair_leaves(table: LeafTable, slot: Slots, plan: Traversal, player: Tensor, 
     inner, leaf, child_bit = [], [], [torch.zeros(0, dtype=bits[0].dtype if bits else torch.int64, device=device)]
     for level, (inner_rows, leaf_rows, leaf_index) in enumerate(zip(plan.inner_rows, plan.leaf_rows, plan.leaf_index)):
         width = inner_rows.numel() + leaf_rows.numel()
-        position = torch.full((width,), -1, dtype=torch.int64, device=device)
-        position[inner_rows] = torch.arange(inner_rows.numel(), device=device)
-        at = torch.full((width,), -1, dtype=torch.int64, device=device)
-        at[leaf_rows] = leaf_index
+        position = torch.full((width,), -1, dtype=torch.int32, device=device)
+        position[inner_rows] = torch.arange(inner_rows.numel(), dtype=torch.int32, device=device)
+        at = torch.full((width,), -1, dtype=torch.int32, device=device)
+        at[leaf_rows] = leaf_index.to(torch.int32)
         inner.append(position)
         leaf.append(at)
         if level + 1 < len(plan.inner_rows):
@@ -146,16 +148,18 @@ def pair_values(
     q, n_bg = rows.code.shape[1], background.code.shape[1]
     device = rows.code.device
     full = _pack(torch.ones(1, n_bg, dtype=torch.bool, device=device))[0]
+    acc = None
+    if leaves.by_player:
+        n, bits = piece_shape(out.shape[1] - 1)
+        acc = torch.zeros(q, n, 1 << bits, dtype=out.dtype, device=device)
+    small = max(plan.widest * max(q, n_bg), out.numel() if acc is None else acc.numel()) < INDEX_LIMIT
+    index = torch.int32 if small else torch.int64
     width = plan.inner_rows[0].numel() + plan.leaf_rows[0].numel()
-    node = torch.arange(width, device=device).repeat_interleave(q)
-    x = torch.arange(q, device=device).repeat(width)
+    node = torch.arange(width, dtype=index, device=device).repeat_interleave(q)
+    x = torch.arange(q, dtype=index, device=device).repeat(width)
     mask = full.expand(node.numel(), -1).clone()
     visits, peak = 0, 0
     walk = replace(plan, inner_bit=leaves.inner_bit)
-    acc = None
-    if leaves.by_player:
-        n, width = piece_shape(out.shape[1] - 1)
-        acc = torch.zeros(q, n, 1 << width, dtype=out.dtype, device=device)
     dtype = walk.inner_bit[0].dtype if walk.inner_bit else torch.int64
     sides = frontiers(table, walk, rows, dtype), frontiers(table, walk, background, dtype)
     for level, (fx, fb) in enumerate(zip(*sides)):
@@ -171,7 +175,7 @@ def pair_values(
             alive = mask.any(1)
         else:
             alive = torch.ones_like(node, dtype=torch.bool)
-        leaf = leaves.leaf[level].index_select(0, node)
+        leaf = leaves.leaf[level].to(index).index_select(0, node)
         is_leaf = leaf >= 0
         at = torch.nonzero(alive & is_leaf).flatten()
         inner = torch.nonzero(alive & ~is_leaf).flatten()
@@ -183,7 +187,7 @@ def pair_values(
                 entry, b = _bits(masks[lo:hi])
                 target = out if acc is None else acc
                 _add(fx, fb, on[lo:hi], xs[lo:hi], b, ls[lo:hi], entry, leaves, weights, target)
-        k = leaves.inner[level].index_select(0, node.index_select(0, inner))
+        k = leaves.inner[level].to(index).index_select(0, node.index_select(0, inner))
         node = torch.cat([k, k + plan.inner_rows[level].numel()])
         inner = torch.cat([inner, inner])
         x, mask = x.index_select(0, inner), mask.index_select(0, inner)
