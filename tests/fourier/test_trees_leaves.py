@@ -17,6 +17,7 @@ from threadpoolctl import threadpool_limits
 
 import torchxplain as tx
 from tests.fourier.tree_cases import brute_force_values, coalition_values, model_output
+from torchxplain.fourier.trees import _leaf_pairs as leaf_pairs
 from torchxplain.fourier.trees import _leaf_values as leaf_values
 from torchxplain.fourier.trees._leaf_games import weight_tables
 from torchxplain.fourier.trees._leaf_pairs import set_bits
@@ -356,8 +357,11 @@ def test_outputs_targets_masks_and_dtypes_match_the_spectrum_route():
     assert single.attribute(query.float()).dtype == torch.float32
 
 
-def test_set_bits_lists_every_set_bit():
-    """``set_bits`` finds each set bit of int64 words once, the sign bit (63) included, against a bit-by-bit scan."""
+@pytest.mark.parametrize("tail", [0, 3, 1024])
+def test_set_bits_lists_every_set_bit(tail, monkeypatch):
+    """``set_bits`` finds each set bit of int64 words once, the sign bit (63) included, against a bit-by-bit scan:
+    one pass per bit, all 64 positions at once, or the passes and then the last words at once."""
+    monkeypatch.setattr(leaf_pairs, "TAIL_WORDS", tail)
     words = torch.tensor([0, 1, -1, -(2**63), 0b1011 << 40, 2**62 + 5], dtype=torch.int64)
     index, position = set_bits(words)
     found = sorted(zip(index.tolist(), position.tolist()))
@@ -365,9 +369,19 @@ def test_set_bits_lists_every_set_bit():
     assert found == expected
 
 
-def test_pair_form_over_several_background_words(deep_models):
+@pytest.mark.parametrize(
+    "player_bits, piece_bits, wide", [(62, 13, False), (62, 2, False), (62, 13, True), (0, 13, True)]
+)
+def test_pair_form_over_several_background_words(deep_models, player_bits, piece_bits, wide, monkeypatch):
     """The pair form with 150 background rows (three 64-bit words, one pass) equals the dense tables, also under
-    a 1 MiB memory budget."""
+    a 1 MiB memory budget: with patterns over players accumulated in one piece of 6 bits or three of 2, in int32
+    or in int64 (the dtype of 31 to 62 players; rows and nodes int64 too), and with patterns over each path's
+    slots (more than 62 players)."""
+    monkeypatch.setattr(leaf_pairs, "PLAYER_BITS", player_bits)
+    monkeypatch.setattr(leaf_pairs, "PIECE_BITS", piece_bits)
+    if wide:  # int64 patterns, rows and nodes
+        monkeypatch.setattr(leaf_pairs, "pattern_dtype", lambda bits: torch.int64)
+        monkeypatch.setattr(leaf_pairs, "INDEX_LIMIT", 0)
     x, models = deep_models
     model = models[3][1]
     plan = LeafPlan(leaf_table(parse_model(model)), torch.from_numpy(x[200:350]), None, x.shape[1])
@@ -393,3 +407,10 @@ def test_spectrum_terms_cap_decides_as_the_full_bound(deep_models):
         full = spectrum_terms(table)
         for cap in (0, 1, full // 3, full - 1, full, 2 * full):
             assert (spectrum_terms(table, cap) > cap) == (full > cap)
+
+
+def test_piece_shape_covers_every_player():
+    """The accumulators' pieces cover all ``m`` players, each at most ``PIECE_BITS`` wide, no piece wasted."""
+    for m in range(1, 63):
+        n, width = leaf_pairs.piece_shape(m)
+        assert n * width >= m > (n - 1) * width and width <= leaf_pairs.PIECE_BITS

@@ -16,24 +16,43 @@ tables, which deep leaves (random forests at their default depth) cannot afford.
 entries, 30 million pairs, 35 and 83 million bits of ``F`` and ``G``; (leaf, ``F``) classes are only half the
 entries, so tabulating per pattern would not pay.)
 
+Up to :data:`PLAYER_BITS` players the patterns are kept over players (bit ``i`` for player ``i``, the same on every
+path; int32 up to 30 players, :func:`~torchxplain.fourier.trees._leaves.pattern_dtype`) rather than over each
+path's slots. A pattern's values are then linear in its bits, so the pairs' weights
+are only summed per (row, piece of the pattern) into accumulators of ``2^width`` values per piece
+(:func:`piece_shape`: pieces of at most :data:`PIECE_BITS` bits) and turned into players' values once, by one
+product with the bits of every piece value: no pattern's bits are listed, and a pair costs a few gathers and one
+scatter per piece instead of about eleven operations per set bit (1.3x on the whole call of the forest above).
+
 Memory: the live (node, row, mask) entries of one level, whose chunks of rows, background rows (:data:`WORDS`
 words of 64 per pass) and trees the caller sizes with :func:`pair_values`' visit counts; and a level's leaf games,
-taken in ranges of entries whose pairs fit the budget (:data:`PAIR_BYTES`).
+taken in ranges of entries whose pairs fit the budget (:data:`PAIR_BYTES`); the accumulators, per row
+(:func:`accumulator_bytes`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import torch
 from torch import Tensor
 
 from torchxplain._core import parse_memory
 from torchxplain.fourier.trees._leaf_games import popcount
-from torchxplain.fourier.trees._leaves import FeatureCodes, LeafTable, Slots, Traversal, frontiers
+from torchxplain.fourier.trees._leaves import FeatureCodes, LeafTable, Slots, Traversal, frontiers, pattern_dtype
 
 WORDS = 4
 """Background rows per pass: ``64 · WORDS``."""
+PLAYER_BITS = 62
+"""Up to this many players the patterns are kept over players (bit ``i`` for player ``i``) instead of a path's
+slots, so that the leaf games accumulate per (row, pattern piece) (:func:`_add`)."""
+PIECE_BITS = 13
+"""The most bits of a pattern piece: the accumulators hold ``2^13`` patterns (64 KiB) per piece and row."""
+INDEX_LIMIT = 2**31
+"""Rows and nodes are int32 (half the walk's traffic) where the flat indices they make stay below this."""
+TAIL_WORDS = 1024
+"""Words left in :func:`set_bits` below which it tests all their 64 bits in one pass (``64 ×`` this many)."""
 PAIR_BYTES = 64
 """Bytes of the leaf games' temporaries per (row, background row) pair and per set bit of its patterns (indices,
 positions and weights of :func:`_add`, the lists of :func:`set_bits` and their concatenation)."""
@@ -60,27 +79,36 @@ class PairLeaves:
     inner: list[Tensor]
     leaf: list[Tensor]
     child_bit: list[Tensor]
+    inner_bit: list[Tensor]
+    by_player: bool
 
 
-def pair_leaves(table: LeafTable, slot: Slots, plan: Traversal, m: int) -> PairLeaves:
-    """The :class:`PairLeaves` of a traversal."""
+def pair_leaves(table: LeafTable, slot: Slots, plan: Traversal, player: Tensor, m: int) -> PairLeaves:
+    """The :class:`PairLeaves` of a traversal; ``player`` ``(p,)`` the player of each feature."""
     device = table.left.device
     rows = slot.leaf_of_node[plan.leaves]
     players = slot.players[rows]
     players = torch.where(players >= 0, players, m)
-    inner, leaf, child_bit = [], [], [torch.zeros(0, dtype=torch.int64, device=device)]
+    by_player = m <= PLAYER_BITS
+    if by_player:
+        one = torch.ones((), dtype=pattern_dtype(m), device=device)
+        bits = [one.bitwise_left_shift(player[table.feature[n], None].to(one.dtype)) for n in plan.inner_nodes]
+    else:
+        bits = plan.inner_bit
+    inner, leaf, child_bit = [], [], [torch.zeros(0, dtype=bits[0].dtype if bits else torch.int64, device=device)]
     for level, (inner_rows, leaf_rows, leaf_index) in enumerate(zip(plan.inner_rows, plan.leaf_rows, plan.leaf_index)):
         width = inner_rows.numel() + leaf_rows.numel()
-        position = torch.full((width,), -1, dtype=torch.int64, device=device)
-        position[inner_rows] = torch.arange(inner_rows.numel(), device=device)
-        at = torch.full((width,), -1, dtype=torch.int64, device=device)
-        at[leaf_rows] = leaf_index
+        position = torch.full((width,), -1, dtype=torch.int32, device=device)
+        position[inner_rows] = torch.arange(inner_rows.numel(), dtype=torch.int32, device=device)
+        at = torch.full((width,), -1, dtype=torch.int32, device=device)
+        at[leaf_rows] = leaf_index.to(torch.int32)
         inner.append(position)
         leaf.append(at)
         if level + 1 < len(plan.inner_rows):
-            bit = plan.inner_bit[level].flatten()
+            bit = bits[level].flatten()
             child_bit.append(torch.cat([bit, bit]))
-    return PairLeaves(table.value[plan.leaves], players, slot.n_slots[rows], inner, leaf, child_bit)
+    value = table.value[plan.leaves]
+    return PairLeaves(value, players, slot.n_slots[rows], inner, leaf, child_bit, bits, by_player)
 
 
 _PIECES = (torch.arange(64)[:, None] // 16 == torch.arange(4)).double() * torch.pow(2.0, torch.arange(64) % 16)[:, None]
@@ -120,61 +148,85 @@ def pair_values(
     q, n_bg = rows.code.shape[1], background.code.shape[1]
     device = rows.code.device
     full = _pack(torch.ones(1, n_bg, dtype=torch.bool, device=device))[0]
+    acc = None
+    if leaves.by_player:
+        n, bits = piece_shape(out.shape[1] - 1)
+        acc = torch.zeros(q, n, 1 << bits, dtype=out.dtype, device=device)
+    small = max(plan.widest * max(q, n_bg), out.numel() if acc is None else acc.numel()) < INDEX_LIMIT
+    index = torch.int32 if small else torch.int64
     width = plan.inner_rows[0].numel() + plan.leaf_rows[0].numel()
-    node = torch.arange(width, device=device).repeat_interleave(q)
-    x = torch.arange(q, device=device).repeat(width)
+    node = torch.arange(width, dtype=index, device=device).repeat_interleave(q)
+    x = torch.arange(q, dtype=index, device=device).repeat(width)
     mask = full.expand(node.numel(), -1).clone()
     visits, peak = 0, 0
-    for level, (fx, fb) in enumerate(zip(frontiers(table, plan, rows), frontiers(table, plan, background))):
+    walk = replace(plan, inner_bit=leaves.inner_bit)
+    dtype = walk.inner_bit[0].dtype if walk.inner_bit else torch.int64
+    sides = frontiers(table, walk, rows, dtype), frontiers(table, walk, background, dtype)
+    for level, (fx, fb) in enumerate(zip(*sides)):
         if not node.numel():
             break
         if level:  # the previous level's entries at both children: drop the background rows that now meet x
             bit = leaves.child_bit[level]
             fails = (fb & bit[:, None]) != 0  # (width, B): background rows failing the new player here
+            stay = ~_pack(fails)  # rows x keeps where it fails the player (all where it does not: the first half)
+            stay = torch.cat([torch.full_like(stay, -1), stay])
             x_fails = (fx.view(-1).index_select(0, torch.add(x, node, alpha=q)) & bit.index_select(0, node)) != 0
-            meet = _pack(fails).index_select(0, node) & -x_fails.to(torch.int64)[:, None]
-            mask &= ~meet
-            keep = torch.nonzero(mask.ne(0).any(1)).flatten()
-            node, x, mask = node.index_select(0, keep), x.index_select(0, keep), mask.index_select(0, keep)
-        visits += node.numel()
-        peak = max(peak, node.numel())
-        leaf = leaves.leaf[level].index_select(0, node)
-        at = torch.nonzero(leaf >= 0).flatten()
+            mask &= stay.index_select(0, torch.add(node, x_fails, alpha=fb.shape[0]))
+            alive = mask.any(1)
+        else:
+            alive = torch.ones_like(node, dtype=torch.bool)
+        leaf = leaves.leaf[level].to(index).index_select(0, node)
+        is_leaf = leaf >= 0
+        at = torch.nonzero(alive & is_leaf).flatten()
+        inner = torch.nonzero(alive & ~is_leaf).flatten()
+        visits += at.numel() + inner.numel()
+        peak = max(peak, at.numel() + inner.numel())
         if at.numel():
-            for part in _pair_chunks(mask.index_select(0, at), leaves.players.shape[1]):
-                entry, b = _bits(mask.index_select(0, at.index_select(0, part)))
-                on, xs, ls = (t.index_select(0, at).index_select(0, part) for t in (node, x, leaf))
-                _add(fx, fb, on, xs, b, ls, entry, leaves, weights, out)
-            inner = torch.nonzero(leaf < 0).flatten()
-            node, x, mask = node.index_select(0, inner), x.index_select(0, inner), mask.index_select(0, inner)
-        k = leaves.inner[level].index_select(0, node)
+            on, xs, ls, masks = (t.index_select(0, at) for t in (node, x, leaf, mask))
+            for lo, hi in _pair_chunks(masks, leaves.players.shape[1]):
+                entry, b = _bits(masks[lo:hi])
+                target = out if acc is None else acc
+                _add(fx, fb, on[lo:hi], xs[lo:hi], b, ls[lo:hi], entry, leaves, weights, target)
+        k = leaves.inner[level].to(index).index_select(0, node.index_select(0, inner))
         node = torch.cat([k, k + plan.inner_rows[level].numel()])
-        x, mask = torch.cat([x, x]), torch.cat([mask, mask])
+        inner = torch.cat([inner, inner])
+        x, mask = x.index_select(0, inner), mask.index_select(0, inner)
+    if acc is not None:
+        n, width = acc.shape[1], acc.shape[2].bit_length() - 1
+        values = (acc.view(q * n, -1) @ _piece_tables(width, acc.device)[0]).view(q, n * width)
+        out[:, :-1] += values[:, : out.shape[1] - 1]
     return visits, peak
 
 
-def _pair_chunks(masks: Tensor, slots: int) -> list[Tensor]:
-    """Consecutive ranges (as index tensors) of the leaf entries ``masks`` ``(A, W)`` whose pairs (the masks' set
-    bits) and their patterns' bits (at most ``slots`` per pair) fit a quarter of the memory budget at
-    :data:`PAIR_BYTES` each: counted before a pair is listed, usually one range."""
-    pairs = popcount(masks).sum(1)
+def _pair_chunks(masks: Tensor, slots: int) -> list[tuple[int, int]]:
+    """Consecutive ranges ``[lo, hi)`` of the leaf entries ``masks`` ``(A, W)`` whose pairs (the masks' set bits)
+    and their patterns' bits (at most ``slots`` per pair) fit a quarter of the memory budget at :data:`PAIR_BYTES`
+    each: counted before a pair is listed, usually one range."""
     step = max(1, parse_memory() // 4 // (PAIR_BYTES * (slots + 1)))
-    every = torch.arange(masks.shape[0], device=masks.device)
+    if masks.numel() * 64 <= step:  # every bit set: one range
+        return [(0, masks.shape[0])]
+    pairs = popcount(masks).sum(1)
     if int(pairs.sum()) <= step:
-        return [every]
+        return [(0, masks.shape[0])]
     group = (torch.cumsum(pairs, 0) - pairs) // step
-    sizes = torch.unique_consecutive(group, return_counts=True)[1].tolist()
-    return list(torch.split(every, sizes))
+    ends = torch.cumsum(torch.unique_consecutive(group, return_counts=True)[1], 0).tolist()
+    return list(zip([0, *ends[:-1]], ends))
 
 
 def set_bits(words: Tensor) -> tuple[Tensor, Tensor]:
     """The set bits of ``(N,)`` int64 ``words`` as ``(index, position)`` pairs (bit ``position`` of
     ``words[index]``): the lowest set bit taken off each word in turn, the words still nonzero kept, so the work
-    follows the set bits, not the word width."""
+    follows the set bits, not the word width; the last :data:`TAIL_WORDS` words (the long tail of the words with
+    most bits) are tested at all 64 positions at once instead of one pass per bit."""
     index = torch.nonzero(words).flatten()
     left = words.index_select(0, index)
     found, at = [], []
     while index.numel():
+        if index.numel() <= TAIL_WORDS:
+            word, position = torch.nonzero((left[:, None] >> torch.arange(64, device=left.device)) & 1).unbind(1)
+            found.append(index.index_select(0, word))
+            at.append(position.to(torch.int32))
+            break
         low = left & -left
         found.append(index)
         at.append(torch.frexp(low.float()).exponent - 1)  # a power of two (2^63 too) is exact in float32
@@ -190,8 +242,8 @@ def set_bits(words: Tensor) -> tuple[Tensor, Tensor]:
 def _bits(masks: Tensor) -> tuple[Tensor, Tensor]:
     """The set bits of ``(E, W)`` int64 masks as ``(entry, column)`` pairs (column ``64 w + i`` for bit ``i`` of
     word ``w``)."""
-    index, bit = set_bits(masks.reshape(-1))
-    return torch.div(index, masks.shape[1], rounding_mode="floor"), index % masks.shape[1] * 64 + bit
+    found = [set_bits(masks[:, w]) for w in range(masks.shape[1])]
+    return torch.cat([entry for entry, _ in found]), torch.cat([bit + 64 * w for w, (_, bit) in enumerate(found)])
 
 
 def _add(
@@ -206,29 +258,77 @@ def _add(
     weights: tuple[Tensor, Tensor],
     out: Tensor,
 ) -> None:
-    """Each pair's leaf game in closed form, added to ``out`` ``(Q, m + 1)`` at ``(x, player)``: pair ``i`` is
-    (row ``x[entry[i]]``, background row ``b[i]``) at leaf ``leaf[entry[i]]`` (frontier row ``node[entry[i]]``).
-    The players of ``F`` (the row's fails, one set per entry) take the sum of their pairs' ``−g`` weights once;
-    each background row's ``G`` its ``h`` weight, bit by bit (only the set bits are visited)."""
+    """Each pair's leaf game in closed form: pair ``i`` is (row ``x[entry[i]]``, background row ``b[i]``) at leaf
+    ``leaf[entry[i]]`` (frontier row ``node[entry[i]]``). The row's ``F`` (one per entry) takes the sum of its
+    pairs' ``−g`` weights once, each background row's ``G`` its ``h`` weight.
+
+    Patterns over slots: added to ``out`` ``(Q, m + 1)`` at ``(x, player)``, bit by bit (only the set bits are
+    visited). Patterns over players (``leaves.by_player``): each pattern's weight added to ``out``
+    ``(Q, n, 2^width)`` (:func:`piece_shape`) at its row and each of its pieces' values, so no bit is listed."""
     g, h = weights
     n_entries = node.numel()
     f = fx.view(-1).index_select(0, torch.add(x, node, alpha=fx.shape[1]))  # (E,)
     gb = fb.view(-1).index_select(0, torch.add(b, node.index_select(0, entry), alpha=fb.shape[1]))  # (P,)
-    f_entry, f_slot = set_bits(f)
-    g_pair, g_slot = set_bits(gb)
-    nb = torch.bincount(f_entry, minlength=n_entries)
-    a = torch.bincount(g_pair, minlength=gb.numel())
+    if leaves.by_player:
+        width = out.shape[2].bit_length() - 1
+        f_pieces, nb = _pieces(f, out.shape[1], width)
+        g_pieces, a = _pieces(gb, out.shape[1], width)
+    else:
+        f_entry, f_slot = set_bits(f)
+        g_pair, g_slot = set_bits(gb)
+        nb = torch.bincount(f_entry, minlength=n_entries)
+        a = torch.bincount(g_pair, minlength=gb.numel())
     scale = leaves.value.index_select(0, leaf)
-    cell = a * g.shape[1] + nb.index_select(0, entry)
+    cell = torch.add(nb.index_select(0, entry), a, alpha=g.shape[1])
     w_h = h.view(-1).index_select(0, cell) * scale.index_select(0, entry)
     w_g = torch.zeros(n_entries, dtype=g.dtype, device=g.device)
     w_g.index_add_(0, entry, g.view(-1).index_select(0, cell))
-    w_g *= scale
-    flat, width, depth = out.view(-1), out.shape[1], leaves.players.shape[1]
+    w_g *= -scale
+    flat = out.view(-1)
+    if leaves.by_player:
+        for rows, pieces, w in ((x, f_pieces, w_g), (x.index_select(0, entry), g_pieces, w_h)):
+            base = rows * out[0].numel()
+            for k, piece in enumerate(pieces):
+                flat.index_add_(0, torch.add(base, piece, alpha=1).add_(k * out.shape[2]) if k else base + piece, w)
+        return
+    width, depth = out.shape[1], leaves.players.shape[1]
     players = leaves.players.view(-1)
     row_at, slot_at = x * width, leaf * depth  # per entry: where its row's values and its leaf's players start
     at_f = players.index_select(0, slot_at.index_select(0, f_entry) + f_slot)
-    flat.index_add_(0, row_at.index_select(0, f_entry) + at_f, -w_g.index_select(0, f_entry))
+    flat.index_add_(0, row_at.index_select(0, f_entry) + at_f, w_g.index_select(0, f_entry))
     row_at, slot_at = row_at.index_select(0, entry), slot_at.index_select(0, entry)  # per pair
     at_g = players.index_select(0, slot_at.index_select(0, g_pair) + g_slot)
     flat.index_add_(0, row_at.index_select(0, g_pair) + at_g, w_h.index_select(0, g_pair))
+
+
+def piece_shape(m: int) -> tuple[int, int]:
+    """The number of pieces and their width in bits (at most :data:`PIECE_BITS`, as even as they come) that cover
+    the patterns of ``m`` players."""
+    n = max(1, -(-m // PIECE_BITS))
+    return n, max(1, -(-m // n))
+
+
+def accumulator_bytes(m: int) -> int:
+    """Bytes per row of the pattern accumulators of :func:`pair_values` for ``m`` players (none past
+    :data:`PLAYER_BITS`)."""
+    n, width = piece_shape(m)
+    return 8 * n << width if m <= PLAYER_BITS else 0
+
+
+@lru_cache(maxsize=8)
+def _piece_tables(width: int, device: torch.device) -> tuple[Tensor, Tensor]:
+    """``(2^width, width)`` float64 the bits of every piece pattern and ``(2^width,)`` int64 their numbers of set
+    bits."""
+    bits = (torch.arange(1 << width, device=device)[:, None] >> torch.arange(width, device=device) & 1).double()
+    return bits, bits.sum(1).long()
+
+
+def _pieces(patterns: Tensor, n: int, width: int) -> tuple[list[Tensor], Tensor]:
+    """The ``n`` pieces of ``width`` bits of ``patterns`` (lowest first) and the patterns' numbers of set bits."""
+    low = (1 << width) - 1
+    pieces = [patterns & low] + [(patterns >> (width * i)) & low for i in range(1, n)]
+    table = _piece_tables(width, patterns.device)[1]
+    count = table.index_select(0, pieces[0])
+    for piece in pieces[1:]:
+        count += table.index_select(0, piece)
+    return pieces, count

@@ -42,7 +42,7 @@ from torch import Tensor
 
 from torchxplain._core import chunk_bounds, parse_memory
 from torchxplain.fourier.trees._leaf_games import Kind, popcount, weight_tables
-from torchxplain.fourier.trees._leaf_pairs import WORDS, pair_leaves, pair_values
+from torchxplain.fourier.trees._leaf_pairs import WORDS, accumulator_bytes, pair_leaves, pair_values
 from torchxplain.fourier.trees._leaf_units import MAX_UNIT_BITS, UnitGroup, unit_groups, unit_roots
 from torchxplain.fourier.trees._leaves import (
     FeatureCodes,
@@ -50,6 +50,7 @@ from torchxplain.fourier.trees._leaves import (
     Slots,
     Traversal,
     fail_patterns,
+    pattern_dtype,
     predict,
     slots,
     traversal,
@@ -89,12 +90,6 @@ class _Group:
     @property
     def n_leaves(self) -> int:
         return self.stop - self.start
-
-
-def _pattern_dtype(max_slots: int) -> torch.dtype:
-    """The integer dtype of fail patterns of at most ``max_slots`` bits: int32 where they fit in 30 bits (half the
-    traversal's traffic), else int64."""
-    return torch.int32 if max_slots <= 30 else torch.int64
 
 
 def _emit(patterns: Tensor, d: int, kind: Kind, dtype: torch.dtype) -> Tensor:
@@ -194,6 +189,7 @@ class LeafPlan:
         device = table.left.device
         self.table, self.m, self.dtype = table, m, dtype
         player = groups.to(device) if groups is not None else torch.arange(table.n_features, device=device)
+        self._player = player
         self.slots: Slots = slots(table, player, description)
         self.background = background.to(device)
         self._codes = table.codes(self.background)
@@ -273,7 +269,7 @@ class LeafPlan:
         plan = self._schedule(chunk)
         rows = self._rows[chunk]
         table, slot = self.table, self.slots
-        background = fail_patterns(table, plan, self._codes, _pattern_dtype(slot.max_slots))
+        background = fail_patterns(table, plan, self._codes, pattern_dtype(slot.max_slots))
         n_slots = slot.n_slots[rows]
         scale = table.value[plan.leaves] / self.background.shape[0]
         sizes = torch.bincount(n_slots, minlength=slot.max_slots + 1).tolist()
@@ -322,7 +318,7 @@ class LeafPlan:
             trees = min(self.table.n_trees, 8)
             plan, _ = self._traversal(0, trees)
             few_x, few_b = x[: min(4, x.shape[0])], self.background[: 64 * WORDS]
-            leaves = pair_leaves(self.table, self.slots, plan, self.m)
+            leaves = pair_leaves(self.table, self.slots, plan, self._player, self.m)
             weights = weight_tables("shapley", max(self.slots.max_slots, 1))
             scratch = torch.zeros(few_x.shape[0], self.m + 1, dtype=torch.float64, device=x.device)
             codes = self.table.codes(few_x), self.table.codes(few_b)
@@ -376,10 +372,11 @@ class LeafPlan:
         g, h = weight_tables(kind, max(self.slots.max_slots, 1))
         n_bg = self.background.shape[0]
         weights = (g / n_bg, h / n_bg)
-        row_step = max(1, min(x.shape[0], int(parse_memory() / 2 // (8.0 * (WORDS + 4) * max(peak, 1.0) * 64))))
+        per_row = 8.0 * (WORDS + 4) * max(peak, 1.0) * 64 + accumulator_bytes(self.m)
+        row_step = max(1, min(x.shape[0], int(parse_memory() / 2 // per_row)))
         for first, last in self._pair_chunks(row_step):
             plan, _ = self._traversal(first, last)
-            leaves = pair_leaves(self.table, self.slots, plan, self.m)
+            leaves = pair_leaves(self.table, self.slots, plan, self._player, self.m)
             for a, c in chunk_bounds(x.shape[0], row_step):
                 part = torch.zeros(c - a, self.m + 1, dtype=torch.float64, device=x.device)
                 codes = self.table.codes(x[a:c])
@@ -455,7 +452,7 @@ class LeafPlan:
             (*_decision_steps(g.weights), (g.weights > 0).sum(1).tolist(), (g.players < self.m).sum(1).tolist())
             for g in units
         ]
-        narrow = _pattern_dtype(self.slots.max_slots)
+        narrow = pattern_dtype(self.slots.max_slots)
         for g in deep:
             if g.table is None and g.arrays is not None and (1 << g.d) <= x.shape[0]:
                 g.table = _slot_table(g)

@@ -454,6 +454,12 @@ def traversal(
     return Traversal(inner_rows, inner_nodes, inner_bit, leaf_at, leaf_index, leaves, widest)
 
 
+def pattern_dtype(bits: int) -> torch.dtype:
+    """The integer dtype of fail patterns of at most ``bits`` bits: int32 where they fit in 30 bits (half the
+    traversal's traffic), else int64."""
+    return torch.int32 if bits <= 30 else torch.int64
+
+
 def frontiers(
     table: LeafTable, plan: Traversal, codes: FeatureCodes, dtype: torch.dtype = torch.int64
 ) -> Iterator[Tensor]:
