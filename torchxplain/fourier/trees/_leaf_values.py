@@ -64,8 +64,10 @@ MAX_DENSE_SLOTS = 22
 CACHE_BYTES = 1 << 25
 """Rows per chunk of the dense form: their patterns and gathers stay near the processor's caches."""
 UNIT_BYTES = 1 << 26
-"""Rows per chunk of the unit form, priced at its traversal, patterns and one group's gathers per row (measured on
-XGBoost 100 × 6 and LightGBM's defaults at 10,000 rows: 32 MiB chunks 4-8% slower, 128 MiB no faster)."""
+"""Rows per chunk of the unit form, priced at its traversal, patterns, output rows and one unit's gathers per row (a
+pass gathers at most ``2^17`` values, however many rows: pricing a whole group's gathers per row made chunks of 232
+rows on LightGBM 500, 15% slower at 10,000 rows than the 690 of this pricing, XGBoost 100 × 6, 100 × 8 and 100 × 10
+9-12%; 32 and 128 MiB within 3% of 64)."""
 
 
 @dataclass
@@ -475,14 +477,16 @@ class LeafPlan:
     def _unit_values(self, kind: Kind, chunk: int, x: Tensor, out: Tensor, height: int) -> None:
         """Tree chunk ``chunk``'s values at rows ``x`` by units (:mod:`~torchxplain.fourier.trees._leaf_units`)."""
         plan, units, deep = self._units(kind, chunk, height, x.shape[0])
-        widest = max([g.table.shape[1] * g.rows.numel() for g in units] + [1])
-        per_row = 8 * (plan.leaves.numel() + 3 * plan.widest) + 24 * widest
+        widest = max([g.table.shape[1] for g in units] + [1])
+        per_row = 8 * (plan.leaves.numel() + 3 * plan.widest + self.m + 1) + 24 * widest
         step = max(1, min(x.shape[0], min(parse_memory(), UNIT_BYTES) // max(per_row, 1)))
+        # per group: its decision weights in int16 (tables of at most 10 bits), splits and columns per unit
         steps = [
-            (*_decision_steps(g.weights), (g.weights > 0).sum(1).tolist(), (g.players < self.m).sum(1).tolist())
+            (g.weights.to(torch.int16), (g.weights > 0).sum(1).tolist(), (g.players < self.m).sum(1).tolist())
             for g in units
         ]
         narrow = _pattern_dtype(self.slots.max_slots)
+        state_dtype = torch.promote_types(torch.int16, narrow)
         for g in deep:
             if g.table is None and g.arrays is not None and (1 << g.d) <= x.shape[0]:
                 g.table = _slot_table(g)
@@ -492,7 +496,7 @@ class LeafPlan:
             padded = torch.zeros(self.m + 1, b - a, dtype=torch.float64, device=x.device)
             codes = self.table.codes(x[a:b])
             patterns = fail_patterns(self.table, plan, codes, narrow)
-            for group, (low, bits, n_keys, n_columns) in zip(units, steps, strict=True):
+            for group, (weights, n_keys, n_columns) in zip(units, steps, strict=True):
                 first = int(group.rows[0])
                 part = max(1, (1 << 17) // (group.table.shape[1] * (b - a)))
                 for lo in range(0, len(n_keys), part):
@@ -504,10 +508,10 @@ class LeafPlan:
                     if k:
                         keys = group.keys[lo:hi, :k].reshape(-1)
                         right = self.table.goes_right(keys, codes).view(hi - lo, k, -1)
-                        # the decisions packed in small integers, then shifted past the root's pattern (the
-                        # group's patterns are one slice of rows)
-                        packed = (right.view(torch.uint8) * bits[lo:hi, :k, None]).sum(1, dtype=bits.dtype)
-                        state = torch.add(packed * low[lo:hi, None], state)
+                        # the decisions weighted past the root's pattern (the group's patterns are one slice of
+                        # rows), summed in int16 (same-dtype products: mixed ones take a slow path)
+                        packed = (right.to(torch.int16) * weights[lo:hi, :k, None]).sum(1, dtype=state_dtype)
+                        state = packed.add_(state)
                     index = state.long()[:, None, :].expand(-1, width, -1)  # a copy only for a part without splits
                     values = torch.gather(group.table[lo:hi, :width], 2, index)
                     padded.index_add_(0, group.players[lo:hi, :width].reshape(-1), values.reshape(-1, b - a))
@@ -577,14 +581,6 @@ def _by_size(group: UnitGroup, m: int) -> UnitGroup:
         group.players[order],
         group.table[order],
     )
-
-
-def _decision_steps(weights: Tensor) -> tuple[Tensor, Tensor]:
-    """A unit group's decision weights ``2^{d_u + k}`` ``(U, K)`` split as ``2^{d_u}`` ``(U,)`` int64 and ``2^k``
-    ``(U, K)`` in the smallest integers that hold their sum (uint8 up to 8 splits; 0 past a unit's splits)."""
-    low = weights[:, :1].clamp(min=1)
-    dtype = torch.uint8 if weights.shape[1] <= 8 else torch.int16
-    return low[:, 0], (weights // low).to(dtype)
 
 
 def _slot_table(group: _Group) -> Tensor:
