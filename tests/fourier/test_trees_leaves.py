@@ -140,6 +140,64 @@ def test_efficiency_against_the_model(deep_models):
         assert np.abs(gap).max() < 1e-5 * max(1.0, np.abs(phi).max()), kind
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.int32, torch.int64])
+def test_pattern_widths_and_deep_leaves_agree(deep_models, dtype, monkeypatch):
+    """Fail patterns in every integer width, and leaves past a lowered dense limit (the pair form's: their
+    background patterns kept beside the other leaves' counts, in one traversal) give the values of the default
+    widths and limit, and the background's mean output from the counts equals the trees descended."""
+    x, models = deep_models
+    model = models[3][1]  # LightGBM leaf-wise: leaves of 1 to 6 players
+    table = leaf_table(parse_model(model))
+    background, rows = torch.from_numpy(x[200:230]), torch.from_numpy(x[:20])
+    want = torch.zeros(x.shape[1], 20, dtype=torch.float64)
+    reference = LeafPlan(table, background, None, x.shape[1])
+    for chunk in range(len(reference._chunks)):
+        reference._dense_values("shapley", chunk, rows, want)
+    monkeypatch.setattr(leaf_values, "pattern_dtype", lambda slots: dtype)
+    monkeypatch.setattr(leaf_values, "MAX_DENSE_SLOTS", 3)
+    plan = LeafPlan(table, background, None, x.shape[1])
+    descended = leaf_values.leaf_outputs(table, background).mean()
+    torch.testing.assert_close(plan.mean_output(), descended, atol=1e-12, rtol=0)  # no counts yet: descended
+    for height in (0, 2):
+        got = torch.zeros_like(want)
+        for chunk in range(len(plan._chunks)):
+            if height:
+                plan._unit_values("shapley", chunk, rows, got, height)
+            else:
+                plan._dense_values("shapley", chunk, rows, got)
+        torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
+    assert len(plan._reached) == len(plan._chunks)
+    torch.testing.assert_close(plan.mean_output(), descended, atol=1e-12, rtol=0)
+
+
+def test_base_value_from_the_background_counts(deep_models):
+    """The base value comes from the leaves' counts of background rows (no second descent): the library's own
+    predict averaged over the background, for deep models under one and many tree chunks, a 0/1 background given
+    as bool or float rows, and every output of a multiclass forest."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    x, models = deep_models
+    background, query = x[300:340], torch.from_numpy(x[:5])
+    for kind, model in models:
+        want = model_output(model, kind, background).mean()
+        for budget in (None, 2**20):
+            with tx.settings.max_memory(budget or tx.settings.DEFAULT_MAX_MEMORY):
+                got = tx.FourierShap.from_trees(model, background, route="leaves").player_values(query)
+            assert abs(float(got.base_values) - want) <= 1e-6 * max(1.0, abs(want)), (kind, budget)
+    xgb = pytest.importorskip("xgboost")
+    bits = (x[:, :5] > 0).astype(np.float64)
+    binary = xgb.XGBRegressor(n_estimators=5, max_depth=4, n_jobs=1).fit(bits, x[:, 0] + bits[:, 1] * bits[:, 2])
+    want = model_output(binary, "xgb_reg", bits[100:140]).mean()
+    for rows in (torch.from_numpy(bits[100:140]).bool(), torch.from_numpy(bits[100:140])):
+        got = tx.FourierShap.from_trees(binary, rows, route="leaves").player_values(torch.from_numpy(bits[:4]))
+        assert abs(float(got.base_values) - want) <= 1e-6 * max(1.0, abs(want))
+    labels = np.digitize(x[:, 0], [-0.5, 0.5])
+    forest = RandomForestClassifier(n_estimators=4, max_depth=6, random_state=0).fit(x, labels)
+    got = tx.FourierShap.from_trees(forest, background, route="leaves").player_values(query, target=[0, 1, 2, 1, 0])
+    proba = forest.predict_proba(background).mean(0)
+    np.testing.assert_allclose(got.base_values.numpy(), proba[[0, 1, 2, 1, 0]], atol=1e-12, rtol=0)
+
+
 def test_groups_pairs_and_missing_values():
     """Grouped players, per-row baselines and NaN inputs (routed as XGBoost routes them) against brute force."""
     xgb = pytest.importorskip("xgboost")

@@ -26,7 +26,9 @@ class Plan(Protocol):
     """Values of one output against one background for one set of players (rows are the encoder's codes).
 
     A plan whose values are estimated also has ``estimate(xq, kind) -> (values, stderr)`` (``kind``: ``"shapley"``
-    or ``"banzhaf"``; both ``(Q, m)``), which the explainer prefers for first-order values.
+    or ``"banzhaf"``; both ``(Q, m)``), which the explainer prefers for first-order values. A plan that knows the
+    output's mean over its background (e.g. from counts it took for the values) has ``mean_output() -> ()``, which
+    the explainer takes as the base value instead of evaluating the background.
     """
 
     def shapley(self, xq: Tensor, relaxed: bool = False) -> Tensor:

@@ -198,6 +198,11 @@ class LeafValuePlan:
         """``(Q, m)`` interventional Banzhaf values."""
         return self.leaves.banzhaf(xq)
 
+    def mean_output(self) -> Tensor:
+        """``()`` the output's mean over the background (float64): from the leaves' counts of background rows where
+        values were computed, else the trees descended."""
+        return self.leaves.mean_output()
+
     def interactions(self, xq: Tensor) -> Tensor:
         """``(Q, m, m)`` pairwise Shapley interactions, from the spectrum (see :class:`LeafValues`)."""
         plan, players, encoder = self._spectrum_plan()

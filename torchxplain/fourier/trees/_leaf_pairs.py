@@ -17,7 +17,7 @@ entries, 30 million pairs, 35 and 83 million bits of ``F`` and ``G``; (leaf, ``F
 entries, so tabulating per pattern would not pay.)
 
 Up to :data:`PLAYER_BITS` players the patterns are kept over players (bit ``i`` for player ``i``, the same on every
-path; int32 up to 30 players, :func:`~torchxplain.fourier.trees._leaves.pattern_dtype`) rather than over each
+path; int32 up to 30 players, else int64) rather than over each
 path's slots. A pattern's values are then linear in its bits, so the pairs' weights
 are only summed per (row, piece of the pattern) into accumulators of ``2^width`` values per piece
 (:func:`piece_shape`: pieces of at most :data:`PIECE_BITS` bits) and turned into players' values once, by one
@@ -91,7 +91,8 @@ def pair_leaves(table: LeafTable, slot: Slots, plan: Traversal, player: Tensor, 
     players = torch.where(players >= 0, players, m)
     by_player = m <= PLAYER_BITS
     if by_player:
-        one = torch.ones((), dtype=pattern_dtype(m), device=device)
+        # at least 32 bits: the pieces' offsets and flat indices are computed in the patterns' dtype
+        one = torch.ones((), dtype=torch.promote_types(pattern_dtype(m), torch.int32), device=device)
         bits = [one.bitwise_left_shift(player[table.feature[n], None].to(one.dtype)) for n in plan.inner_nodes]
     else:
         bits = plan.inner_bit

@@ -14,7 +14,10 @@ alone, so with ``N_q`` background rows of satisfied pattern ``q`` (``q`` is ``U`
 
 (``H[F] − H↑[F ∪ {j}]`` sums over the ``q ⊇ F`` that fail ``j``). The three arrays over all ``2^d`` patterns are
 built once per background by *emission* — every distinct background pattern ``q`` adds its weight to each of its
-``2^{|q|}`` sub-patterns — or by the ranked superset-sum transform (``d (d + 1) 2^d``), whichever is cheaper. A row
+``2^{|q|}`` sub-patterns — or by the ranked superset-sum transform (``d (d + 1) 2^d``), whichever is cheaper. The
+background enters as counts of its patterns per leaf, taken during its traversal without holding the patterns
+(:func:`~torchxplain.fourier.trees._leaves.fail_counts`); the rows of pattern 0 at a leaf are those that reach it, so
+the same counts give the background's mean output (:meth:`LeafPlan.mean_output`, the explainer's base value). A row
 then costs its fail patterns (:func:`~torchxplain.fourier.trees._leaves.fail_patterns`) and one gather per (leaf,
 player) — from each leaf's table of slot values when the rows outnumber its patterns, else from the three arrays —
 or, from 800 rows on, one gather per *unit* of leaves (:mod:`~torchxplain.fourier.trees._leaf_units`; tables of at
@@ -49,6 +52,7 @@ from torchxplain.fourier.trees._leaves import (
     LeafTable,
     Slots,
     Traversal,
+    fail_counts,
     fail_patterns,
     pattern_dtype,
     predict,
@@ -61,8 +65,10 @@ MAX_DENSE_SLOTS = 22
 CACHE_BYTES = 1 << 25
 """Rows per chunk of the dense form: their patterns and gathers stay near the processor's caches."""
 UNIT_BYTES = 1 << 26
-"""Rows per chunk of the unit form, priced at its traversal, patterns and one group's gathers per row (measured on
-XGBoost 100 × 6 and LightGBM's defaults at 10,000 rows: 32 MiB chunks 4-8% slower, 128 MiB no faster)."""
+"""Rows per chunk of the unit form, priced at its traversal, patterns, output rows and one unit's gathers per row (a
+pass gathers at most ``2^17`` values, however many rows: pricing a whole group's gathers per row made chunks of 232
+rows on LightGBM 500, 15% slower at 10,000 rows than the 690 of this pricing, XGBoost 100 × 6, 100 × 8 and 100 × 10
+9-12%; 32 and 128 MiB within 3% of 64)."""
 
 
 @dataclass
@@ -92,19 +98,18 @@ class _Group:
         return self.stop - self.start
 
 
-def _emit(patterns: Tensor, d: int, kind: Kind, dtype: torch.dtype) -> Tensor:
-    """The ``(3, L · 2^d)`` arrays ``G, H, H↑`` of ``L`` leaves from the background's fail patterns ``(L, B)``.
+def _emit(counts: Tensor, d: int, kind: Kind, dtype: torch.dtype) -> Tensor:
+    """The ``(3, L · 2^d)`` arrays ``G, H, H↑`` of ``L`` leaves from the background's counts of fail patterns
+    ``(L · 2^d,)`` (entry ``2^d i + F``: the rows of pattern ``F`` at leaf ``i``, :func:`fail_counts`).
 
     Distinct satisfied patterns ``q`` with ``k`` bits are taken ``k`` at a time: their ``2^k`` sub-patterns are
     built by doubling (``2^k`` entries, one ``or`` each) from the bit positions, and each array gains
     ``N_q · w(|q|, |sub|)`` by ``scatter_add_`` (measured: 2.5 ns per entry against ``index_add_``'s 4.3)."""
-    n_leaves, full = patterns.shape[0], (1 << d) - 1
-    size = n_leaves << d
-    device = patterns.device
-    keys = (torch.arange(n_leaves, device=device)[:, None] << d) | (full ^ patterns)
-    counts = torch.bincount(keys.reshape(-1), minlength=size)
+    size, full = counts.numel(), (1 << d) - 1
+    n_leaves, device = size >> d, counts.device
     found = torch.nonzero(counts).flatten()
     count = counts[found].to(dtype)
+    found ^= full  # fail pattern F -> satisfied pattern q = U \ F, within each leaf's block
     q = found & full
     k = popcount(q)
     g, h = weight_tables(kind, d, dtype)
@@ -199,6 +204,7 @@ class LeafPlan:
         self._rows: dict[int, Tensor] = {}  # per tree chunk, rows of ``slots.leaves`` in its leaf-block order
         self._unit_cache: dict[tuple[Kind, int, int, int], tuple[Traversal, list[UnitGroup], list[_Group]]] = {}
         self._visits: tuple[float, float] | None = None  # the pair form's visits and peak entries per row and tree
+        self._reached: dict[int, Tensor] = {}  # per tree chunk, Σ leaf value × background rows reaching the leaf
         self.route = "dense"
         """The form the last call took (``"dense"`` or ``"pairs"``)."""
 
@@ -216,6 +222,15 @@ class LeafPlan:
     def predict(self, x: Tensor) -> Tensor:
         """``(Q,)`` the ensemble's output at raw rows ``x`` (float64): :func:`outputs`."""
         return leaf_outputs(self.table, x)
+
+    def mean_output(self) -> Tensor:
+        """``()`` float64 the ensemble's mean output over the background: from the counts of its fail patterns where
+        every tree chunk's were taken (a leaf's rows of pattern 0 are the rows that reach it), else by descending
+        the background through the trees."""
+        if len(self._reached) < len(self._chunks):
+            return leaf_outputs(self.table, self.background).mean()
+        reached = torch.stack(list(self._reached.values())).sum()
+        return self.table.offset + reached / self.background.shape[0]
 
     # --- chunks of trees -------------------------------------------------------------------------------------
     def _tree_chunks(self) -> list[tuple[int, int]]:
@@ -269,9 +284,19 @@ class LeafPlan:
         plan = self._schedule(chunk)
         rows = self._rows[chunk]
         table, slot = self.table, self.slots
-        background = fail_patterns(table, plan, self._codes, pattern_dtype(slot.max_slots))
         n_slots = slot.n_slots[rows]
-        scale = table.value[plan.leaves] / self.background.shape[0]
+        # the leaves are ordered by players: those of the dense form first, counted; the deeper keep their patterns
+        entries = torch.ones_like(n_slots[n_slots <= MAX_DENSE_SLOTS]) << n_slots[n_slots <= MAX_DENSE_SLOTS]
+        offset = torch.cumsum(entries, 0) - entries
+        counts, background = fail_counts(
+            table, plan, self._codes, offset, int(entries.sum()), pattern_dtype(slot.max_slots)
+        )
+        value = table.value[plan.leaves]
+        # the background's mean output from the same counts: each leaf's value times the rows that reach it
+        # (pattern 0), summed per chunk; :meth:`mean_output` adds the chunks
+        reached = torch.cat([counts[offset], (background == 0).sum(1)]).double()
+        self._reached[chunk] = (value * reached).sum()
+        scale = value / self.background.shape[0]
         sizes = torch.bincount(n_slots, minlength=slot.max_slots + 1).tolist()
         groups, start = [], 0
         for d, count in enumerate(sizes):
@@ -280,13 +305,14 @@ class LeafPlan:
                 start = stop
                 continue
             players = slot.players[rows[start:stop], :d]
-            part = background[start:stop]
             if d <= MAX_DENSE_SLOTS:
-                arrays = _emit(part, d, kind, torch.float64)
+                first = int(offset[start])
+                arrays = _emit(counts[first : first + (count << d)], d, kind, torch.float64)
                 arrays.view(3, count, 1 << d).mul_(scale[start:stop, None])
                 group = _Group(d, start, stop, players, scale[start:stop], arrays, None)
             else:
-                group = _Group(d, start, stop, players, scale[start:stop], None, part.long())
+                deep = background[start - offset.numel() : stop - offset.numel()].long()
+                group = _Group(d, start, stop, players, scale[start:stop], None, deep)
             groups.append(group)
             start = stop
         if len(self._chunks) == 1:
@@ -445,14 +471,16 @@ class LeafPlan:
     def _unit_values(self, kind: Kind, chunk: int, x: Tensor, out: Tensor, height: int) -> None:
         """Tree chunk ``chunk``'s values at rows ``x`` by units (:mod:`~torchxplain.fourier.trees._leaf_units`)."""
         plan, units, deep = self._units(kind, chunk, height, x.shape[0])
-        widest = max([g.table.shape[1] * g.rows.numel() for g in units] + [1])
-        per_row = 8 * (plan.leaves.numel() + 3 * plan.widest) + 24 * widest
+        widest = max([g.table.shape[1] for g in units] + [1])
+        per_row = 8 * (plan.leaves.numel() + 3 * plan.widest + self.m + 1) + 24 * widest
         step = max(1, min(x.shape[0], min(parse_memory(), UNIT_BYTES) // max(per_row, 1)))
+        # per group: its decision weights in int16 (tables of at most 10 bits), splits and columns per unit
         steps = [
-            (*_decision_steps(g.weights), (g.weights > 0).sum(1).tolist(), (g.players < self.m).sum(1).tolist())
+            (g.weights.to(torch.int16), (g.weights > 0).sum(1).tolist(), (g.players < self.m).sum(1).tolist())
             for g in units
         ]
         narrow = pattern_dtype(self.slots.max_slots)
+        state_dtype = torch.promote_types(torch.int16, narrow)
         for g in deep:
             if g.table is None and g.arrays is not None and (1 << g.d) <= x.shape[0]:
                 g.table = _slot_table(g)
@@ -462,7 +490,7 @@ class LeafPlan:
             padded = torch.zeros(self.m + 1, b - a, dtype=torch.float64, device=x.device)
             codes = self.table.codes(x[a:b])
             patterns = fail_patterns(self.table, plan, codes, narrow)
-            for group, (low, bits, n_keys, n_columns) in zip(units, steps, strict=True):
+            for group, (weights, n_keys, n_columns) in zip(units, steps, strict=True):
                 first = int(group.rows[0])
                 part = max(1, (1 << 17) // (group.table.shape[1] * (b - a)))
                 for lo in range(0, len(n_keys), part):
@@ -474,10 +502,10 @@ class LeafPlan:
                     if k:
                         keys = group.keys[lo:hi, :k].reshape(-1)
                         right = self.table.goes_right(keys, codes).view(hi - lo, k, -1)
-                        # the decisions packed in small integers, then shifted past the root's pattern (the
-                        # group's patterns are one slice of rows)
-                        packed = (right.view(torch.uint8) * bits[lo:hi, :k, None]).sum(1, dtype=bits.dtype)
-                        state = torch.add(packed * low[lo:hi, None], state)
+                        # the decisions weighted past the root's pattern (the group's patterns are one slice of
+                        # rows), summed in int16 (same-dtype products: mixed ones take a slow path)
+                        packed = (right.to(torch.int16) * weights[lo:hi, :k, None]).sum(1, dtype=state_dtype)
+                        state = packed.add_(state)
                     index = state.long()[:, None, :].expand(-1, width, -1)  # a copy only for a part without splits
                     values = torch.gather(group.table[lo:hi, :width], 2, index)
                     padded.index_add_(0, group.players[lo:hi, :width].reshape(-1), values.reshape(-1, b - a))
@@ -547,14 +575,6 @@ def _by_size(group: UnitGroup, m: int) -> UnitGroup:
         group.players[order],
         group.table[order],
     )
-
-
-def _decision_steps(weights: Tensor) -> tuple[Tensor, Tensor]:
-    """A unit group's decision weights ``2^{d_u + k}`` ``(U, K)`` split as ``2^{d_u}`` ``(U,)`` int64 and ``2^k``
-    ``(U, K)`` in the smallest integers that hold their sum (uint8 up to 8 splits; 0 past a unit's splits)."""
-    low = weights[:, :1].clamp(min=1)
-    dtype = torch.uint8 if weights.shape[1] <= 8 else torch.int16
-    return low[:, 0], (weights // low).to(dtype)
 
 
 def _slot_table(group: _Group) -> Tensor:

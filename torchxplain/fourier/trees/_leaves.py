@@ -455,16 +455,19 @@ def traversal(
 
 
 def pattern_dtype(bits: int) -> torch.dtype:
-    """The integer dtype of fail patterns of at most ``bits`` bits: int32 where they fit in 30 bits (half the
-    traversal's traffic), else int64."""
-    return torch.int32 if bits <= 30 else torch.int64
+    """The integer dtype of fail patterns of at most ``bits`` bits, the narrowest that holds them: uint8 up to 8
+    bits, int16 up to 15, int32 up to 30, else int64 (the traversal's traffic shrinks with the width: measured on
+    XGBoost 100 × 6's background of 10,000 rows, uint8 frontiers take a fifth of int32's time)."""
+    if bits <= 8:
+        return torch.uint8
+    return torch.int16 if bits <= 15 else torch.int32 if bits <= 30 else torch.int64
 
 
 def frontiers(
     table: LeafTable, plan: Traversal, codes: FeatureCodes, dtype: torch.dtype = torch.int64
 ) -> Iterator[Tensor]:
-    """The fail patterns ``(width_t, Q)`` (int64, or ``dtype``: int32 halves the memory traffic where the range's
-    paths have at most 31 players) of the coded rows at every node of each level ``t`` of a tree range
+    """The fail patterns ``(width_t, Q)`` (int64, or ``dtype``: uint8 moves an eighth of the bytes where the range's
+    paths have at most 8 players) of the coded rows at every node of each level ``t`` of a tree range
     (frontier order of :class:`Traversal`): bit ``s`` is set when the row fails the ``s``-th player on the node's
     path (one of the player's splits so far sends it the other way).
 
@@ -502,6 +505,41 @@ def fail_patterns(table: LeafTable, plan: Traversal, codes: FeatureCodes, dtype:
         if plan.leaf_rows[level].numel():
             out.index_copy_(0, plan.leaf_index[level], frontier.index_select(0, plan.leaf_rows[level]))
     return out
+
+
+def fail_counts(
+    table: LeafTable, plan: Traversal, codes: FeatureCodes, offset: Tensor, size: int, dtype: torch.dtype = torch.int64
+) -> tuple[Tensor, Tensor]:
+    """How many coded rows have each fail pattern at each leaf of a tree range (see :func:`frontiers`), without
+    their ``(L_range, Q)`` patterns: for the first ``len(offset)`` leaves of the leaf block, ``(size,)`` int64 counts,
+    entry ``offset[i] + F`` the rows of pattern ``F`` at leaf ``i`` (its ``2^{d_i}`` entries start at ``offset[i]``);
+    for the leaves past them, their patterns ``(L_range - len(offset), Q)`` (``dtype``).
+
+    Each level's leaf rows are counted where they are made: their patterns plus the leaves' offsets (one ``(n, Q)``
+    buffer of keys, int32 below ``2^31`` entries) and one ``bincount``.
+    """
+    q, device = codes.code.shape[1], codes.code.device
+    counted = offset.numel()
+    counts = torch.zeros(size, dtype=torch.int64, device=device)
+    rest = torch.empty(plan.leaves.numel() - counted, q, dtype=dtype, device=device)
+    key_dtype = torch.int32 if size < 2**31 else torch.int64
+    start = offset.to(key_dtype)[:, None]
+    keys = torch.empty(plan.widest * q, dtype=key_dtype, device=device)
+    for level, frontier in enumerate(frontiers(table, plan, codes, dtype)):
+        rows, index = plan.leaf_rows[level], plan.leaf_index[level]
+        if not rows.numel():
+            continue
+        if rest.numel():  # leaves past the counted ones keep their patterns
+            deep = index >= counted
+            rest.index_copy_(0, index[deep] - counted, frontier.index_select(0, rows[deep]))
+            rows, index = rows[~deep], index[~deep]
+        n = rows.numel()
+        if not n:
+            continue
+        key = keys[: n * q].view(n, q)
+        key.copy_(frontier if n == frontier.shape[0] else frontier.index_select(0, rows)).add_(start[index])
+        counts += torch.bincount(key.view(-1), minlength=size)
+    return counts, rest
 
 
 def spectrum_terms(table: LeafTable, cap: int | None = None) -> int:
