@@ -116,22 +116,21 @@ def outer_rows(pool: Tensor, background: Tensor, players: Tensor, m: int, predic
 @dataclass(frozen=True)
 class Trial:
     """A pilot with the outer sizes (:func:`outer_pilot`): the model rows per row it predicts to the tolerance
-    (``rows``: the outer sizes' fixed part plus the sampled rows), the round weights its variances give, the model
-    rows it spent ``(R,)`` and the options it tried."""
+    (``rows``: the outer sizes' fixed part plus the sampled rows), the model rows it spent ``(R,)`` and the options
+    it tried."""
 
     rows: float
-    weights: tuple[float, ...]
     model_rows: Tensor
     options: CorrectionOptions
 
-    def plain(self, pilot: Estimate, weights: tuple[float, ...]) -> float:
+    def plain(self, pilot: Estimate) -> float:
         """What the plain ``pilot`` (no outer sizes, the per-pair regression; its first rows are this trial's)
-        predicts per row on the same rows with round ``weights``."""
+        predicts per row on the same rows, with the same round weights."""
         k = self.model_rows.shape[0]
         same = Estimate(
             pilot.values[:k], pilot.standard_errors[:k], pilot.model_rows[:k], pilot.rounds[:k], pilot.round_variance
         )
-        return rows_to(same, torch.zeros_like(same.model_rows), self.options, weights)
+        return rows_to(same, torch.zeros_like(same.model_rows), self.options)
 
 
 def outer_pilot(
@@ -146,8 +145,9 @@ def outer_pilot(
     query_dtype: torch.dtype | None,
 ) -> Trial:
     """Run :data:`PILOT_ROUNDS` rounds of ``options`` (its outer sizes and regression, no enumeration, rounds
-    alike) on pilot rows ``rows`` ``(R, n)`` and predict the model rows per row to ``options.tolerance``: the outer
-    sizes' rows are a fixed cost per row; only the sampled rows scale with the inverse squared tolerance."""
+    alike) on pilot rows ``rows`` ``(R, n)`` and predict the model rows per row to ``options.tolerance`` with its
+    round weights: the outer sizes' rows are a fixed cost per row; only the sampled rows scale with the inverse
+    squared tolerance."""
     assert options.tolerance is not None
     run = correct(
         query,
@@ -170,13 +170,12 @@ def outer_pilot(
     )
     sizes = pair_sizes(rows, background, players, m)
     fixed = known_sizes(sizes, sizes >= 2, strata_limit(options))[2]
-    weights = weights_of(run.round_variance[: int(run.rounds.median())])
-    return Trial(rows_to(run, fixed, options, weights), weights, run.model_rows, options)
+    return Trial(rows_to(run, fixed, options), run.model_rows, options)
 
 
-def rows_to(run: Estimate, fixed: Tensor, options: CorrectionOptions, weights: tuple[float, ...]) -> float:
+def rows_to(run: Estimate, fixed: Tensor, options: CorrectionOptions) -> float:
     """Model rows per row, on average over a pilot ``run``'s rows, that its design spends to meet
-    ``options.tolerance`` (RMS) with round ``weights``: the per-round variance is the pilot's (the last repeats:
+    ``options.tolerance`` (RMS) with its round weights: the per-round variance is the pilot's (the last repeats:
     the control variates only get better), scaled per row to its own standard errors; each row pays the model rows
     per round it paid in the pilot, on top of the ``fixed`` ``(R,)`` rows of its known sizes (the rows to the
     tolerance, past the budget where a row would stop short)."""
@@ -189,7 +188,7 @@ def rows_to(run: Estimate, fixed: Tensor, options: CorrectionOptions, weights: t
     horizon = int(HORIZON * options.budget / max(float(cost.min()), 1.0)) + 1
     t = torch.arange(horizon, device=measured.device)
     v = measured[t.clamp(max=measured.numel() - 1)]
-    w = round_weights(weights, 0, horizon, measured.device)
+    w = round_weights(options.round_weights, 0, horizon, measured.device)
     weighted = (w.square() * v).cumsum(0) / w.cumsum(0).square()  # a row's se² after t + 1 rounds, per unit
     alike = v.cumsum(0) / (t + 1).to(torch.float64).square()  # the same with rounds alike (the pilot's)
     taken = run.rounds.clamp(min=1, max=horizon)
@@ -309,8 +308,8 @@ class CorrectedPlan:
             )
             spent_rows += int(trial.model_rows.sum())
 
-            if trial.rows <= REFIT_PREMIUM * trial.plain(pilot, weights):
-                options = replace(outer, regression=None, round_weights=trial.weights)
+            if trial.rows <= REFIT_PREMIUM * trial.plain(pilot):
+                options = replace(outer, regression=None)
         n_queries = additive.n_queries + spent_rows + pilot_rows.shape[0] + background.shape[0]
         report = PlanReport(additive.r2_odd, scale, rows_per_unit, tolerance, target_r2, exact_pair_rows, n_queries)
         return cls(query, background, players, m, additive, options, report, query_dtype)
