@@ -20,6 +20,7 @@ from tests.fourier.brute_force import model_shapley
 from torchxplain._core import settings
 from torchxplain.fourier.fit import CorrectionOptions, correct, fit_additive
 from torchxplain.fourier.fit.residual._design import SIZE_LAWS, draw, hybrids, size_table, slot_terms
+from torchxplain.fourier.fit.residual._plan import CorrectedPlan
 
 
 @pytest.fixture(autouse=True)
@@ -406,3 +407,33 @@ def test_unbiased_over_seeds_with_outer_sizes_and_intervals_cover(budget: int, s
     assert np.all(spread**2 <= 1.3 * reported + 1e-12)
     z = np.abs(values - exact) / torch.stack([r.standard_errors for r in runs]).numpy()
     assert 0.90 <= float((z <= 1.96).mean()) <= 0.99
+
+
+@pytest.mark.parametrize(("m", "d_rows", "pays"), [(12, 2, True), (20, 16, False)])
+def test_the_plan_keeps_the_outer_sizes_only_where_they_spend_fewer_model_rows(m: int, d_rows: int, pays: bool) -> None:
+    """A game of order two with strong pairwise products: its outer sizes make each pair exact for a fixed
+    ``d (d + 1)`` model rows (sizes 1, 2, d - 2 and d - 1); the per-pair regression without them learns the same
+    additive odd part from the rounds. Which is cheaper depends on d and the background: the plan's choice, made on
+    its pilot rows, must be the one that spends fewer model rows on other rows to the same tolerance (here by at
+    least 1.3 times either way)."""
+    a = torch.randn(m, m, generator=torch.Generator().manual_seed(1), dtype=torch.float64).triu(1)
+
+    def game(z: torch.Tensor) -> torch.Tensor:
+        z = z.double()
+        return ((z @ a) * z).sum(1)
+
+    gen = torch.Generator().manual_seed(0)
+    pool, b = (
+        torch.randn(64, m, generator=gen, dtype=torch.float64),
+        torch.randn(d_rows, m, generator=gen, dtype=torch.float64),
+    )
+    plan = CorrectedPlan.build(game, b, pool, torch.arange(m), m, seed=0)
+    assert (plan.options.strata_rows > 0) == pays
+    x = torch.randn(8, m, generator=gen, dtype=torch.float64)
+    spent = {}
+    for outer in (False, True):
+        options = replace(plan.options, strata_rows=50_000 if outer else 0, regression=None)
+        spent[outer] = float(
+            correct(game, x, b, torch.arange(m), m, additive=plan.additive, options=options).model_rows.double().mean()
+        )
+    assert (spent[True] * 1.3 < spent[False]) if pays else (spent[False] * 1.3 < spent[True])

@@ -155,6 +155,19 @@ def strata_limit(options: CorrectionOptions) -> int:
     return min(limit, options.budget // 2)
 
 
+def known_sizes(d: Tensor, sampled: Tensor, limit: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Which sampled pairs have their outer sizes known, which their next sizes too, and the model rows that costs
+    each row, for pairs of ``d`` ``(Q, D)`` differing players, ``sampled`` ``(Q, D)`` and a row's ``limit``
+    (:func:`strata_limit`): ``((Q, D), (Q, D), (Q,))``."""
+    strata = sampled & (d >= STRATA_FROM)
+    strata &= (2 * (d * strata).sum(1) <= limit // 3)[:, None]  # alone, at most a third of the limit
+    outer_rows = 2 * (d * strata).sum(1)
+    # the next sizes too where they fit as well: 2 C(d, 2) coalitions more per pair
+    strata2 = strata & (d >= STRATA2_FROM)
+    strata2 &= (outer_rows + (d * (d - 1) * strata2).sum(1) <= limit)[:, None]
+    return strata, strata2, outer_rows + (d * (d - 1) * strata2).sum(1)
+
+
 def round_weights(weights: tuple[float, ...], t: int, k: int, device: torch.device) -> Tensor:
     """``(k,)`` float64 weights of rounds ``t .. t + k - 1`` (the last given weight repeats; none: ones)."""
     if not weights:
@@ -315,14 +328,7 @@ class _Rows:
             self.pair_values[q_index, b_index] = games.shapley(game(games.points))
             self.model_rows.index_add_(0, q_index, 2 ** self.d[q_index, b_index])
         self.regression = regresses(options) and slots >= d_rows
-        self.strata = self.sampled & (self.d >= STRATA_FROM)
-        limit = strata_limit(options)
-        outer_rows = 2 * (self.d * self.strata).sum(1)
-        self.strata &= (outer_rows <= limit // 3)[:, None]  # alone, at most a third of the limit
-        # the next sizes too where they fit as well: 2 C(d, 2) coalitions more per pair
-        self.strata2 = self.strata & (self.d >= STRATA2_FROM)
-        next_rows = outer_rows + (self.d * (self.d - 1) * self.strata2).sum(1)
-        self.strata2 &= (next_rows <= limit)[:, None]
+        self.strata, self.strata2, _ = known_sizes(self.d, self.sampled, strata_limit(options))
         self.levels = self.strata.to(torch.int64) + self.strata2.to(torch.int64)  # sizes known at each end
         self.outer = torch.zeros(q_rows, d_rows, m, dtype=torch.float64, device=device)  # y of {j}, per pair
         self.outer2: Tensor | None = None  # y of {j, k}, per pair (Q, D, m, m), where any pair has them

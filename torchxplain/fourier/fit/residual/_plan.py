@@ -5,7 +5,11 @@ Built once for (model, background, players): the additive surrogate is fitted on
 the correction's variance per model row. A target R² becomes a tolerance on each row's root mean square standard
 error, ``sqrt((1 - target_r2) · SAFETY · scale)``: meeting it on every row gives an expected R² of at least
 ``1 - (1 - target_r2) · SAFETY`` against the exact values. The pilot's variance per model row also says which pairs
-are cheaper to enumerate (``2^d - 2`` coalitions) than to sample to that tolerance.
+are cheaper to enumerate (``2^d - 2`` coalitions) than to sample to that tolerance. Where the outer sizes of the
+pairs (:class:`~._estimate.CorrectionOptions`' ``strata_rows``) would be cheap enough, a second pilot runs with them
+and without the per-pair regression, and they are kept only where the model rows it predicts to the tolerance (their
+fixed cost plus the sampled rows) are at most :data:`REFIT_PREMIUM` times what the first pilot predicts (near the
+budget, :data:`REFIT_SHARE`, they are kept, with the regression).
 
 ``shapley(x)`` has the value-plan interface of the explainer (``(Q, m)``); :meth:`CorrectedPlan.explain` adds the
 standard errors, the model rows spent and the rounds. Banzhaf values and interactions are not estimated here.
@@ -23,7 +27,15 @@ from torch import Tensor
 
 from torchxplain.fourier.fit._enumerate import pair_sizes
 from torchxplain.fourier.fit.residual._additive import AdditiveModel, fit_additive
-from torchxplain.fourier.fit.residual._estimate import STRATA_FROM, CorrectionOptions, Estimate, correct
+from torchxplain.fourier.fit.residual._estimate import (
+    STRATA_FROM,
+    CorrectionOptions,
+    Estimate,
+    correct,
+    known_sizes,
+    round_weights,
+    strata_limit,
+)
 
 SAFETY = 0.6
 """The tolerance of a target R² is set for an error variance of this fraction of what the target allows."""
@@ -40,6 +52,16 @@ REFIT_SHARE = 0.5
 """Where the pilot predicts more than this share of the budget per row, the per-pair regression runs even with
 the outer sizes (breast cancer's MLP: without it 36 of 50 rows spent the budget short of the tolerance, with it 11;
 well within the budget its refits cost more CPU than the model rows they save, :func:`~._estimate.regresses`)."""
+REFIT_PREMIUM = 1.25
+"""Without the per-pair regression, the outer sizes are chosen where the pilot with them predicts at most this many
+times the model rows of the pilot without them, which refits (the refits cost our CPU per model row: on tanh40's
+default call 0.71 µs per model row with them, 0.46 without; on sgemm's MLP, whose rows cost 3 µs, the outer sizes
+took 1.8 times the model rows)."""
+OUTER_PILOT_ROWS = 16
+"""Rows of the pilot with the outer sizes (the first of the pilot's)."""
+HORIZON = 4
+"""Model rows to the tolerance are predicted up to this many budgets (past the budget, where a row would stop
+short, they say how short)."""
 FIT_SAMPLES = 16_384
 """Paired samples of the additive surrogate's fit (two model rows each)."""
 
@@ -89,6 +111,94 @@ def outer_rows(pool: Tensor, background: Tensor, players: Tensor, m: int, predic
     cost = float((2 * sizes * (sizes >= STRATA_FROM)).sum(1).double().mean()) if sizes.numel() else 0.0
     limit = int(predicted * STRATA_SHARE)
     return 3 * limit if 0 < cost <= limit else 0
+
+
+@dataclass(frozen=True)
+class Trial:
+    """A pilot with the outer sizes (:func:`outer_pilot`): the model rows per row it predicts to the tolerance
+    (``rows``: the outer sizes' fixed part plus the sampled rows), the model rows it spent ``(R,)`` and the options
+    it tried."""
+
+    rows: float
+    model_rows: Tensor
+    options: CorrectionOptions
+
+    def plain(self, pilot: Estimate) -> float:
+        """What the plain ``pilot`` (no outer sizes, the per-pair regression; its first rows are this trial's)
+        predicts per row on the same rows, with the same round weights."""
+        k = self.model_rows.shape[0]
+        same = Estimate(
+            pilot.values[:k], pilot.standard_errors[:k], pilot.model_rows[:k], pilot.rounds[:k], pilot.round_variance
+        )
+        return rows_to(same, torch.zeros_like(same.model_rows), self.options)
+
+
+def outer_pilot(
+    query: Callable[[Tensor], Tensor],
+    rows: Tensor,
+    background: Tensor,
+    players: Tensor,
+    m: int,
+    additive: AdditiveModel | None,
+    options: CorrectionOptions,
+    seed: int,
+    query_dtype: torch.dtype | None,
+) -> Trial:
+    """Run :data:`PILOT_ROUNDS` rounds of ``options`` (its outer sizes and regression, no enumeration, rounds
+    alike) on pilot rows ``rows`` ``(R, n)`` and predict the model rows per row to ``options.tolerance`` with its
+    round weights: the outer sizes' rows are a fixed cost per row; only the sampled rows scale with the inverse
+    squared tolerance."""
+    assert options.tolerance is not None
+    run = correct(
+        query,
+        rows,
+        background,
+        players,
+        m,
+        additive=additive,
+        # an infinite tolerance stops every row after min_rounds rounds, with the final run's outer sizes
+        options=replace(
+            options,
+            tolerance=math.inf,
+            min_rounds=PILOT_ROUNDS,
+            exact_pair_rows=0,
+            exact_row_rows=0,
+            round_weights=(),
+            seed=seed,
+        ),
+        query_dtype=query_dtype,
+    )
+    sizes = pair_sizes(rows, background, players, m)
+    fixed = known_sizes(sizes, sizes >= 2, strata_limit(options))[2]
+    return Trial(rows_to(run, fixed, options), run.model_rows, options)
+
+
+def rows_to(run: Estimate, fixed: Tensor, options: CorrectionOptions) -> float:
+    """Model rows per row, on average over a pilot ``run``'s rows, that its design spends to meet
+    ``options.tolerance`` (RMS) with its round weights: the per-round variance is the pilot's (the last repeats:
+    the control variates only get better), scaled per row to its own standard errors; each row pays the model rows
+    per round it paid in the pilot, on top of the ``fixed`` ``(R,)`` rows of its known sizes (the rows to the
+    tolerance, past the budget where a row would stop short)."""
+    assert options.tolerance is not None
+    measured = run.round_variance[: int(run.rounds.median())]
+    if not bool((measured > 0).any()):
+        return float(fixed.to(torch.float64).mean())
+    measured = torch.cummin(measured.clamp_min(float(measured[measured > 0].min())), 0).values
+    cost = (run.model_rows - fixed).to(torch.float64) / run.rounds.clamp(min=1)
+    horizon = int(HORIZON * options.budget / max(float(cost.min()), 1.0)) + 1
+    t = torch.arange(horizon, device=measured.device)
+    v = measured[t.clamp(max=measured.numel() - 1)]
+    w = round_weights(options.round_weights, 0, horizon, measured.device)
+    weighted = (w.square() * v).cumsum(0) / w.cumsum(0).square()  # a row's se² after t + 1 rounds, per unit
+    alike = v.cumsum(0) / (t + 1).to(torch.float64).square()  # the same with rounds alike (the pilot's)
+    taken = run.rounds.clamp(min=1, max=horizon)
+    unit = run.standard_errors.square().mean(1) / alike[taken - 1]
+    # the first round whose standard error meets the tolerance, on the running minimum (a decreasing curve)
+    best = torch.cummin(weighted, 0).values
+    needed = torch.searchsorted(-best, -(options.tolerance**2) / unit.clamp_min(1e-300)) + 1
+    needed = needed.clamp(min=options.min_rounds)
+    spent = torch.where(run.rounds > 0, fixed + needed * cost, fixed.to(torch.float64))
+    return float(spent.to(torch.float64).mean())
 
 
 class CorrectedPlan:
@@ -175,20 +285,32 @@ class CorrectedPlan:
         # a sampled pair costs at least two rows a round for min_rounds rounds: below that, enumerating is cheaper
         exact_pair_rows = int(min(max(per_pair, 2 * base.min_rounds), 2**16)) if tolerance else 0
         predicted = rows_per_unit / max(tolerance or 0.0, 1e-300) ** 2 if tolerance else float(base.budget)
+        # near the budget the model rows the refits save are accuracy: keep them (else the engine's rule)
+        refit = predicted > base.budget * REFIT_SHARE
         options = replace(
             base,
             tolerance=tolerance,
             criterion="rms",
             exact_pair_rows=exact_pair_rows,
             exact_row_rows=int(min(predicted, base.budget)),
-            strata_rows=outer_rows(pilot_rows, background, players, m, min(predicted, base.budget))
-            if tolerance
-            else None,
+            strata_rows=0 if tolerance else None,
             round_weights=weights,
-            # near the budget the model rows the refits save are accuracy: keep them (else the engine's rule)
-            regression=True if predicted > base.budget * REFIT_SHARE else None,
+            regression=True if refit else None,
         )
-        n_queries = additive.n_queries + int(pilot.model_rows.sum()) + pilot_rows.shape[0] + background.shape[0]
+        spent_rows = int(pilot.model_rows.sum())
+        strata = outer_rows(pilot_rows, background, players, m, min(predicted, base.budget)) if tolerance else 0
+        if strata and refit:  # near the budget (breast cancer's MLP, 50 rows: 11 short of the tolerance, else 15)
+            options = replace(options, strata_rows=strata)
+        elif strata:  # measured: the outer sizes without refits against the refits without them
+            outer = replace(options, strata_rows=strata, regression=False)
+            trial = outer_pilot(
+                query, pilot_rows[:OUTER_PILOT_ROWS], background, players, m, additive, outer, seed + 2, query_dtype
+            )
+            spent_rows += int(trial.model_rows.sum())
+
+            if trial.rows <= REFIT_PREMIUM * trial.plain(pilot):
+                options = replace(outer, regression=None)
+        n_queries = additive.n_queries + spent_rows + pilot_rows.shape[0] + background.shape[0]
         report = PlanReport(additive.r2_odd, scale, rows_per_unit, tolerance, target_r2, exact_pair_rows, n_queries)
         return cls(query, background, players, m, additive, options, report, query_dtype)
 
