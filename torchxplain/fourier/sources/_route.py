@@ -93,11 +93,10 @@ TABULATE_PER_POINT = 1.2e-6
 """Expanding a level table into Walsh terms, per grid point and per player."""
 FIT_PER_SAMPLE = {False: 3.6e-4, True: 3.2e-4}
 """A fit's own work per hybrid sample (binary, continuous), over its whole ladder."""
-CORRECT_PER_ROW = (2.5e-7, 9.5e-9)
+CORRECT_PER_ROW = (3e-7, 1.4e-8)
 """The correction's own work per model row: a constant and a part per player (draws, hybrids, weights, control
-variates; measured on ``benchmarks/blackbox.py``'s cases with the correction pinned, 50 rows, the model's forward
-taken out, scaled to the reference workload: 0.30 µs at 10 players (diabetes), 0.56 at 30 (breast cancer), 0.39 at
-40 (tanh40), 0.80 and 1.11 at 80 (GB1's MLP and forest))."""
+variates; measured on the benchmark's MLPs, ``benchmarks/blackbox.py``: 0.87 µs at 40 players (tanh40), 0.34 and
+0.65 µs at 10 (diabetes, friedman1), scaled to the reference workload)."""
 EXACT_PREMIUM = 2.0
 """An exact route wins over the correction when it costs at most this many times as much (exact values carry no
 error bar to read; the correction's price is itself a forecast)."""
