@@ -304,6 +304,25 @@ def test_fourier_shap_with_a_tolerance_explains_to_it_with_standard_errors():
         explainer.explain(x, kind="banzhaf")
 
 
+def test_to_shap_keeps_the_standard_errors_of_estimated_values():
+    """shap's ``Explanation.error_std`` has no setter: the standard errors go in through its constructor, per input
+    feature (each feature its player's) or per player under a ``feature_mask``, and a mis-shaped one is refused."""
+    pytest.importorskip("shap")
+    gen = torch.Generator().manual_seed(3)
+    data = torch.randn(200, 12, generator=gen, dtype=torch.float64)
+    explainer = tx.FourierShap(wide, data[:6], data=data[20:], tolerance=0.02, show_progress=False)
+    x = data[6:10]
+    explanation = explainer.explain(x)
+    assert explanation.stderr is not None and float(explanation.stderr.min()) > 0
+    np.testing.assert_array_equal(explanation.to_shap().error_std, explanation.stderr.numpy())
+    groups = torch.as_tensor([0, 0, 1, 1, 2, 3, 3, 3, 3, 4, 4, 4])
+    grouped = explainer.explain(x, feature_mask=groups[None])
+    assert grouped.stderr is not None
+    np.testing.assert_array_equal(grouped.to_shap().error_std, grouped.stderr.numpy())
+    with pytest.raises(ValueError, match=r"error_std must have the values' shape \(4, 12\), got \(4, 5\)"):
+        tx.fourier.to_shap_explanation(explanation.values, 0.0, error_std=grouped.stderr)
+
+
 def test_the_fit_reports_met_only_on_a_lower_confidence_bound():
     """GB1's forest on single bits: the check estimated 0.9997 ± 0.0063 while 200 rows gave 0.9896; a target of
     0.99 is not "met" on that estimate (its one-sided 97.5% bound is 0.9874)."""

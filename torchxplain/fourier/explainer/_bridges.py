@@ -125,6 +125,7 @@ def to_shap_explanation(
     feature_names: Sequence[str] | None = None,
     output_names: Sequence[str] | None = None,
     display_data: np.ndarray | None = None,
+    error_std: object = None,
 ) -> Any:
     """A ``shap.Explanation`` (values, base values, data, feature names) for shap's waterfall/beeswarm/force plots.
 
@@ -138,6 +139,8 @@ def to_shap_explanation(
         output_names: optional ``C`` names of the outputs.
         display_data: optional ``(Q, m)`` array of what ``data`` means, shown by shap's waterfall instead of the
             numbers (e.g. a categorical level's name).
+        error_std: optional standard errors of ``values``, the same shape, in the values' units (estimated values);
+            shap keeps them as ``.error_std``.
 
     Returns:
         ``shap.Explanation`` holding float64 numpy arrays.
@@ -175,6 +178,9 @@ def to_shap_explanation(
         raise ValueError(f"output_names must name the {vals.shape[2] if vals.ndim == 3 else 0} outputs")
     if display_data is not None and (data is None or np.shape(display_data) != (rows, m)):
         raise ValueError(f"display_data must come with data and have shape {(rows, m)}, got {np.shape(display_data)}")
+    errors = None if error_std is None else _array(error_std, "error_std").astype(np.float64)
+    if errors is not None and errors.shape != vals.shape:
+        raise ValueError(f"error_std must have the values' shape {vals.shape}, got {errors.shape}")
     return shap.Explanation(
         values=vals,
         base_values=base,
@@ -182,4 +188,5 @@ def to_shap_explanation(
         display_data=display_data,
         feature_names=names,
         output_names=list(output_names) if output_names is not None else None,
+        error_std=errors,
     )

@@ -92,17 +92,15 @@ class FourierExplanation:
         else:
             values, names, data = self.per_feature(), self.feature_names, self.data
             error = None if self.stderr is None else self.stderr[:, self._of_input]
-        explanation = to_shap_explanation(
+        return to_shap_explanation(
             values.detach(),
             self.base_values.detach(),
             data,
             feature_names=names,
             output_names=list(self.output_names) if self.output_names else None,
             display_data=labels,
+            error_std=None if error is None else error.detach(),
         )
-        if error is not None:
-            explanation.error_std = error.detach().cpu().numpy()
-        return explanation
 
     def to_shapiq(self) -> list[Any]:
         """One first-order ``shapiq.InteractionValues`` per row (index ``"SV"`` or ``"BV"``; needs ``shapiq``).
