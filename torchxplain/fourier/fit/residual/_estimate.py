@@ -346,12 +346,7 @@ class _Rows:
         pair, member = self.differ[q_index, b_index].nonzero().unbind(1)
         q_index, b_index = q_index[pair], b_index[pair]
         take = self._column_players()[None, :] == member[:, None]
-        values = self.game(pair_points(self.x_query, self.background_query, q_index, b_index, take))
-        e = member.numel()
-        d = self.d[q_index, b_index].to(torch.float64)
-        line = (2.0 - d) / (2.0 * d)  # the line's odd part at s = 1
-        self.outer[q_index, b_index, member] = (values[:e] - values[e:]) / 2 - line * self.delta_f[q_index, b_index]
-        self.model_rows.index_add_(0, q_index, torch.full_like(q_index, 2))
+        self.outer[q_index, b_index, member] = self._known_odd(q_index, b_index, take, 1)
 
     def _column_players(self) -> Tensor:
         """``(n,)`` the player of each column."""
@@ -368,15 +363,20 @@ class _Rows:
         q_index, b_index = q_index[pair], b_index[pair]
         columns = self._column_players()[None, :]
         take = (columns == j[:, None]) | (columns == k[:, None])
-        values = self.game(pair_points(self.x_query, self.background_query, q_index, b_index, take))
-        e = j.numel()
-        d = self.d[q_index, b_index].to(torch.float64)
-        line = (4.0 - d) / (2.0 * d)  # the line's odd part at s = 2
-        y = (values[:e] - values[e:]) / 2 - line * self.delta_f[q_index, b_index]
+        y = self._known_odd(q_index, b_index, take, 2)
         self.outer2 = torch.zeros(q_rows, d_rows, m, m, dtype=torch.float64, device=on.device)
         self.outer2[q_index, b_index, j, k] = y
         self.outer2[q_index, b_index, k, j] = y
+
+    def _known_odd(self, q_index: Tensor, b_index: Tensor, take: Tensor, size: int) -> Tensor:
+        """``(E,)`` the odd parts less the line of coalitions of ``size`` players (columns ``take`` ``(E, n)``) of
+        pairs ``(q_index, b_index)``, each queried with its complement (two model rows, counted)."""
+        values = self.game(pair_points(self.x_query, self.background_query, q_index, b_index, take))
+        e = q_index.numel()
+        d = self.d[q_index, b_index].to(torch.float64)
+        line = (2.0 * size - d) / (2.0 * d)  # the line's odd part at s = size
         self.model_rows.index_add_(0, q_index, torch.full_like(q_index, 2))
+        return (values[:e] - values[e:]) / 2 - line * self.delta_f[q_index, b_index]
 
     def start(self, contributions_x: Tensor | None, contributions_b: Tensor | None) -> None:
         """The control variates' start: the additive surrogate's per-pair differences (zero without one), or on
