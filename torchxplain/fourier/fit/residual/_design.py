@@ -240,16 +240,7 @@ def hybrids(x: Tensor, background: Tensor, sample: Draw, players: Tensor | None,
     take = sample.inside[q_index, k_index]  # (L, m)
     if players is not None:
         take = take[:, players]  # (L, n)
-    xs, bs = x[q_index], background[sample.background[q_index, k_index]]
-    bits = _BITS.get(x.dtype)
-    if bits is None:
-        return torch.cat((torch.where(take, xs, bs), torch.where(take, bs, xs)))
-    xb, bb = xs.view(bits), bs.view(bits)
-    mask = (xb ^ bb).bitwise_and_(-take.to(bits))
-    out = torch.empty((2, *xs.shape), dtype=bits, device=xs.device)
-    torch.bitwise_xor(bb, mask, out=out[0])
-    torch.bitwise_xor(xb, mask, out=out[1])
-    return out.view(x.dtype).reshape(-1, xs.shape[1])
+    return _points(x[q_index], background[sample.background[q_index, k_index]], take)
 
 
 def pair_points(x: Tensor, background: Tensor, q: Tensor, b: Tensor, take: Tensor) -> Tensor:
@@ -260,5 +251,18 @@ def pair_points(x: Tensor, background: Tensor, q: Tensor, b: Tensor, take: Tenso
         x: ``(Q, n)`` rows; background: ``(D, n)`` (the same dtype); q, b: ``(E,)`` int64 row and background row of
             each coalition; take: ``(E, n)`` bool, the columns of its players.
     """
-    xs, bs = x[q], background[b]
-    return torch.cat((torch.where(take, xs, bs), torch.where(take, bs, xs)))
+    return _points(x[q], background[b], take)
+
+
+def _points(xs: Tensor, bs: Tensor, take: Tensor) -> Tensor:
+    """``(x_S, b_{~S})`` then ``(b_S, x_{~S})`` for rows ``xs``, ``bs`` ``(L, n)`` and columns ``take`` ``(L, n)``
+    bool: ``(2 L, n)``; floating entries selected on their bits (:func:`hybrids`)."""
+    bits = _BITS.get(xs.dtype)
+    if bits is None:
+        return torch.cat((torch.where(take, xs, bs), torch.where(take, bs, xs)))
+    xb, bb = xs.view(bits), bs.view(bits)
+    mask = (xb ^ bb).bitwise_and_(-take.to(bits))
+    out = torch.empty((2, *xs.shape), dtype=bits, device=xs.device)
+    torch.bitwise_xor(bb, mask, out=out[0])
+    torch.bitwise_xor(xb, mask, out=out[1])
+    return out.view(xs.dtype).reshape(-1, xs.shape[1])
