@@ -17,12 +17,12 @@ entries, 30 million pairs, 35 and 83 million bits of ``F`` and ``G``; (leaf, ``F
 entries, so tabulating per pattern would not pay.)
 
 Up to :data:`PLAYER_BITS` players the patterns are kept over players (bit ``i`` for player ``i``, the same on every
-path; int32 up to 30 players, else int64) rather than over each
-path's slots. A pattern's values are then linear in its bits, so the pairs' weights
-are only summed per (row, piece of the pattern) into accumulators of ``2^width`` values per piece
-(:func:`piece_shape`: pieces of at most :data:`PIECE_BITS` bits) and turned into players' values once, by one
-product with the bits of every piece value: no pattern's bits are listed, and a pair costs a few gathers and one
-scatter per piece instead of about eleven operations per set bit (1.3x on the whole call of the forest above).
+path; int32 up to 30 players, else int64) rather than over each path's slots. A pattern's values are then linear in
+its bits, so the pairs' weights are only summed per (row, piece of the pattern) into accumulators of ``2^width``
+values per piece (:func:`piece_shape`: pieces of at most :data:`PIECE_BITS` bits) and turned into players' values
+once, by one product with the bits of every piece value: no pattern's bits are listed, and a pair costs a few
+gathers and one scatter per piece instead of about eleven operations per set bit (1.3x on the whole call of the
+forest above).
 
 Memory: the live (node, row, mask) entries of one level, whose chunks of rows, background rows (:data:`WORDS`
 words of 64 per pass) and trees the caller sizes with :func:`pair_values`' visit counts; and a level's leaf games,
@@ -290,7 +290,10 @@ def _add(
         for rows, pieces, w in ((x, f_pieces, w_g), (x.index_select(0, entry), g_pieces, w_h)):
             base = rows * out[0].numel()
             for k, piece in enumerate(pieces):
-                flat.index_add_(0, torch.add(base, piece, alpha=1).add_(k * out.shape[2]) if k else base + piece, w)
+                at = base + piece
+                if k:  # piece k's accumulator
+                    at += k * out.shape[2]
+                flat.index_add_(0, at, w)
         return
     width, depth = out.shape[1], leaves.players.shape[1]
     players = leaves.players.view(-1)
