@@ -10,7 +10,8 @@ players found once) and ``method``:
   :class:`Correct` (Shapley values to a tolerance, with standard errors) — and each is priced in seconds: the model's
   cost per row, measured on a small probe batch on its device, times the model rows the route needs, plus our own
   algebra's time from its cost model. The exact candidates cost what they cost; the correction is priced at its
-  build plus a typical number of coalitions per row (it stops earlier where its surrogate is good). The cheapest
+  build plus, per row, the model rows its pilot forecasts for the design it will run (or the row's enumeration,
+  where it enumerates the row outright). The cheapest
   exact candidate wins whenever it costs no more than :data:`EXACT_PREMIUM` times the correction; the report lists
   every candidate with its predicted seconds and says why the winner won. :class:`Fit` (a surrogate whose accuracy
   is checked, not guaranteed; priced at its full ladder) is a candidate only when the knobs rule the correction out
@@ -101,8 +102,9 @@ EXACT_PREMIUM = 2.0
 """An exact route wins over the correction when it costs at most this many times as much (exact values carry no
 error bar to read; the correction's price is itself a forecast)."""
 CORRECT_COALITIONS = 32
-"""Coalitions per player and background row the correction is priced at per explained row (what it spent at
-``target_r2=0.999`` on the benchmark's MLPs ranged from 4 to 130; it stops earlier where the surrogate is good)."""
+"""Coalitions per player and background row the correction is priced at per explained row when an exact route
+costs less than its build alone (its pilot is not run then; what it spent at ``target_r2=0.999`` on the
+benchmark's MLPs ranged from 4 to 130)."""
 
 
 @dataclass(frozen=True)
@@ -344,10 +346,11 @@ def _enumerate(problem: Problem, prices: Prices) -> Candidate:
 
 
 def _correct(problem: Problem, source: Correct, prices: Prices, exact: float | None) -> Candidate:
-    """The correction: its build (the surrogate's fit and the pilot) and, per explained row, the smaller of the
-    row's enumeration and the model rows its pilot predicts for the tolerance. When some exact route costs more than
-    the build alone, the build is made here (its pilot prices the rows; the source reuses it); else the rows are
-    priced at :data:`CORRECT_COALITIONS` coalitions per player and background row (the exact route wins anyway)."""
+    """The correction: its build (the surrogate's fit and the pilot) and, per explained row, the row's enumeration
+    where the plan enumerates the row outright (``exact_row_rows``), else the model rows its pilot forecasts to the
+    tolerance for the design the plan runs (the plan report's ``forecast``, at most the budget). When some exact
+    route costs more than the build alone, the build is made here (the source reuses it); else the rows are priced
+    at :data:`CORRECT_COALITIONS` coalitions per player and background row (the exact route wins anyway)."""
     players, d_rows = problem.players, problem.background.shape[0]
     if problem.rows is None and problem.data is None:  # as for enumeration: any row may differ everywhere
         scale = float(ASSUMED_ROWS)
@@ -361,11 +364,14 @@ def _correct(problem: Problem, source: Correct, prices: Prices, exact: float | N
     own = (CORRECT_PER_ROW[0] + CORRECT_PER_ROW[1] * players.m) * prices.slowdown
     per_row = prices.per_row + own
     sampled, how = float(CORRECT_COALITIONS * players.m * d_rows), "typical"
+    whole = enumeration <= sampled  # rows the correction enumerates outright
     if exact is None or exact > build * per_row:
         plan, _ = source.plan(problem)
         assert plan.report is not None
-        sampled, how = plan.report.predicted_rows(), "its pilot's"
-    rows = int(float(enumeration.clamp(max=min(sampled, float(source.budget))).sum()) * scale) + build
+        sampled, how = plan.report.forecast, "its pilot's"
+        whole = enumeration <= min(plan.options.exact_row_rows, source.budget)
+    spent = torch.where(whole, enumeration, min(sampled, float(source.budget)))
+    rows = int(float(spent.sum()) * scale) + build
     target = f"target_r2={source.target_r2}" if source.tolerance is None else f"tolerance {source.tolerance:g}"
     note = f"a surrogate and a correction to {target} at {how} rows per row, with standard errors"
     return Candidate("correct", False, rows * per_row, rows, note)
