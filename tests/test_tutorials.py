@@ -128,12 +128,16 @@ def check_trees_shap_plots(stdout: str) -> None:
 
 
 def check_mlp_continuous(stdout: str) -> None:
-    # the router took the exact route (enumeration through the network) for the known rows and said why, pricing
-    # every candidate; its values satisfy efficiency against the network itself; the continuous fit, asked for,
-    # gives values close to them, as its report estimated
-    assert "by route 'enumerate'" in stdout and "not 0/1" in stdout and "s predicted" in stdout
+    # the router took the cheaper of enumeration (exact) and the correction (R² >= 0.999) for the known rows and
+    # said why, pricing every candidate; the pinned enumeration's values satisfy efficiency against the network
+    # itself, and the default route's values are within the correction's target of them; the continuous fit, asked
+    # for, gives values close to them, as its report estimated
+    route = re.search(r"by route '(\w+)'", stdout)
+    assert route and route.group(1) in ("enumerate", "correct"), stdout[-3000:]
+    assert "not 0/1" in stdout and "s predicted" in stdout
     assert "method='continuous'" in stdout
     assert number(stdout, "max efficiency error of the exact values:") < 1e-4  # a float32 network
+    assert number(stdout, "SHAP R^2 of the default route's values against exact enumeration:") > 0.998
     match = re.search(r"SHAP R\^2 against exact enumeration on \d+ test rows: ([0-9.]+)", stdout)
     assert match, stdout[-3000:]
     exact, estimate = float(match.group(1)), number(stdout, "estimated SHAP R^2 (report):")

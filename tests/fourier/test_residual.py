@@ -456,3 +456,6 @@ def test_the_plan_keeps_the_outer_sizes_only_where_they_spend_fewer_model_rows(m
             correct(game, x, b, torch.arange(m), m, additive=plan.additive, options=options).model_rows.double().mean()
         )
     assert (spent[True] * 1.3 < spent[False]) if pays else (spent[False] * 1.3 < spent[True])
+    # the router prices the correction at the plan's forecast for the design it runs: within 10% of what it spends
+    rows = torch.randn(64, m, generator=gen, dtype=torch.float64)
+    assert abs(plan.report.forecast / float(plan.explain(rows).model_rows.double().mean()) - 1) < 0.1

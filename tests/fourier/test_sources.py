@@ -15,7 +15,8 @@ from torch import nn
 
 import torchxplain as tx
 from tests.fourier import brute_force
-from torchxplain.fourier.sources import SOURCES, black_box_problem, route
+from torchxplain.fourier.sources import SOURCES, _route, black_box_problem, route
+from torchxplain.fourier.sources._route import EXACT_PREMIUM, Candidate
 
 BLACK_BOX = {
     "enumerate": tx.fourier.Enumerate,
@@ -107,13 +108,13 @@ def _mlp(p: int) -> nn.Module:
 def test_the_route_is_priced_in_seconds_not_queries():
     """Ten continuous features, 40 background rows, 50 known rows: enumeration needs ~2 M model rows, the
     correction (its rows priced by its pilot) a quarter of that; the route is the one with the lower price in
-    seconds (an exact one within twice the correction's), whatever the rows say. A slow model (here 30 µs
+    seconds (an exact one within EXACT_PREMIUM times the correction's), whatever the rows say. A slow model (here 30 µs
     per row) makes those rows the price: the correction wins; a knob only the fit takes makes it the fit."""
     x = torch.randn(90, 10, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     fast = route(_problem(_mlp(10), x[:40], x[40:]), "auto", {})
     enumerate_, correct = (next(c for c in fast.candidates if c.method == m) for m in ("enumerate", "correct"))
     assert enumerate_.model_rows > 2 * correct.model_rows and "predicted" in fast.reason
-    exact_wins = enumerate_.seconds <= 2 * correct.seconds
+    exact_wins = enumerate_.seconds <= EXACT_PREMIUM * correct.seconds
     assert isinstance(fast.source, tx.fourier.Enumerate if exact_wins else tx.fourier.Correct)
     assert "fit" not in {c.method for c in fast.candidates}  # a fit only where the knobs rule the correction out
 
@@ -126,6 +127,20 @@ def test_the_route_is_priced_in_seconds_not_queries():
     assert "cheaper than every exact route" in priced.reason
     fitted = route(_problem(slow, x[:10], x[40:]), "auto", {"n_queries": 4096})  # a knob of the fit only
     assert isinstance(fitted.source, tx.fourier.Fit)
+
+
+@pytest.mark.parametrize(("ratio", "exact_wins"), [(0.95 * EXACT_PREMIUM, True), (1.05 * EXACT_PREMIUM, False)])
+def test_an_exact_route_wins_within_the_premium_over_the_correction(monkeypatch, ratio: float, exact_wins: bool):
+    """Planted prices: enumeration at ``ratio`` times the correction's predicted seconds wins up to EXACT_PREMIUM
+    (the forecasts' error), and the correction beyond it; the reason says why, and both candidates are listed."""
+    monkeypatch.setattr(_route, "probe", lambda problem: (1e-7, 1.0))
+    monkeypatch.setattr(_route, "_enumerate", lambda *a: Candidate("enumerate", True, ratio, 1_000, "planted"))
+    monkeypatch.setattr(_route, "_correct", lambda *a: Candidate("correct", False, 1.0, 100, "planted"))
+    x = torch.randn(50, 10, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    chosen = route(_problem(_mlp(10), x[:40], x[40:]), "auto", {})
+    assert isinstance(chosen.source, tx.fourier.Enumerate if exact_wins else tx.fourier.Correct)
+    assert ("the cheapest exact route" if exact_wins else "cheaper than every exact route") in chosen.reason
+    assert {c.method for c in chosen.candidates} == {"tabulate", "enumerate", "correct"}
 
 
 def test_explain_after_fit_takes_the_exact_route_when_cheapest_and_says_why():

@@ -173,7 +173,7 @@ class Correct(BlackBoxSource):
                 "tolerance (RMS standard error per row)": measured.tolerance,
                 "value scale (variance)": measured.scale,
                 "surrogate odd-part R²": round(measured.r2_odd, 4),
-                "predicted model rows per row": round(measured.predicted_rows()),
+                "predicted model rows per row": round(min(measured.forecast, self.budget)),
                 "budget (model rows per row)": self.budget,
                 "pairs enumerated when 2^d - 2 <=": measured.exact_pair_rows,
             },

@@ -10,9 +10,10 @@ players found once) and ``method``:
   :class:`Correct` (Shapley values to a tolerance, with standard errors) — and each is priced in seconds: the model's
   cost per row, measured on a small probe batch on its device, times the model rows the route needs, plus our own
   algebra's time from its cost model. The exact candidates cost what they cost; the correction is priced at its
-  build plus a typical number of coalitions per row (it stops earlier where its surrogate is good). The cheapest
-  exact candidate wins whenever it costs no more than :data:`EXACT_PREMIUM` times the correction; the report lists
-  every candidate with its predicted seconds and says why the winner won. :class:`Fit` (a surrogate whose accuracy
+  build plus, per row, the model rows its pilot forecasts for the design it will run (or the row's enumeration,
+  where it enumerates the row outright). The cheapest exact candidate wins whenever it costs no more than
+  :data:`EXACT_PREMIUM` times the correction (the forecasts' measured error); the report lists every candidate
+  with its predicted seconds and says why the winner won. :class:`Fit` (a surrogate whose accuracy
   is checked, not guaranteed; priced at its full ladder) is a candidate only when the knobs rule the correction out
   (``k=``, ``max_degree=``, ...); then the exact route wins when it costs no more than the fit.
 
@@ -23,7 +24,8 @@ for :data:`ASSUMED_ROWS` rows like ``data`` (pass ``method=`` to choose another 
 constants were measured, at which a reference workload (:func:`reference_seconds`: small matrix products and
 activations, like a torch model's) took :data:`REFERENCE_SECONDS`. The probe times the reference workload beside
 the model, on the same device and on one thread (as the constants were measured; on a busy machine OpenMP threads
-waiting on each other would price a scheduler's delay, not the work), and scales our constants by the ratio: a
+waiting on each other would price a scheduler's delay, not the work), each the best of :data:`TIMED_RUNS` runs (a
+CPU run the scheduler paused counts its CPU seconds, :func:`_timed`), and scales our constants by the ratio: a
 loaded machine slows the model, the reference and our algebra alike, so the ranking of the routes stays the same
 and only the predicted seconds grow. The route taken is always reported; ``method=`` pins it.
 
@@ -65,6 +67,11 @@ from torchxplain.fourier.sources._trees import Trees
 from torchxplain.fourier.spectrum import EXACT_MAX_FEATURES, count_low_degree
 from torchxplain.fourier.values import GridKernel
 
+try:
+    import resource
+except ImportError:  # Windows: runs are timed in wall seconds
+    resource = None  # type: ignore[assignment]
+
 SOURCES: tuple[type[Source], ...] = (Enumerate, Tabulate, Correct, Fit, CubeFit, Trees, KnownSpectrum)
 """Every source, in the order messages list them."""
 BLACK_BOX: tuple[type[Source], ...] = (Enumerate, Tabulate, Correct, Fit, CubeFit)
@@ -75,8 +82,9 @@ to its tolerance); :class:`Fit` only when the knobs rule :class:`Correct` out (i
 not guaranteed)."""
 ASSUMED_ROWS = 1_000
 """Rows a constructor prices enumeration for when the rows to explain are not known yet."""
-PROBE_ROWS = 1024
-"""Rows of the probe batch that times the model."""
+PROBE_ROWS = 4096
+"""Rows of the probe batch that times the model: the routes' batch size, so that a model's cost per call is spread
+as in the routes (GB1's random forest, 1,024 rows: 2.6 times its cost per row in the routes' batches)."""
 REFERENCE_SECONDS = 7.4e-4
 """Seconds of :func:`reference_seconds`'s workload on one thread of the machine the cost constants below were
 measured on (``benchmarks/route_costs.py`` measures both)."""
@@ -87,22 +95,30 @@ GRID_CHECK = 4096
 
 # Our own algebra, seconds per unit at REFERENCE_SECONDS (one CPU thread of the project's 2-core x86 machine,
 # measured by benchmarks/route_costs.py). They only have to rank routes whose costs differ by large factors.
-ENUMERATE_PER_ROW = 1e-8
-"""Building a hybrid and weighing its game value, per model row and per column."""
+ENUMERATE_PER_ROW = 5.2e-9
+"""Building a hybrid and weighing its game value, per model row and per column (``benchmarks/route_costs.py``:
+5.1-6.5 ns on the benchmark's diabetes MLP, 10 columns, and GB1's MLP and forest, 80)."""
 TABULATE_PER_POINT = 1.2e-6
 """Expanding a level table into Walsh terms, per grid point and per player."""
 FIT_PER_SAMPLE = {False: 3.6e-4, True: 3.2e-4}
 """A fit's own work per hybrid sample (binary, continuous), over its whole ladder."""
-CORRECT_PER_ROW = (3e-7, 1.4e-8)
-"""The correction's own work per model row: a constant and a part per player (draws, hybrids, weights, control
-variates; measured on the benchmark's MLPs, ``benchmarks/blackbox.py``: 0.87 µs at 40 players (tanh40), 0.34 and
-0.65 µs at 10 (diabetes, friedman1), scaled to the reference workload)."""
-EXACT_PREMIUM = 2.0
-"""An exact route wins over the correction when it costs at most this many times as much (exact values carry no
-error bar to read; the correction's price is itself a forecast)."""
+CORRECT_PER_ROW = (1.5e-7, 1.1e-8)
+"""The correction's own work per model row, its build's included (spread over :data:`ASSUMED_ROWS` rows): a
+constant and a part per player (draws, hybrids, weights, control variates), least squares over the benchmark's
+cases (``benchmarks/route_costs.py``, at the reference speed: 0.29 µs at 10 players (diabetes), 0.38 and 0.73 at 40
+(tanh40; sgemm, with the per-pair regression), 0.71 and 1.36 at 80 (GB1's MLP and forest))."""
+EXACT_PREMIUM = 1.3
+"""An exact route wins over the correction when it costs at most this many times as much: the forecasts' error.
+Measured (``benchmarks/route_costs.py``, one thread, load 2-3 on 2 cores), the predicted over the measured seconds
+for 1,000 rows were 0.94-1.03 for enumeration and 0.78-1.30 for the correction (whose rows its pilot forecasts to
+1-9%); where both apply, enumeration's ratio over the correction's was 0.93 (GB1's MLP), 1.10 (diabetes) and 1.31
+(GB1's forest, where enumeration measured 1.9 times faster). At 1.3, an exact route the forecasts make up to 30%
+dearer against the correction than it is still wins; the correction wins where it measured clearly faster
+(diabetes' MLP: 1.47 times, forecast 1.6)."""
 CORRECT_COALITIONS = 32
-"""Coalitions per player and background row the correction is priced at per explained row (what it spent at
-``target_r2=0.999`` on the benchmark's MLPs ranged from 4 to 130; it stops earlier where the surrogate is good)."""
+"""Coalitions per player and background row the correction is priced at per explained row when an exact route
+costs less than its build alone (its pilot is not run then; what it spent at ``target_r2=0.999`` on the
+benchmark's MLPs ranged from 4 to 130)."""
 
 
 @dataclass(frozen=True)
@@ -242,22 +258,37 @@ TIMED_RUNS = 7
 
 
 def _timed(device: torch.device, work: Any) -> float:
-    """Best of :data:`TIMED_RUNS` wall-clock runs of ``work()`` (synchronised on a GPU)."""
+    """Best of :data:`TIMED_RUNS` runs of ``work()`` in wall seconds (synchronised on a GPU), except that a CPU run
+    that never waited but was paused by the scheduler for other processes (involuntary context switches, no
+    voluntary one) counts its CPU seconds: on a busy machine its wall seconds hold their time too (a 4,096-row probe
+    of a 3x300 MLP read 1.6 times its cost at load 2 on 2 cores); a model that waits (on a device, a server, its
+    own threads) is priced at the time it takes."""
     best = float("inf")
     for _ in range(TIMED_RUNS):
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        start = time.perf_counter()
+        switches, start, cpu = _switches(), time.perf_counter(), time.process_time()
         work()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        best = min(best, time.perf_counter() - start)
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        waited, paused = (after - before for after, before in zip(_switches(), switches, strict=True))
+        best = min(best, min(cpu, wall) if device.type == "cpu" and paused and not waited else wall)
     return best
 
 
+def _switches() -> tuple[int, int]:
+    """This process's voluntary and involuntary context switches so far (zeros where ``resource`` is missing:
+    Windows, where every run counts its wall seconds)."""
+    if resource is None:
+        return 0, 0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nvcsw, usage.ru_nivcsw
+
+
 def reference_seconds(device: torch.device) -> float:
-    """Wall seconds of a fixed workload of small torch ops on ``device`` (50 products of ``(256, 64) @ (64, 64)``
-    with a ReLU): the machine's speed right now, as the model and our algebra see it."""
+    """Seconds (:func:`_timed`) of a fixed workload of small torch ops on ``device`` (50 products of
+    ``(256, 64) @ (64, 64)`` with a ReLU): the machine's speed right now, as the model and our algebra see it."""
     generator = torch.Generator().manual_seed(0)
     a = torch.randn(256, 64, generator=generator).to(device)
     w = torch.randn(64, 64, generator=generator).to(device)
@@ -270,8 +301,8 @@ def reference_seconds(device: torch.device) -> float:
 
 
 def probe(problem: Problem) -> tuple[float, float]:
-    """The model's wall seconds per row on a :data:`PROBE_ROWS`-row batch on its device (best of
-    :data:`TIMED_RUNS` warm runs), and the slowdown of the reference workload against :data:`REFERENCE_SECONDS`
+    """The model's seconds per row on a :data:`PROBE_ROWS`-row batch on its device (best of :data:`TIMED_RUNS`
+    warm runs, :func:`_timed`), and the slowdown of the reference workload against :data:`REFERENCE_SECONDS`
     (module docstring)."""
     oracle = Oracle(problem.model, problem.n_features, problem.device, problem.dtype, PROBE_ROWS, problem.target)
     rows = problem.background if problem.data is None else problem.data
@@ -344,10 +375,11 @@ def _enumerate(problem: Problem, prices: Prices) -> Candidate:
 
 
 def _correct(problem: Problem, source: Correct, prices: Prices, exact: float | None) -> Candidate:
-    """The correction: its build (the surrogate's fit and the pilot) and, per explained row, the smaller of the
-    row's enumeration and the model rows its pilot predicts for the tolerance. When some exact route costs more than
-    the build alone, the build is made here (its pilot prices the rows; the source reuses it); else the rows are
-    priced at :data:`CORRECT_COALITIONS` coalitions per player and background row (the exact route wins anyway)."""
+    """The correction: its build (the surrogate's fit and the pilot) and, per explained row, the row's enumeration
+    where the plan enumerates the row outright (``exact_row_rows``), else the model rows its pilot forecasts to the
+    tolerance for the design the plan runs (the plan report's ``forecast``, at most the budget). When some exact
+    route costs more than the build alone, the build is made here (the source reuses it); else the rows are priced
+    at :data:`CORRECT_COALITIONS` coalitions per player and background row (the exact route wins anyway)."""
     players, d_rows = problem.players, problem.background.shape[0]
     if problem.rows is None and problem.data is None:  # as for enumeration: any row may differ everywhere
         scale = float(ASSUMED_ROWS)
@@ -361,11 +393,14 @@ def _correct(problem: Problem, source: Correct, prices: Prices, exact: float | N
     own = (CORRECT_PER_ROW[0] + CORRECT_PER_ROW[1] * players.m) * prices.slowdown
     per_row = prices.per_row + own
     sampled, how = float(CORRECT_COALITIONS * players.m * d_rows), "typical"
+    whole = enumeration <= sampled  # rows the correction enumerates outright
     if exact is None or exact > build * per_row:
         plan, _ = source.plan(problem)
         assert plan.report is not None
-        sampled, how = plan.report.predicted_rows(), "its pilot's"
-    rows = int(float(enumeration.clamp(max=min(sampled, float(source.budget))).sum()) * scale) + build
+        sampled, how = plan.report.forecast, "its pilot's"
+        whole = enumeration <= min(plan.options.exact_row_rows, source.budget)
+    spent = torch.where(whole, enumeration, min(sampled, float(source.budget)))
+    rows = int(float(spent.sum()) * scale) + build
     target = f"target_r2={source.target_r2}" if source.tolerance is None else f"tolerance {source.tolerance:g}"
     note = f"a surrogate and a correction to {target} at {how} rows per row, with standard errors"
     return Candidate("correct", False, rows * per_row, rows, note)

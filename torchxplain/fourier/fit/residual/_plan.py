@@ -71,7 +71,9 @@ class PlanReport:
     """What building the plan measured: the surrogate's fit (``r2_odd``, its ``n_queries``), the pilot's value
     ``scale`` (variance of the values over rows and players), its ``rows_per_unit`` (model rows per row that bring
     a row's mean squared standard error to 1 in the values' squared units), the resulting ``tolerance`` (RMS
-    standard error per row), ``exact_pair_rows`` and the model rows spent (``n_queries``)."""
+    standard error per row), ``exact_pair_rows``, the model rows spent (``n_queries``) and ``forecast``: the model
+    rows per row that the design the plan runs is predicted to spend to the tolerance (:func:`rows_to` on its pilot,
+    the outer sizes' fixed rows included; at most :data:`HORIZON` budgets)."""
 
     r2_odd: float
     scale: float
@@ -80,11 +82,7 @@ class PlanReport:
     target_r2: float | None
     exact_pair_rows: int
     n_queries: int
-
-    def predicted_rows(self, tolerance: float | None = None) -> float:
-        """Model rows per explained row the correction is expected to spend to reach ``tolerance`` (RMS)."""
-        tol = self.tolerance if tolerance is None else tolerance
-        return math.inf if not tol else self.rows_per_unit / tol**2
+    forecast: float
 
 
 def weights_of(variance: Tensor) -> tuple[float, ...]:
@@ -301,17 +299,19 @@ class CorrectedPlan:
         strata = outer_rows(pilot_rows, background, players, m, min(predicted, base.budget)) if tolerance else 0
         if strata and refit:  # near the budget (breast cancer's MLP, 50 rows: 11 short of the tolerance, else 15)
             options = replace(options, strata_rows=strata)
-        elif strata:  # measured: the outer sizes without refits against the refits without them
+        forecast = rows_to(pilot, torch.zeros_like(pilot.model_rows), options) if tolerance else float(base.budget)
+        if strata and not refit:  # measured: the outer sizes without refits against the refits without them
             outer = replace(options, strata_rows=strata, regression=False)
             trial = outer_pilot(
                 query, pilot_rows[:OUTER_PILOT_ROWS], background, players, m, additive, outer, seed + 2, query_dtype
             )
             spent_rows += int(trial.model_rows.sum())
-
             if trial.rows <= REFIT_PREMIUM * trial.plain(pilot):
-                options = replace(outer, regression=None)
+                options, forecast = replace(outer, regression=None), trial.rows
         n_queries = additive.n_queries + spent_rows + pilot_rows.shape[0] + background.shape[0]
-        report = PlanReport(additive.r2_odd, scale, rows_per_unit, tolerance, target_r2, exact_pair_rows, n_queries)
+        report = PlanReport(
+            additive.r2_odd, scale, rows_per_unit, tolerance, target_r2, exact_pair_rows, n_queries, forecast
+        )
         return cls(query, background, players, m, additive, options, report, query_dtype)
 
     def explain(self, x: Tensor) -> Estimate:
