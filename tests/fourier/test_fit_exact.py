@@ -9,7 +9,7 @@ import torch
 
 import torchxplain as tx
 from tests.fourier import brute_force
-from torchxplain.fourier.fit._enumerate import enumerate_shapley, enumeration_queries
+from torchxplain.fourier.fit._enumerate import PairGames, differing_players, enumerate_shapley, enumeration_queries
 from torchxplain.fourier.fit._levels import PlayerLevels
 from torchxplain.fourier.fit._oracle import Oracle
 from torchxplain.fourier.fit._tabulate import table_spectrum, tabulate
@@ -104,3 +104,34 @@ def test_enumeration_counts_its_queries_and_skips_equal_players():
         2 ** len({int(groups[j]) for j in np.nonzero(q.numpy() != b.numpy())[0]}) for q in queries for b in background
     )
     assert oracle.rows == enumeration_queries(queries, background, players, m) == expected
+
+
+@pytest.mark.parametrize("kind", ["onehot", "real"])
+def test_pair_games_points_are_each_coalitions_hybrid(kind):
+    """Every point is the hybrid of its pair and coalition (bit i of the code takes player ``members[i]`` from the
+    row), checked against a direct construction: on one-hot rows (few columns differ: the background row is copied
+    and the differing columns set) and on real rows (most columns differ: every entry selected by its bit)."""
+    rng = np.random.default_rng(4)
+    if kind == "onehot":  # 20 blocks; a pair differs in at most 3 of them
+        x, groups, _ = categorical_case(5, ("onehot4",) * 16 + ("bit",) * 4, 120)
+        redrawn = np.argsort(rng.random((60, 20)), axis=1) < rng.integers(0, 4, (60, 1))  # 0-3 blocks per pair
+        a = torch.as_tensor(x[:60]).bool()
+        b = torch.as_tensor(np.where(redrawn[:, groups], x[60:], x[:60])).bool()
+    else:
+        groups = np.repeat(np.arange(6), 2)
+        rows = torch.as_tensor(rng.normal(size=(40, 12)))
+        rows[rng.random((40, 12)) < 0.2] = 0.0  # some columns equal in a pair, some players too
+        a, b = rows[rng.integers(0, 40, 60)], rows[rng.integers(0, 40, 60)]
+    players, m = torch.as_tensor(groups), int(groups.max()) + 1
+    games = PairGames(a, b, players, m)
+    seen = 0
+    for block in games.blocks:
+        d = block.members.shape[1]
+        for j, pair in enumerate(block.pairs.tolist()):
+            for code in range(2**d):
+                coalition = block.members[j][[bool(code >> i & 1) for i in range(d)]]
+                take = torch.isin(players, coalition)
+                expected = torch.where(take, a[pair], b[pair])
+                assert torch.equal(games.points[block.start + j * 2**d + code], expected)
+                seen += 1
+    assert seen == games.n_queries == int((2 ** differing_players(a, b, players, m).sum(1)).sum())
