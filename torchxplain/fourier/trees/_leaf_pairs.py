@@ -207,8 +207,7 @@ def pair_values(
             _leaf_games(fx, fb, on, xs, ls, masks, leaves, weights, acc)
         k = leaves.inner[level].to(index).index_select(0, node.index_select(0, inner))
         node = torch.cat([k, k + plan.inner_rows[level].numel()])
-        inner = torch.cat([inner, inner])
-        x, mask = x.index_select(0, inner), mask.index_select(0, inner)
+        x, mask = (torch.cat([t, t]) for t in (x.index_select(0, inner), mask.index_select(0, inner)))
     return visits, peak
 
 
@@ -272,8 +271,14 @@ def set_bits(words: Tensor) -> tuple[Tensor, Tensor]:
 
 def _bits(masks: Tensor) -> tuple[Tensor, Tensor]:
     """The set bits of ``(E, W)`` int64 masks as ``(entry, column)`` pairs (column ``64 w + i`` for bit ``i`` of
-    word ``w``)."""
-    found = [set_bits(masks[:, w]) for w in range(masks.shape[1])]
+    word ``w``): all words in one :func:`set_bits` where ``W`` is a power of two (entry and word by shifts), else
+    word by word."""
+    words = masks.shape[1]
+    if words & (words - 1) == 0:
+        index, bit = set_bits(masks.reshape(-1))
+        shift = words.bit_length() - 1
+        return index >> shift, bit + ((index & (words - 1)) << 6)
+    found = [set_bits(masks[:, w]) for w in range(words)]
     return torch.cat([entry for entry, _ in found]), torch.cat([bit + 64 * w for w, (_, bit) in enumerate(found)])
 
 
