@@ -416,6 +416,7 @@ class LeafPlan:
         weights = (g / n_bg, h / n_bg)
         per_row = accumulator_bytes(self.m) + ENTRY_BYTES * max(peak, 1.0)
         row_step = max(1, min(x.shape[0], int(parse_memory() / 4 // per_row)))
+        row_step = -(-x.shape[0] // -(-x.shape[0] // row_step))  # chunks of even size: none left nearly empty
         trees = self._pair_chunks(row_step, max(peak, 1.0))
         for a, c in chunk_bounds(x.shape[0], row_step):
             acc = accumulator(c - a, self.m, x.device)
