@@ -223,12 +223,12 @@ def _leaf_games(
     acc: Tensor,
 ) -> None:
     """The leaf games of one level's leaf entries (frontier rows ``node``, rows ``x``, leaves ``leaf``, background
-    masks ``masks`` ``(E, W)``): their pairs listed (:func:`_bits`) for ranges of entries whose pairs fit a quarter
+    masks ``masks`` ``(E, W)``): their pairs listed (:func:`_bits`) for ranges of entries whose pairs fit an eighth
     of the budget even with every bit set (:data:`LIST_BYTES` each), then added (:func:`_add`) within another
-    quarter (:data:`PAIR_BYTES` per pair, and per bit of its patterns over slots); a range with more pairs than
+    eighth (:data:`PAIR_BYTES` per pair, and per bit of its patterns over slots); a range with more pairs than
     that is listed again in ranges that fit either way. No pair is counted before it is listed."""
     words = masks.shape[1]
-    budget = parse_memory() // 4
+    budget = parse_memory() // 8
     per_pair = PAIR_BYTES * (1 if leaves.by_player else leaves.players.shape[1] + 1)
     list_step = max(1, budget // (64 * words * LIST_BYTES))
     pair_step = max(1, budget // per_pair)

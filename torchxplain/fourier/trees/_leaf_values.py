@@ -263,13 +263,13 @@ class LeafPlan:
 
     def _pair_chunks(self, rows: int, peak: float) -> list[tuple[int, int]]:
         """Tree ranges of the pair form for ``rows`` rows per chunk: their frontiers (rows and one pass of background
-        rows, three buffers each) within half the budget, and their live entries (``peak`` per row and tree, at
+        rows, three buffers each) within a quarter of the budget, and their live entries (``peak`` per row and tree, at
         :data:`ENTRY_BYTES` each) within :data:`WALK_BYTES`, so that a level's entries stay near the caches."""
         table = self.table
         widths = torch.bincount(table.tree * (table.max_depth + 1) + table.depth)
         widths = torch.nn.functional.pad(widths, (0, table.n_trees * (table.max_depth + 1) - widths.numel()))
         widest = widths.view(table.n_trees, -1).max(1).values.double()
-        frontier = 48.0 * widest * (rows + min(self.background.shape[0], 64 * WORDS)) / (parse_memory() / 2)
+        frontier = 48.0 * widest * (rows + min(self.background.shape[0], 64 * WORDS)) / (parse_memory() / 4)
         walk = ENTRY_BYTES * peak * rows / WALK_BYTES
         return _ranges(frontier.clamp(min=walk).tolist(), 1.0)
 
@@ -407,15 +407,15 @@ class LeafPlan:
 
     def _pair_values(self, kind: Kind, x: Tensor, out: Tensor) -> None:
         """The values at rows ``x`` by the pair form, added to ``out`` ``(m, Q)``: chunks of rows whose accumulators
-        (:func:`~torchxplain.fourier.trees._leaf_pairs.accumulator`) and live entries fit a quarter of the budget
-        each, read once per chunk; within one, ranges of trees (:meth:`_pair_chunks`) and passes of ``64 · WORDS``
-        background rows."""
+        (:func:`~torchxplain.fourier.trees._leaf_pairs.accumulator`) and live entries fit half the budget, read
+        once per chunk; within one, ranges of trees (:meth:`_pair_chunks`: frontiers in a quarter) and passes of
+        ``64 · WORDS`` background rows (each level's leaf games in the last quarter)."""
         _, peak = self._probe(x)
         g, h = weight_tables(kind, max(self.slots.max_slots, 1))
         n_bg = self.background.shape[0]
         weights = (g / n_bg, h / n_bg)
         per_row = accumulator_bytes(self.m) + ENTRY_BYTES * max(peak, 1.0)
-        row_step = max(1, min(x.shape[0], int(parse_memory() / 4 // per_row)))
+        row_step = max(1, min(x.shape[0], int(parse_memory() / 2 // per_row)))
         row_step = -(-x.shape[0] // -(-x.shape[0] // row_step))  # chunks of even size: none left nearly empty
         trees = self._pair_chunks(row_step, max(peak, 1.0))
         for a, c in chunk_bounds(x.shape[0], row_step):
