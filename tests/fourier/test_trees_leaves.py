@@ -428,13 +428,15 @@ def test_set_bits_lists_every_set_bit(tail, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "player_bits, piece_bits, wide", [(62, 13, False), (62, 2, False), (62, 13, True), (0, 13, True)]
+    "player_bits, piece_bits, wide, n_bg",
+    [(62, 13, False, 150), (62, 2, False, 150), (62, 13, True, 150), (0, 13, True, 150), (62, 13, False, 100)],
 )
-def test_pair_form_over_several_background_words(deep_models, player_bits, piece_bits, wide, monkeypatch):
-    """The pair form with 150 background rows (three 64-bit words, one pass) equals the dense tables, also under
-    a 1 MiB memory budget: with patterns over players accumulated in one piece of 6 bits or three of 2, in int32
-    or in int64 (the dtype of 31 to 62 players; rows and nodes int64 too), and with patterns over each path's
-    slots (more than 62 players)."""
+def test_pair_form_over_several_background_words(deep_models, player_bits, piece_bits, wide, n_bg, monkeypatch):
+    """The pair form with 150 background rows (three 64-bit words, one pass, listed word by word) or 100 (two
+    words, listed together) equals the dense tables, also under a 1 MiB memory budget (rows, trees and each
+    level's leaf pairs in many chunks; the accumulators kept across tree ranges): with patterns over players
+    accumulated in one piece of 6 bits or three of 2, in int32 or in int64 (the dtype of 31 to 62 players; rows
+    and nodes int64 too), and with patterns over each path's slots (more than 62 players)."""
     monkeypatch.setattr(leaf_pairs, "PLAYER_BITS", player_bits)
     monkeypatch.setattr(leaf_pairs, "PIECE_BITS", piece_bits)
     if wide:  # int64 patterns, rows and nodes
@@ -442,7 +444,7 @@ def test_pair_form_over_several_background_words(deep_models, player_bits, piece
         monkeypatch.setattr(leaf_pairs, "INDEX_LIMIT", 0)
     x, models = deep_models
     model = models[3][1]
-    plan = LeafPlan(leaf_table(parse_model(model)), torch.from_numpy(x[200:350]), None, x.shape[1])
+    plan = LeafPlan(leaf_table(parse_model(model)), torch.from_numpy(x[200 : 200 + n_bg]), None, x.shape[1])
     rows = torch.from_numpy(x[:6])
     dense = torch.zeros(x.shape[1], 6, dtype=torch.float64)
     for chunk in range(len(plan._chunks)):
@@ -451,6 +453,8 @@ def test_pair_form_over_several_background_words(deep_models, player_bits, piece
     plan._pair_values("shapley", rows, pairs)
     torch.testing.assert_close(pairs, dense, atol=1e-12, rtol=0)
     small = torch.zeros_like(dense)
+    # priced at 64 KiB per row, the accumulators take 3 rows per chunk: two chunks of rows, each over two tree ranges
+    monkeypatch.setattr(leaf_values, "accumulator_bytes", lambda m: 1 << 16)
     with tx.settings.max_memory("1MiB"):  # pairs in many chunks at every leaf level, rows and trees too
         plan._pair_values("shapley", rows, small)
     torch.testing.assert_close(small, dense, atol=1e-12, rtol=0)

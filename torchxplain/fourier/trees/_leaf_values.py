@@ -45,7 +45,14 @@ from torch import Tensor
 
 from torchxplain._core import chunk_bounds, parse_memory
 from torchxplain.fourier.trees._leaf_games import Kind, popcount, weight_tables
-from torchxplain.fourier.trees._leaf_pairs import WORDS, accumulator_bytes, pair_leaves, pair_values
+from torchxplain.fourier.trees._leaf_pairs import (
+    WORDS,
+    accumulated,
+    accumulator,
+    accumulator_bytes,
+    pair_leaves,
+    pair_values,
+)
 from torchxplain.fourier.trees._leaf_units import MAX_UNIT_BITS, UnitGroup, unit_groups, unit_roots
 from torchxplain.fourier.trees._leaves import (
     FeatureCodes,
@@ -62,6 +69,11 @@ from torchxplain.fourier.trees._leaves import (
 
 MAX_DENSE_SLOTS = 22
 """Leaves with more players than this take the pair form (a dense array holds ``2^d`` patterns)."""
+WALK_BYTES = 1 << 23
+"""Live entries of the pair form's walk per tree range (:data:`ENTRY_BYTES` each): a level's entries near the
+processor's caches."""
+ENTRY_BYTES = 8 * (WORDS + 4)
+"""Bytes of one live entry of the pair form's walk (its frontier row, row, leaf and masks, and their copies)."""
 CACHE_BYTES = 1 << 25
 """Rows per chunk of the dense form: their patterns and gathers stay near the processor's caches."""
 UNIT_BYTES = 1 << 26
@@ -249,15 +261,17 @@ class LeafPlan:
         cost.index_add_(0, table.tree[slot.leaves], per_leaf)
         return _ranges(cost.tolist(), parse_memory() / 2)
 
-    def _pair_chunks(self, rows: int) -> list[tuple[int, int]]:
-        """Tree ranges of the pair form whose frontiers (rows and one pass of background rows, three buffers
-        each) fit half the budget for ``rows`` rows per chunk."""
+    def _pair_chunks(self, rows: int, peak: float) -> list[tuple[int, int]]:
+        """Tree ranges of the pair form for ``rows`` rows per chunk: their frontiers (rows and one pass of background
+        rows, three buffers each) within a quarter of the budget, and their live entries (``peak`` per row and tree, at
+        :data:`ENTRY_BYTES` each) within :data:`WALK_BYTES`, so that a level's entries stay near the caches."""
         table = self.table
         widths = torch.bincount(table.tree * (table.max_depth + 1) + table.depth)
         widths = torch.nn.functional.pad(widths, (0, table.n_trees * (table.max_depth + 1) - widths.numel()))
         widest = widths.view(table.n_trees, -1).max(1).values.double()
-        per_tree = 48.0 * widest * (rows + min(self.background.shape[0], 64 * WORDS))
-        return _ranges(per_tree.tolist(), parse_memory() / 2)
+        frontier = 48.0 * widest * (rows + min(self.background.shape[0], 64 * WORDS)) / (parse_memory() / 4)
+        walk = ENTRY_BYTES * peak * rows / WALK_BYTES
+        return _ranges(frontier.clamp(min=walk).tolist(), 1.0)
 
     def _schedule(self, chunk: int) -> Traversal:
         """The traversal of dense tree chunk ``chunk``, its leaves ordered by number of players (groups
@@ -346,7 +360,7 @@ class LeafPlan:
             few_x, few_b = x[: min(4, x.shape[0])], self.background[: 64 * WORDS]
             leaves = pair_leaves(self.table, self.slots, plan, self._player, self.m)
             weights = weight_tables("shapley", max(self.slots.max_slots, 1))
-            scratch = torch.zeros(few_x.shape[0], self.m + 1, dtype=torch.float64, device=x.device)
+            scratch = accumulator(few_x.shape[0], self.m, x.device)
             codes = self.table.codes(few_x), self.table.codes(few_b)
             stats = pair_values(self.table, plan, leaves, *codes, weights, scratch)
             per = max(1, few_x.shape[0] * trees)
@@ -392,28 +406,32 @@ class LeafPlan:
                 out[:, a:b] += part_out
 
     def _pair_values(self, kind: Kind, x: Tensor, out: Tensor) -> None:
-        """The values at rows ``x`` by the pair form, added to ``out`` ``(m, Q)``: chunks of rows whose live
-        entries fit the budget, of trees whose frontiers fit it, and of ``64 · WORDS`` background rows."""
+        """The values at rows ``x`` by the pair form, added to ``out`` ``(m, Q)``: chunks of rows whose accumulators
+        (:func:`~torchxplain.fourier.trees._leaf_pairs.accumulator`) and live entries fit half the budget, read
+        once per chunk; within one, ranges of trees (:meth:`_pair_chunks`: frontiers in a quarter) and passes of
+        ``64 · WORDS`` background rows (each level's leaf games in the last quarter)."""
         _, peak = self._probe(x)
         g, h = weight_tables(kind, max(self.slots.max_slots, 1))
         n_bg = self.background.shape[0]
         weights = (g / n_bg, h / n_bg)
-        per_row = 8.0 * (WORDS + 4) * max(peak, 1.0) * 64 + accumulator_bytes(self.m)
+        per_row = accumulator_bytes(self.m) + ENTRY_BYTES * max(peak, 1.0)
         row_step = max(1, min(x.shape[0], int(parse_memory() / 2 // per_row)))
-        for first, last in self._pair_chunks(row_step):
-            plan, _ = self._traversal(first, last)
-            leaves = pair_leaves(self.table, self.slots, plan, self._player, self.m)
-            for a, c in chunk_bounds(x.shape[0], row_step):
-                part = torch.zeros(c - a, self.m + 1, dtype=torch.float64, device=x.device)
-                codes = self.table.codes(x[a:c])
+        row_step = -(-x.shape[0] // -(-x.shape[0] // row_step))  # chunks of even size: none left nearly empty
+        trees = self._pair_chunks(row_step, max(peak, 1.0))
+        for a, c in chunk_bounds(x.shape[0], row_step):
+            acc = accumulator(c - a, self.m, x.device)
+            codes = self.table.codes(x[a:c])
+            for first, last in trees:
+                plan, _ = self._traversal(first, last)
+                leaves = pair_leaves(self.table, self.slots, plan, self._player, self.m)
                 for lo, hi in chunk_bounds(n_bg, 64 * WORDS):
                     background = FeatureCodes(
                         self._codes.code[:, lo:hi],
                         None if self._codes.missing is None else self._codes.missing[:, lo:hi],
                         None if self._codes.zero is None else self._codes.zero[:, lo:hi],
                     )
-                    pair_values(self.table, plan, leaves, codes, background, weights, part)
-                out[:, a:c] += part[:, : self.m].T
+                    pair_values(self.table, plan, leaves, codes, background, weights, acc)
+            out[:, a:c] += accumulated(acc, self.m).T
 
     def _units(
         self, kind: Kind, chunk: int, height: int, x_rows: int
