@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, rows_per_chunk
+from torchxplain.fourier.spectrum import index_bits
 from torchxplain.fourier.values import TableKind, coalition_weights
 
 MAX_DIFFERING = 20
@@ -42,9 +43,9 @@ def differing_players(x: Tensor, b: Tensor, players: Tensor, m: int) -> Tensor:
 
 @lru_cache(maxsize=32)
 def _code_bits(d: int, device: torch.device) -> Tensor:
-    """``(d, 2^d)`` bool: row ``i`` holds bit ``i`` of every coalition code ``0 .. 2^d - 1``."""
-    codes = torch.arange(2**d, device=device)
-    return (codes >> torch.arange(d, device=device)[:, None]) & 1 == 1
+    """``(d, 2^d)`` bool: row ``i`` holds bit ``i`` of every coalition code ``0 .. 2^d - 1`` (:func:`index_bits`,
+    transposed so that a gather of rows takes a player's bit for every code)."""
+    return index_bits(torch.arange(2**d, device=device), d).T.contiguous()
 
 
 def hybrid_points(take: Tensor, x: Tensor, b: Tensor) -> Tensor:
