@@ -15,9 +15,11 @@ rows. Contenders:
 
 Values are checked on the first rows against the direct leaf reference (:mod:`_tree_reference`, itself checked
 against all ``2^p`` coalitions of the model's own predict in the ``continuous`` section and the tests); a contender
-counts as exact within ``1e-6`` of the values' scale (the peers compute in float32). A call over the time budget is
-stopped and its time projected from the contender's largest finished cell of that model (linear in ``Q·|D|`` for
-shap and shapiq's own kernel, in ``Q + |D|`` for woodelf), marked ``~``.
+counts as exact within ``1e-6`` of the values' scale (the peers compute in float32). Each call's values are also
+checked against the model's own ``predict`` by efficiency (values plus the background's mean output give the
+output; column ``eff``, as a fraction of the same scale; XGBoost and LightGBM predict in float32). A call over the
+time budget is stopped and its time projected from the contender's largest finished cell of that model (linear in
+``Q·|D|`` for shap and shapiq's own kernel, in ``Q + |D|`` for woodelf), marked ``~``.
 """
 
 from __future__ import annotations
@@ -175,7 +177,16 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         seconds = time.process_time() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     values = np.asarray(values, dtype=np.float64).reshape(len(queries), -1)[:CHECKED]
-    return {"seconds": seconds, "peak_mb": peak, "loaded_mb": before, "values": values.tolist()}
+    # efficiency against the model's own output, off the clock: values + background mean = predict
+    output = np.asarray(model.predict(queries.iloc[:CHECKED]), dtype=np.float64)
+    gap = values.sum(1) - (output - np.asarray(model.predict(background), dtype=np.float64).mean())
+    return {
+        "seconds": seconds,
+        "peak_mb": peak,
+        "loaded_mb": before,
+        "values": values.tolist(),
+        "efficiency_gap": float(np.abs(gap).max()),
+    }
 
 
 # --- the parent ----------------------------------------------------------------------------------------------------
@@ -224,7 +235,7 @@ def run_grid(models: list[str], cells: list[tuple[int, int]], threads: int, budg
     """Every (model, cell): each contender's seconds (or projection), peak RSS and error; prints one line per cell."""
     rows = []
     print(
-        f"{'model':<15} {'Q':>6} {'|D|':>6} | {'ours s':>8} {'peak MB':>8} {'err':>8} | "
+        f"{'model':<15} {'Q':>6} {'|D|':>6} | {'ours s':>8} {'peak MB':>8} {'err':>8} {'eff':>8} | "
         + " ".join(f"{p + ' s':>12}" for p in peers)
         + f" | {'fastest exact peer':>18} | {'ratio':>7}",
         flush=True,
@@ -246,6 +257,7 @@ def run_grid(models: list[str], cells: list[tuple[int, int]], threads: int, budg
                 if "values" in got:
                     values = np.asarray(got.pop("values"))[:, : ref.shape[1]]
                     got["err"] = float(np.abs(values - ref[: len(values)]).max()) / scale
+                    got["eff"] = got.pop("efficiency_gap") / scale
                     got["exact"] = got["err"] <= EXACT
                     finished[contender][(q, b)] = got["seconds"]
                 elif projected is not None:
@@ -283,9 +295,12 @@ def _finish(row: dict[str, Any], peers: list[str]) -> None:
     our_seconds = ours.get("seconds", float("nan"))
     row["best_peer"] = best_peer
     row["ratio"] = exact[best_peer] / our_seconds if best_peer else float("nan")
-    ours_text = f"{our_seconds:8.3f} {ours.get('peak_mb', float('nan')):8.0f} {ours.get('err', float('nan')):8.0e}"
+    ours_text = (
+        f"{our_seconds:8.3f} {ours.get('peak_mb', float('nan')):8.0f} {ours.get('err', float('nan')):8.0e}"
+        f" {ours.get('eff', float('nan')):8.0e}"
+    )
     if "error" in ours:
-        ours_text = f"{ours['error'][:26]:>26}"
+        ours_text = f"{ours['error'][:35]:>35}"
     marker = "~" if best_peer and "projected" in row[best_peer] and "seconds" not in row[best_peer] else ""
     print(
         f"{row['model']:<15} {row['Q']:>6} {row['B']:>6} | {ours_text} | {' '.join(cells)} | "
