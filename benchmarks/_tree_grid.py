@@ -275,7 +275,7 @@ def run_grid(models: list[str], cells: list[tuple[int, int]], threads: int, budg
                     got["eff"] = got.pop("efficiency_gap") / scale
                     got["exact"] = got["err"] <= EXACT
                     finished[contender][(q, b)] = got["seconds"]
-                elif projected is not None:
+                elif projected is not None and got["error"].startswith("over "):  # a failed call is not projected
                     got["projected"] = projected
                 row[contender] = got
             _finish(row, peers)
