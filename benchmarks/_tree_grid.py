@@ -23,7 +23,8 @@ counts as exact within ``1e-6`` of the values' scale (the peers compute in float
 checked against the model's own ``predict`` by efficiency (values plus the background's mean output give the
 output; column ``eff``, as a fraction of the same scale; XGBoost and LightGBM predict in float32). A call over the
 time budget is stopped and its time projected from the contender's largest finished cell of that model (linear in
-``Q·|D|`` for shap and shapiq's own kernel, in ``Q + |D|`` for woodelf), marked ``~``.
+``Q·|D|`` for shap and shapiq's own kernel, in ``Q + |D|`` for woodelf), marked ``~``; a call projected past three
+budgets is not started. A contender that fails (rather than runs long) is never projected: its later cells run.
 """
 
 from __future__ import annotations
@@ -258,14 +259,15 @@ def run_grid(models: list[str], cells: list[tuple[int, int]], threads: int, budg
     for name in models:
         path = str(fitted(name))
         finished: dict[str, dict[tuple[int, int], float]] = {c: {} for c in CONTENDERS}
+        failed: set[str] = set()  # contenders that failed (not ran long) on a smaller cell: run, never projected
         for q, b in cells:
             ref = reference(name, q, b)
             scale = max(float(np.abs(ref).max()), 1e-12)
             row: dict[str, Any] = {"model": name, "Q": q, "B": b, "threads": threads, "load": os.getloadavg()[0]}
             for contender in ("ours", *peers):
-                projected = project(finished[contender], q, b, contender)
+                projected = None if contender in failed else project(finished[contender], q, b, contender)
                 if contender != "ours" and projected is not None and projected > 3 * budget:
-                    row[contender] = {"projected": projected, "error": "projected (a smaller cell ran long)"}
+                    row[contender] = {"projected": projected, "error": "projected past 3x the budget"}
                     continue
                 spec = {"model": name, "path": path, "Q": q, "B": b, "contender": contender, "threads": threads}
                 got = run_child(spec, budget)
@@ -275,7 +277,9 @@ def run_grid(models: list[str], cells: list[tuple[int, int]], threads: int, budg
                     got["eff"] = got.pop("efficiency_gap") / scale
                     got["exact"] = got["err"] <= EXACT
                     finished[contender][(q, b)] = got["seconds"]
-                elif projected is not None and got["error"].startswith("over "):  # a failed call is not projected
+                elif not got["error"].startswith("over "):
+                    failed.add(contender)
+                elif projected is not None:
                     got["projected"] = projected
                 row[contender] = got
             _finish(row, peers)
