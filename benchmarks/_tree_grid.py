@@ -38,6 +38,7 @@ import subprocess
 import sys
 import time
 import warnings
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -229,12 +230,18 @@ def run_child(spec: dict[str, Any], budget: float) -> dict[str, Any]:
 
 def reference(name: str, q: int, b: int) -> np.ndarray:
     """The direct leaf reference of the first checked rows (independent of the explainer's machinery)."""
+    return _reference(name, min(q, CHECKED), b)
+
+
+@lru_cache(maxsize=4)
+def _reference(name: str, q: int, b: int) -> np.ndarray:
+    """:func:`reference` once per (model, rows, background): cells of one |D| share it."""
     from _tree_reference import direct_values
 
     frame, _ = frames(MODELS[name][2])
     model = pickle.loads(fitted(name).read_bytes())
     background = frame.iloc[TRAIN : TRAIN + b]
-    queries = frame.iloc[TRAIN + POOL : TRAIN + POOL + min(q, CHECKED)]
+    queries = frame.iloc[TRAIN + POOL : TRAIN + POOL + q]
     return direct_values(model, queries, background)
 
 
