@@ -672,28 +672,39 @@ class FourierExplainerCore(ExplainerBase):
         assert self.provider is not None
         return self.provider.evaluate(bits).to(self.dtype)
 
+    @property
+    def _fitted_model(self) -> bool:
+        """Whether the spectrum was fitted to a black box it does not own (its outputs then differ from the
+        model's by the fit's error)."""
+        return self.fit_report is not None and not self.owns_forward_func
+
     def _output_at(self, bits: Tensor, model: bool = False, raw: Tensor | None = None) -> Tensor:
         """The explained function at encoded rows, ``(R,)`` or ``(R, C)``: the spectrum; with ``model`` a black
         box's own model (queried as the fit queried it: at the ``raw`` rows when the encoder is not binary); with
         ``method="enumerate"`` always the model."""
         if self.provider is not None:
             return self._provided(bits)
-        if model and self.fit_report is not None and not self.owns_forward_func:
+        if model and self._fitted_model:
             model_func = cast(Callable[..., Tensor], self.forward_func)
             device, dtype = model_placement(model_func, self.background.device, None, self.background)
             target = self.outputs.targets[0]
             at = bits if isinstance(self.encoder, BinaryEncoder) or raw is None else raw
             out = model_output(model_func, at, self.additional_forward_args, target, device, dtype, None)
             return out.to(self.dtype)
-        return self.surrogate.evaluate_checked(bits).detach()
+        with torch.no_grad():  # no graph: chunks of a large evaluation would each keep theirs for backward
+            return self.surrogate.evaluate_checked(bits)
 
     def _base(self, result: Computed, target: Any, model: bool = False) -> Tensor:
         """The reference's output, as the values' base: ``()``/``(C,)`` for a background set, per row ``(Q,)`` /
         ``(Q, C)`` for per-row baselines or targets."""
         ref = result.reference
-        cached = ref.bits is None and getattr(self.provider, "reuses_plans", False)  # a provider's cached plans
+        cached = ref.bits is None and (  # a provider's cached plans, or the spectrum's (its mean is the model's)
+            getattr(self.provider, "reuses_plans", False)
+            or (self.provider is None and not self.differentiable and not (model and self._fitted_model))
+        )
         plans = [self._plan(result.players, None, c) for c in result.columns] if cached else []
-        per = [cast(Any, p).mean_output().to(self.dtype) for p in plans if hasattr(p, "mean_output")]
+        means = [getattr(p, "mean_output", lambda: None)() for p in plans]
+        per = [mean.to(self.dtype) for mean in means if mean is not None]
         if len(per) < len(result.columns):  # the plans do not know the mean: the outputs evaluated
             raw = self.background if ref.bits is None else ref.raw
             out = self._output_at(self.background_bits.to(self.dtype) if ref.bits is None else ref.bits, model, raw)
