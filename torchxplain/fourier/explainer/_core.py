@@ -211,8 +211,8 @@ class FourierExplainerCore(ExplainerBase):
         bits = self.encoder.encode(x, self.dtype)
         if self.provider is not None:
             return self._provided(bits)
-        out = self.surrogate.evaluate_checked(bits)
-        return out if self.differentiable else out.detach()
+        with torch.set_grad_enabled(self.differentiable and torch.is_grad_enabled()):  # no chunk keeps a graph
+            return self.surrogate.evaluate_checked(bits)
 
     # --- values ------------------------------------------------------------------------------------------
     def has_convergence_delta(self) -> bool:
