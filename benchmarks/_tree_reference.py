@@ -6,7 +6,9 @@
   iff every feature is satisfied by the side it is taken from. So the leaf's game is
   ``v [P ⊆ S][N ∩ S = ∅]`` (``P``: satisfied by ``x`` only, ``N``: by ``b`` only; zero when a feature is satisfied
   by neither), whose Shapley values are ``v (p-1)! n!/(p+n)!`` on ``P`` and ``-v p! (n-1)!/(p+n)!`` on ``N``.
-  Cost ``Q·|D|·Σ_leaves depth``: a reference for a few queries, not a contender.
+  Background rows with the same pattern at a leaf are taken once, weighted by their number. Cost
+  ``|D|·Σ_leaves depth`` to read the patterns, then ``Q`` times the distinct ones: a reference for a few queries, not
+  a contender.
 * :func:`coalition_values`: Shapley values by enumerating all ``2^p`` coalitions through the model's own output
   function (small ``p`` only): the check of :func:`direct_values` itself.
 
@@ -137,15 +139,20 @@ def direct_values(model: Any, queries: np.ndarray, background: np.ndarray, targe
             j = features.index(f)
             sat_x[:, j] &= goes_right(queries[:, f], split) == right
             sat_b[:, j] &= goes_right(background[:, f], split) == right
-        only_x = sat_x[:, None, :] & ~sat_b[None, :, :]  # (Q, B, d)
-        only_b = ~sat_x[:, None, :] & sat_b[None, :, :]
-        reachable = (sat_x[:, None, :] | sat_b[None, :, :]).all(2)
+        # background rows with the same pattern play the same game: each distinct pattern once, weighted by its rows
+        code = sat_b.astype(np.int64) @ (np.int64(1) << np.arange(len(features), dtype=np.int64))
+        code, count = np.unique(code, return_counts=True)
+        sat_u = (code[:, None] >> np.arange(len(features))) & 1 == 1  # (U, d)
+        only_x = sat_x[:, None, :] & ~sat_u[None, :, :]  # (Q, U, d)
+        only_b = ~sat_x[:, None, :] & sat_u[None, :, :]
+        reachable = (sat_x[:, None, :] | sat_u[None, :, :]).all(2)
         pn, nn = only_x.sum(2), only_b.sum(2)
         total = np.maximum(pn + nn, 1)
         fact = np.array([factorial(i) for i in range(len(features) + 2)], dtype=np.float64)
         w_p = np.where(pn > 0, fact[np.maximum(pn - 1, 0)] * fact[nn] / fact[total], 0.0) * reachable
         w_n = np.where(nn > 0, -fact[pn] * fact[np.maximum(nn - 1, 0)] / fact[total], 0.0) * reachable
-        contribution = value * (only_x * w_p[..., None] + only_b * w_n[..., None]).mean(1)  # (Q, d)
+        games = only_x * w_p[..., None] + only_b * w_n[..., None]  # (Q, U, d)
+        contribution = value * np.einsum("qud,u->qd", games, count / b)
         phi[:, features] += contribution
     return phi
 

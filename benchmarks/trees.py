@@ -323,10 +323,11 @@ def run_grid(args: argparse.Namespace, threads: int) -> list[dict[str, Any]]:
     met = [r for r in done if r["ratio"] >= (3.0 if r["Q"] >= 1000 and r["B"] <= 1000 else 1.0)]
     peaks = [r["ours"].get("peak_mb", float("nan")) for r in rows]
     errors = [r["ours"].get("err", float("nan")) for r in rows]
+    gaps = [r["ours"].get("eff", float("nan")) for r in rows]
     print(
         f"grid, {threads or 'default'} thread(s): target met in {len(met)} of {len(done)} cells with an exact peer; "
-        f"our peak RSS max {np.nanmax(peaks):.0f} MB (target < 4096); our error max {np.nanmax(errors):.1e} of the "
-        "values' scale",
+        f"our peak RSS max {np.nanmax(peaks):.0f} MB (target < 4096); our error max {np.nanmax(errors):.1e} and "
+        f"efficiency gap max {np.nanmax(gaps):.1e} of the values' scale",
         flush=True,
     )
     return rows

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from tests.fourier.cases import random_case, small_support_case
+from torchxplain import FourierSpectrum
 from torchxplain.fourier import precompute_background, shapley_values
 from torchxplain.fourier.values._plan import ValuePlan
 from torchxplain.fourier.values._weights import SPECS
@@ -99,3 +100,20 @@ def test_bad_kernel_name_is_refused():
     spec, _, _, xq, bg = small_support_case(7, 6, 2, 3, 4, 2)
     with pytest.raises(ValueError, match="kernel must be one of"):
         shapley_values(spec, xq, bg, kernel="fast")
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_mean_output_is_the_spectrum_averaged_over_the_background(grouped):
+    """The base value from the layout's Walsh moments equals the spectrum evaluated at every background row and
+    averaged (the direct sum ``Σ_f a_f (-1)^{<f, b>}``), constant term included; ``None`` before the layout exists."""
+    _, freq, amp, xq, bg = small_support_case(4, 24, 12, 5, 70, 6)
+    freq = np.unique(np.vstack([freq, np.zeros((1, 24), dtype=bool)]), axis=0)  # with a constant term
+    amp = np.random.default_rng(5).normal(size=len(freq))
+    spec = FourierSpectrum(torch.tensor(freq), torch.tensor(amp, dtype=torch.float64))
+    groups, m = (torch.arange(24) // 3, 8) if grouped else (None, 24)
+    plan = ValuePlan(spec, bg, groups, m, kernel="small_support")
+    assert plan.mean_output() is None
+    plan.shapley(xq)
+    parity = (bg @ torch.tensor(freq, dtype=torch.float64).T) % 2
+    direct = ((1.0 - 2.0 * parity) * spec.amplitudes).sum(1).mean()
+    torch.testing.assert_close(plan.mean_output(), direct, atol=1e-12, rtol=0)

@@ -30,7 +30,7 @@ from torchxplain._core.inputs import (
 from torchxplain.fourier.encoding import BinaryEncoder, InputEncoder
 from torchxplain.fourier.explainer._bridges import to_shapiq_values
 from torchxplain.fourier.explainer._domain import warn_outside_domain
-from torchxplain.fourier.explainer._forward_args import as_args, model_output, same_args, same_snapshot, snapshot
+from torchxplain.fourier.explainer._forward_args import check_forward_args, model_output, same_snapshot, snapshot
 from torchxplain.fourier.explainer._plan_cache import PlanCache
 from torchxplain.fourier.explainer._player_values import PlayerValues
 from torchxplain.fourier.explainer._player_values import player_names as player_names_of
@@ -211,8 +211,8 @@ class FourierExplainerCore(ExplainerBase):
         bits = self.encoder.encode(x, self.dtype)
         if self.provider is not None:
             return self._provided(bits)
-        out = self.surrogate.evaluate_checked(bits)
-        return out if self.differentiable else out.detach()
+        with torch.set_grad_enabled(self.differentiable and torch.is_grad_enabled()):  # no chunk keeps a graph
+            return self.surrogate.evaluate_checked(bits)
 
     # --- values ------------------------------------------------------------------------------------------
     def has_convergence_delta(self) -> bool:
@@ -369,7 +369,7 @@ class FourierExplainerCore(ExplainerBase):
     ) -> tuple[Tensor, ...]:
         if kwargs:
             raise TypeError(f"FourierShap.attribute got unexpected arguments {sorted(kwargs)}")
-        self._check_forward_args(additional_forward_args)
+        check_forward_args(additional_forward_args, self.additional_forward_args)
         explanation = self._explain(
             inputs, True, baselines, target, feature_mask, background, internal_batch_size, None, "shapley"
         )
@@ -672,6 +672,7 @@ class FourierExplainerCore(ExplainerBase):
         assert self.provider is not None
         return self.provider.evaluate(bits).to(self.dtype)
 
+    @torch.no_grad()  # a large evaluation's chunks would each keep a graph for a backward never taken
     def _output_at(self, bits: Tensor, model: bool = False, raw: Tensor | None = None) -> Tensor:
         """The explained function at encoded rows, ``(R,)`` or ``(R, C)``: the spectrum; with ``model`` a black
         box's own model (queried as the fit queried it: at the ``raw`` rows when the encoder is not binary); with
@@ -685,15 +686,16 @@ class FourierExplainerCore(ExplainerBase):
             at = bits if isinstance(self.encoder, BinaryEncoder) or raw is None else raw
             out = model_output(model_func, at, self.additional_forward_args, target, device, dtype, None)
             return out.to(self.dtype)
-        return self.surrogate.evaluate_checked(bits).detach()
+        return self.surrogate.evaluate_checked(bits)
 
     def _base(self, result: Computed, target: Any, model: bool = False) -> Tensor:
         """The reference's output, as the values' base: ``()``/``(C,)`` for a background set, per row ``(Q,)`` /
         ``(Q, C)`` for per-row baselines or targets."""
         ref = result.reference
-        cached = ref.bits is None and getattr(self.provider, "reuses_plans", False)  # a provider's cached plans
+        own = self.provider is None and not self.differentiable and not (model and self.fit_report is not None)
+        cached = ref.bits is None and (getattr(self.provider, "reuses_plans", False) or own)  # plans' own means
         plans = [self._plan(result.players, None, c) for c in result.columns] if cached else []
-        per = [cast(Any, p).mean_output().to(self.dtype) for p in plans if hasattr(p, "mean_output")]
+        per = [m.to(self.dtype) for p in plans if (m := getattr(p, "mean_output", lambda: None)()) is not None]
         if len(per) < len(result.columns):  # the plans do not know the mean: the outputs evaluated
             raw = self.background if ref.bits is None else ref.raw
             out = self._output_at(self.background_bits.to(self.dtype) if ref.bits is None else ref.bits, model, raw)
@@ -709,23 +711,6 @@ class FourierExplainerCore(ExplainerBase):
         out = self._output_at(result.bits, model=True, raw=result.x)
         at_x = self.outputs.combine([out if out.ndim == 1 else out[:, c] for c in result.columns], result.pick, target)
         return (total - (at_x - self._base(result, target, model=True))).detach()
-
-    def _check_forward_args(self, given: Any) -> None:
-        args = as_args(given)
-        if args is None:
-            return
-        fitted = self.additional_forward_args
-        if fitted is None:
-            raise ValueError(
-                "this explainer takes no additional_forward_args: it explains its spectrum. For a black box that "
-                "needs them, pass them to the constructor: FourierShap(model, background, additional_forward_args=...) "
-                "fits model(x, *additional_forward_args)"
-            )
-        if not same_args(args, fitted):
-            raise ValueError(
-                "additional_forward_args differ from those the spectrum was fitted with (the constructor's); the "
-                "values explain that fitted function: build one explainer per set of arguments"
-            )
 
     # --- the boundary: inputs, players, background -------------------------------------------------------
     def _as_tuple(self, inputs: Any) -> tuple[tuple[Tensor, ...], bool]:

@@ -106,6 +106,25 @@ def same_args(given: tuple[Any, ...], fitted: tuple[Any, ...]) -> bool:
     return len(given) == len(fitted) and all(_same(a, b) for a, b in zip(given, fitted))
 
 
+def check_forward_args(given: Any, fitted: tuple[Any, ...] | None) -> None:
+    """Refuse ``additional_forward_args`` passed to a call (``given``) unless they are those the spectrum was
+    fitted with (``fitted``, the constructor's): the values explain that fitted function."""
+    args = as_args(given)
+    if args is None:
+        return
+    if fitted is None:
+        raise ValueError(
+            "this explainer takes no additional_forward_args: it explains its spectrum. For a black box that "
+            "needs them, pass them to the constructor: FourierShap(model, background, additional_forward_args=...) "
+            "fits model(x, *additional_forward_args)"
+        )
+    if not same_args(args, fitted):
+        raise ValueError(
+            "additional_forward_args differ from those the spectrum was fitted with (the constructor's); the "
+            "values explain that fitted function: build one explainer per set of arguments"
+        )
+
+
 def model_output(
     model: Callable[..., Tensor],
     x: Tensor,
