@@ -277,6 +277,34 @@ def test_oblivious_trees_on_both_routes():
     torch.testing.assert_close(leaves, spectrum, atol=1e-10, rtol=0)
 
 
+@pytest.mark.parametrize("route", ["spectrum", "leaves"])
+def test_expected_value_after_a_call_comes_from_the_plans(route, monkeypatch):
+    """Once a call has built the plans, ``expected_value()`` is their mean output (the spectrum's Walsh moments, the
+    leaf counts) without evaluating the explained function at the background rows again: equal to the model's own
+    mean prediction, a scalar for a regressor and ``(3,)`` for a 3-class classifier."""
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier
+
+    x, y = _data(p=5)
+    background, query = x[50:90], torch.from_numpy(x[:6])
+    labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    cases = [
+        (GradientBoostingRegressor(n_estimators=5, max_depth=3, random_state=0).fit(x, y), "predict"),
+        (RandomForestClassifier(n_estimators=3, max_depth=4, random_state=0).fit(x, labels), "predict_proba"),
+    ]
+    for model, method in cases:
+        explainer = tx.FourierShap.from_trees(model, background, route=route)
+        want = torch.as_tensor(getattr(model, method)(background).mean(0), dtype=torch.float64)
+        torch.testing.assert_close(explainer.expected_value(), want, atol=1e-10, rtol=0)  # evaluated
+        explainer.attribute(query)
+        with monkeypatch.context() as patch:
+
+            def evaluated(*args, **kwargs):
+                raise AssertionError("expected_value evaluated the outputs again")
+
+            patch.setattr(explainer, "_output_at", evaluated)
+            torch.testing.assert_close(explainer.expected_value(), want, atol=1e-10, rtol=0)
+
+
 # --- native categorical splits ---------------------------------------------------------------------------------
 def _category_frame(rows: int = 1500, seed: int = 3):
     """Two numeric and three ``category`` columns (strings, integers, and a NaN-holding one), a target that needs
