@@ -715,7 +715,8 @@ class FourierExplainerCore(ExplainerBase):
         if not (own or getattr(self.provider, "reuses_plans", False)):
             return None
         means = [getattr(self._plan(players, None, c), "mean_output", lambda: None)() for c in columns]
-        return None if any(m is None for m in means) else [m.to(self.dtype) for m in means]
+        known = [m.to(self.dtype) for m in means if m is not None]
+        return known if len(known) == len(columns) else None
 
     def _convergence_delta(self, result: Computed, target: Any) -> Tensor:
         """``Σ_players φ − (f(x) − E f(b))`` per row (``f``: see :meth:`attribute`)."""
