@@ -32,7 +32,7 @@ probe of its visits) and takes the cheaper.
 
 Memory: trees are taken in chunks whose arrays fit half of ``tx.settings.max_memory`` (the plan keeps them between
 calls when one chunk holds them all), rows in chunks whose patterns and gathers fit it; the pair form sizes its
-chunks from the probe's peak of live entries.
+chunks from the probe's peak of live entries, within each worker thread's share of the budget on the CPU.
 """
 
 from __future__ import annotations
