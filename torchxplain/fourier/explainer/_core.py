@@ -715,7 +715,7 @@ class FourierExplainerCore(ExplainerBase):
         if not (own or getattr(self.provider, "reuses_plans", False)):
             return None
         means = [getattr(self._plan(players, None, c), "mean_output", lambda: None)() for c in columns]
-        known = [m.to(self.dtype) for m in means if m is not None]
+        known = [m.detach().to(self.dtype) for m in means if m is not None]  # numbers: no graph is wanted here
         return known if len(known) == len(columns) else None
 
     def _convergence_delta(self, result: Computed, target: Any) -> Tensor:
