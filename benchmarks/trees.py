@@ -318,7 +318,7 @@ def run_grid(args: argparse.Namespace, threads: int) -> list[dict[str, Any]]:
     import _tree_grid
 
     cells = [tuple(int(v) for v in c.split("x")) for c in args.grid_cells]
-    rows = _tree_grid.run_grid(args.grid_models, cells, threads, args.budget, args.grid_peers)
+    rows = _tree_grid.run_grid(args.grid_models, cells, threads, args.budget, args.grid_peers, args.clock)
     done = [r for r in rows if np.isfinite(r["ratio"])]
     met = [r for r in done if r["ratio"] >= (3.0 if r["Q"] >= 1000 and r["B"] <= 1000 else 1.0)]
     peaks = [r["ours"].get("peak_mb", float("nan")) for r in rows]

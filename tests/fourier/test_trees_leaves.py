@@ -8,6 +8,7 @@ background row.
 from __future__ import annotations
 
 import itertools
+import threading
 from math import factorial
 
 import numpy as np
@@ -17,6 +18,7 @@ from threadpoolctl import threadpool_limits
 
 import torchxplain as tx
 from tests.fourier.tree_cases import brute_force_values, coalition_values, model_output
+from torchxplain._core.settings import parse_memory
 from torchxplain.fourier.trees import _leaf_pairs as leaf_pairs
 from torchxplain.fourier.trees import _leaf_values as leaf_values
 from torchxplain.fourier.trees._leaf_games import weight_tables
@@ -275,6 +277,34 @@ def test_oblivious_trees_on_both_routes():
     torch.testing.assert_close(leaves, spectrum, atol=1e-10, rtol=0)
 
 
+@pytest.mark.parametrize("route", ["spectrum", "leaves"])
+def test_expected_value_after_a_call_comes_from_the_plans(route, monkeypatch):
+    """Once a call has built the plans, ``expected_value()`` is their mean output (the spectrum's Walsh moments, the
+    leaf counts) without evaluating the explained function at the background rows again: equal to the model's own
+    mean prediction, a scalar for a regressor and ``(3,)`` for a 3-class classifier."""
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier
+
+    x, y = _data(p=5)
+    background, query = x[50:90], torch.from_numpy(x[:6])
+    labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    cases = [
+        (GradientBoostingRegressor(n_estimators=5, max_depth=3, random_state=0).fit(x, y), "predict"),
+        (RandomForestClassifier(n_estimators=3, max_depth=4, random_state=0).fit(x, labels), "predict_proba"),
+    ]
+    for model, method in cases:
+        explainer = tx.FourierShap.from_trees(model, background, route=route)
+        want = torch.as_tensor(getattr(model, method)(background).mean(0), dtype=torch.float64)
+        torch.testing.assert_close(explainer.expected_value(), want, atol=1e-10, rtol=0)  # evaluated
+        explainer.attribute(query)
+        with monkeypatch.context() as patch:
+
+            def evaluated(*args, **kwargs):
+                raise AssertionError("expected_value evaluated the outputs again")
+
+            patch.setattr(explainer, "_output_at", evaluated)
+            torch.testing.assert_close(explainer.expected_value(), want, atol=1e-10, rtol=0)
+
+
 # --- native categorical splits ---------------------------------------------------------------------------------
 def _category_frame(rows: int = 1500, seed: int = 3):
     """Two numeric and three ``category`` columns (strings, integers, and a NaN-holding one), a target that needs
@@ -458,6 +488,46 @@ def test_pair_form_over_several_background_words(deep_models, player_bits, piece
     with tx.settings.max_memory("1MiB"):  # pairs in many chunks at every leaf level, rows and trees too
         plan._pair_values("shapley", rows, small)
     torch.testing.assert_close(small, dense, atol=1e-12, rtol=0)
+
+
+def test_pair_form_on_worker_threads(deep_models, monkeypatch):
+    """With three intra-op threads the pair form deals its tree ranges (one tree each here) to three worker threads,
+    each under a third of the caller's budget and with its own accumulator: the values equal the dense tables and
+    one worker's, and the caller's thread count is unchanged."""
+    x, models = deep_models
+    model = models[3][1]  # LightGBM, 4 leaf-wise trees
+    plan = LeafPlan(leaf_table(parse_model(model)), torch.from_numpy(x[200:300]), None, x.shape[1])
+    rows = torch.from_numpy(x[:8])
+    dense = torch.zeros(x.shape[1], 8, dtype=torch.float64)
+    for chunk in range(len(plan._chunks)):
+        plan._dense_values("shapley", chunk, rows, dense)
+    monkeypatch.setattr(leaf_values, "WALK_BYTES", 1)  # a range per tree
+    plan._probe(rows)  # the cost model's probe of the walk, on the caller's thread, before the calls counted
+    calls: list[tuple[int, int]] = []
+    traced = leaf_values.pair_values
+
+    def pair_values(table, walk, *args):
+        calls.append((threading.get_ident(), parse_memory()))
+        return traced(table, walk, *args)
+
+    monkeypatch.setattr(leaf_values, "pair_values", pair_values)
+    threads = torch.get_num_threads()
+    values = {}
+    try:
+        for count in (1, 3):
+            torch.set_num_threads(count)
+            calls.clear()
+            values[count] = torch.zeros_like(dense)
+            with tx.settings.max_memory("6MiB"):
+                plan._pair_values("shapley", rows, values[count])
+            assert torch.get_num_threads() == count
+            assert len(calls) == 4  # the four trees, one range each
+            assert len({ident for ident, _ in calls}) == count
+            assert {budget for _, budget in calls} == {6 * 2**20 // count}
+    finally:
+        torch.set_num_threads(threads)
+    torch.testing.assert_close(values[3], dense, atol=1e-12, rtol=0)
+    torch.testing.assert_close(values[3], values[1], atol=1e-13, rtol=0)
 
 
 def test_spectrum_terms_cap_decides_as_the_full_bound(deep_models):

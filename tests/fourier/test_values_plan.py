@@ -103,15 +103,17 @@ def test_bad_kernel_name_is_refused():
 
 
 @pytest.mark.parametrize("grouped", [False, True])
-def test_mean_output_is_the_spectrum_averaged_over_the_background(grouped):
-    """The base value from the layout's Walsh moments equals the spectrum evaluated at every background row and
-    averaged (the direct sum ``Σ_f a_f (-1)^{<f, b>}``), constant term included; ``None`` before the layout exists."""
+@pytest.mark.parametrize("kernel", ["small_support", "gemm"])
+def test_mean_output_is_the_spectrum_averaged_over_the_background(grouped, kernel):
+    """The base value from the layout's Walsh moments (small-support kernel) or the dense kernel's signed amplitudes
+    equals the spectrum evaluated at every background row and averaged (the direct sum ``Σ_f a_f (-1)^{<f, b>}``),
+    constant term included; ``None`` before a call has built either."""
     _, freq, amp, xq, bg = small_support_case(4, 24, 12, 5, 70, 6)
     freq = np.unique(np.vstack([freq, np.zeros((1, 24), dtype=bool)]), axis=0)  # with a constant term
     amp = np.random.default_rng(5).normal(size=len(freq))
     spec = FourierSpectrum(torch.tensor(freq), torch.tensor(amp, dtype=torch.float64))
     groups, m = (torch.arange(24) // 3, 8) if grouped else (None, 24)
-    plan = ValuePlan(spec, bg, groups, m, kernel="small_support")
+    plan = ValuePlan(spec, bg, groups, m, kernel=kernel)
     assert plan.mean_output() is None
     plan.shapley(xq)
     parity = (bg @ torch.tensor(freq, dtype=torch.float64).T) % 2

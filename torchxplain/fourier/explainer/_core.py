@@ -494,6 +494,11 @@ class FourierExplainerCore(ExplainerBase):
         """The explained function's mean over the background rows (or the ``background`` given), SHAP's base
         value: a scalar, or ``(C,)`` for ``C`` outputs."""
         ref = reference(None, background, (self.background,), self.encoder, self.feature_names, self.dtype)
+        if ref.bits is None:  # the explainer's own background: the cached plans may know its mean already
+            with settings.using(max_memory=self.max_memory, show_progress=self.show_progress):
+                means = self._plan_means(self._players(None, []), list(range(len(self.outputs))))
+            if means is not None:
+                return self.outputs.combine(means, None, None)
         return self._output_at(self.background_bits.to(self.dtype) if ref.bits is None else ref.bits).mean(0)
 
     def to_shap(
@@ -692,11 +697,8 @@ class FourierExplainerCore(ExplainerBase):
         """The reference's output, as the values' base: ``()``/``(C,)`` for a background set, per row ``(Q,)`` /
         ``(Q, C)`` for per-row baselines or targets."""
         ref = result.reference
-        own = self.provider is None and not self.differentiable and not (model and self.fit_report is not None)
-        cached = ref.bits is None and (getattr(self.provider, "reuses_plans", False) or own)  # plans' own means
-        plans = [self._plan(result.players, None, c) for c in result.columns] if cached else []
-        per = [m.to(self.dtype) for p in plans if (m := getattr(p, "mean_output", lambda: None)()) is not None]
-        if len(per) < len(result.columns):  # the plans do not know the mean: the outputs evaluated
+        per = self._plan_means(result.players, result.columns, model) if ref.bits is None else None
+        if per is None:  # the plans do not know the mean: the outputs evaluated
             raw = self.background if ref.bits is None else ref.raw
             out = self._output_at(self.background_bits.to(self.dtype) if ref.bits is None else ref.bits, model, raw)
             out = out if ref.paired else out.mean(0)
@@ -704,6 +706,17 @@ class FourierExplainerCore(ExplainerBase):
         if result.pick is not None or ref.paired:
             per = [p.expand(result.x.shape[0]) for p in per]
         return self.outputs.combine(per, result.pick, target)
+
+    def _plan_means(self, players: PlayerMap, columns: list[int], model: bool = False) -> list[Tensor] | None:
+        """The background's mean output of each of ``columns`` from their cached plans (a spectrum's Walsh moments,
+        a tree provider's leaf counts), or ``None`` where a plan does not know it: a differentiable explainer (the
+        mean must carry the graph), a provider that keeps no plans, or a black box's own ``model``."""
+        own = self.provider is None and not self.differentiable and not (model and self.fit_report is not None)
+        if not (own or getattr(self.provider, "reuses_plans", False)):
+            return None
+        means = [getattr(self._plan(players, None, c), "mean_output", lambda: None)() for c in columns]
+        known = [m.detach().to(self.dtype) for m in means if m is not None]  # numbers: no graph is wanted here
+        return known if len(known) == len(columns) else None
 
     def _convergence_delta(self, result: Computed, target: Any) -> Tensor:
         """``Σ_players φ − (f(x) − E f(b))`` per row (``f``: see :meth:`attribute`)."""

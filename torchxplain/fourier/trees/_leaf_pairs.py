@@ -47,8 +47,11 @@ WORDS = 4
 PLAYER_BITS = 62
 """Up to this many players the patterns are kept over players (bit ``i`` for player ``i``) instead of a path's
 slots, so that the leaf games accumulate per (row, pattern piece) (:func:`_add`)."""
-PIECE_BITS = 13
-"""The most bits of a pattern piece: the accumulators hold ``2^13`` patterns (64 KiB) per piece and row."""
+PIECE_BITS = 10
+"""The most bits of a pattern piece: the accumulators hold at most ``2^10`` patterns (8 KiB) per piece and row.
+Measured on a default ``RandomForestRegressor(100)`` (25 players), 1,000 rows against 100 background rows, one
+thread: three pieces of 9 bits (12 KiB per row) took 25.1 s, two of 13 bits (128 KiB per row) 26.0 s; the smaller
+accumulators also leave room for one per worker thread (``LeafPlan._pair_values``)."""
 INDEX_LIMIT = 2**31
 """Rows and nodes are int32 (half the walk's traffic) where the flat indices they make stay below this."""
 TAIL_WORDS = 1024

@@ -32,7 +32,7 @@ probe of its visits) and takes the cheaper.
 
 Memory: trees are taken in chunks whose arrays fit half of ``tx.settings.max_memory`` (the plan keeps them between
 calls when one chunk holds them all), rows in chunks whose patterns and gathers fit it; the pair form sizes its
-chunks from the probe's peak of live entries.
+chunks from the probe's peak of live entries, within each worker thread's share of the budget on the CPU.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ import torch
 from torch import Tensor
 
 from torchxplain._core import chunk_bounds, parse_memory
+from torchxplain._core.settings import MIN_MEMORY, max_memory
+from torchxplain._core.threads import cpu_workers, run_split
 from torchxplain.fourier.trees._leaf_games import Kind, popcount, weight_tables
 from torchxplain.fourier.trees._leaf_pairs import (
     WORDS,
@@ -409,29 +411,54 @@ class LeafPlan:
         """The values at rows ``x`` by the pair form, added to ``out`` ``(m, Q)``: chunks of rows whose accumulators
         (:func:`~torchxplain.fourier.trees._leaf_pairs.accumulator`) and live entries fit half the budget, read
         once per chunk; within one, ranges of trees (:meth:`_pair_chunks`: frontiers in a quarter) and passes of
-        ``64 · WORDS`` background rows (each level's leaf games in the last quarter)."""
+        ``64 · WORDS`` background rows (each level's leaf games in the last quarter).
+
+        On the CPU the ranges of trees are dealt out in turn to ``torch.get_num_threads()`` threads
+        (:func:`~torchxplain._core.threads.run_split`), each with its own accumulator and an equal share of the
+        budget for all of the above; the accumulators are added in thread order, so a given thread count gives
+        the same values at any load (another count differs only by rounding). The walk's operations are too small
+        for torch's intra-op threads to pay. Measured on a default ``RandomForestRegressor(100)``, 1,000 rows
+        against 100 background rows, two cores, wall time: its first 20 trees 4.6 s on one thread, 4.0 s with two
+        intra-op threads, 2.8 s with two workers; all 100 trees 25.1 s on one thread, 17.5 s with two workers."""
         _, peak = self._probe(x)
         g, h = weight_tables(kind, max(self.slots.max_slots, 1))
         n_bg = self.background.shape[0]
         weights = (g / n_bg, h / n_bg)
-        per_row = accumulator_bytes(self.m) + ENTRY_BYTES * max(peak, 1.0)
-        row_step = max(1, min(x.shape[0], int(parse_memory() / 2 // per_row)))
-        row_step = -(-x.shape[0] // -(-x.shape[0] // row_step))  # chunks of even size: none left nearly empty
-        trees = self._pair_chunks(row_step, max(peak, 1.0))
-        for a, c in chunk_bounds(x.shape[0], row_step):
-            acc = accumulator(c - a, self.m, x.device)
-            codes = self.table.codes(x[a:c])
-            for first, last in trees:
-                plan, _ = self._traversal(first, last)
-                leaves = pair_leaves(self.table, self.slots, plan, self._player, self.m)
-                for lo, hi in chunk_bounds(n_bg, 64 * WORDS):
-                    background = FeatureCodes(
-                        self._codes.code[:, lo:hi],
-                        None if self._codes.missing is None else self._codes.missing[:, lo:hi],
-                        None if self._codes.zero is None else self._codes.zero[:, lo:hi],
-                    )
-                    pair_values(self.table, plan, leaves, codes, background, weights, acc)
-            out[:, a:c] += accumulated(acc, self.m).T
+        workers = min(cpu_workers(x.device, self.table.n_trees), parse_memory() // MIN_MEMORY)
+        with max_memory(parse_memory() // workers):  # each worker's share, in the context the workers copy
+            per_row = accumulator_bytes(self.m) + ENTRY_BYTES * max(peak, 1.0)
+            row_step = max(1, min(x.shape[0], int(parse_memory() / 2 // per_row)))
+            row_step = -(-x.shape[0] // -(-x.shape[0] // row_step))  # chunks of even size: none left nearly empty
+            trees = self._pair_chunks(row_step, max(peak, 1.0))
+            workers = min(workers, len(trees))
+            for a, c in chunk_bounds(x.shape[0], row_step):
+                codes = self.table.codes(x[a:c])
+
+                def work(worker: int, a: int = a, c: int = c, codes: FeatureCodes = codes) -> Tensor:
+                    acc = accumulator(c - a, self.m, x.device)
+                    for first, last in trees[worker::workers]:
+                        self._pair_range(first, last, codes, weights, acc)
+                    return acc
+
+                accs = run_split(work, workers)
+                for other in accs[1:]:
+                    accs[0] += other
+                out[:, a:c] += accumulated(accs[0], self.m).T
+
+    def _pair_range(
+        self, first: int, last: int, codes: FeatureCodes, weights: tuple[Tensor, Tensor], acc: Tensor
+    ) -> None:
+        """Add trees ``first..last-1``'s pair values at rows ``codes`` to the accumulator ``acc``, in passes of
+        ``64 · WORDS`` background rows."""
+        plan, _ = self._traversal(first, last)
+        leaves = pair_leaves(self.table, self.slots, plan, self._player, self.m)
+        for lo, hi in chunk_bounds(self.background.shape[0], 64 * WORDS):
+            background = FeatureCodes(
+                self._codes.code[:, lo:hi],
+                None if self._codes.missing is None else self._codes.missing[:, lo:hi],
+                None if self._codes.zero is None else self._codes.zero[:, lo:hi],
+            )
+            pair_values(self.table, plan, leaves, codes, background, weights, acc)
 
     def _units(
         self, kind: Kind, chunk: int, height: int, x_rows: int

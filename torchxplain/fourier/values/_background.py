@@ -39,6 +39,13 @@ class BackgroundTerm:
             return self._compute(0, len(self.spectrum))
         return self._signed
 
+    def mean_output(self) -> Tensor | None:
+        """``()`` the spectrum's mean over the background, ``Σ_{x,f} s_{x,f} / B``, where the dense kernel has kept
+        the signed amplitudes; ``None`` where it has not (they did not fit, or no dense call ran)."""
+        if self._signed is None:
+            return None
+        return self._signed.sum() / self._signed.shape[0]
+
     def signed_block(self, f0: int, f1: int) -> Tensor:
         """``(B, f1 - f0)`` columns of :attr:`signed_amplitudes`, cached when the whole matrix fits the budget."""
         cached = self._cached()

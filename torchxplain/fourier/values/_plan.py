@@ -178,12 +178,13 @@ class ValuePlan:
 
     def mean_output(self) -> Tensor | None:
         """``()`` the spectrum's mean over the background, ``Σ_f a_f m_U(f) / B`` (a constant term's moment is 1),
-        from the Walsh moments ``m_U`` the small-support kernel's layout holds; ``None`` where the layout was not
-        built (the dense kernel ran): the caller then evaluates the spectrum at the background rows, which costs
-        ``B · k · degree`` gathers (20 s for CatBoost's 54,518 terms at B = 10,000) against ``k`` here."""
+        from the Walsh moments ``m_U`` the small-support kernel's layout holds, or from the signed amplitudes the
+        dense kernel keeps (:meth:`BackgroundTerm.mean_output`); ``None`` where neither was built: the caller then
+        evaluates the spectrum at the background rows, which costs ``B · k · degree`` gathers (20 s for CatBoost's
+        54,518 terms at B = 10,000) against ``k`` here."""
         layout = self._layout
         if layout is None:
-            return None
+            return self.term.mean_output()
         amplitudes = self.spectrum.amplitudes.to(device=layout.moments.device, dtype=layout.dtype)
         placed = amplitudes.index_select(0, layout.rows)
         moments = layout.moments.index_select(0, layout.moment_offset.index_select(0, layout.fam) + layout.local)

@@ -271,6 +271,7 @@ class _Residual:
     def __init__(self, query: Callable[[Tensor], Tensor], surrogate: Surrogate) -> None:
         self.query, self.surrogate = query, surrogate
 
+    @torch.no_grad()  # numbers only: a surrogate with trainable amplitudes would otherwise keep a graph per call
     def __call__(self, z: Tensor) -> Tensor:
         return self.query(z) - self.surrogate(z).to(torch.float64)
 
