@@ -516,7 +516,9 @@ def fail_counts(
     for the leaves past them, their patterns ``(L_range - len(offset), Q)`` (``dtype``).
 
     Each level's leaf rows are counted where they are made: their patterns plus the leaves' offsets (one ``(n, Q)``
-    buffer of keys, int32 below ``2^31`` entries) and one ``bincount``.
+    buffer of keys, int32 below ``2^31`` entries) added into the counts by ``index_add_``, whose work follows the
+    keys (a ``bincount`` per level allocated, zeroed and added all ``size`` entries: on a default random forest's
+    first 10 trees at 1,000 rows, 4.0 of the call's 8.4 s).
     """
     q, device = codes.code.shape[1], codes.code.device
     counted = offset.numel()
@@ -525,6 +527,7 @@ def fail_counts(
     key_dtype = torch.int32 if size < 2**31 else torch.int64
     start = offset.to(key_dtype)[:, None]
     keys = torch.empty(plan.widest * q, dtype=key_dtype, device=device)
+    one = torch.ones((), dtype=torch.int64, device=device)
     for level, frontier in enumerate(frontiers(table, plan, codes, dtype)):
         rows, index = plan.leaf_rows[level], plan.leaf_index[level]
         if not rows.numel():
@@ -538,7 +541,7 @@ def fail_counts(
             continue
         key = keys[: n * q].view(n, q)
         key.copy_(frontier if n == frontier.shape[0] else frontier.index_select(0, rows)).add_(start[index])
-        counts += torch.bincount(key.view(-1), minlength=size)
+        counts.index_add_(0, key.view(-1), one.expand(n * q))
     return counts, rest
 
 
