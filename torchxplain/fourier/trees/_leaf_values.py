@@ -27,8 +27,9 @@ only through its histogram: the cost grows with rows + background, not their pro
 
 **Pair form.** Deep forests (many leaves of many players: random forests at their default depth) make ``2^d`` per
 leaf dear; :mod:`~torchxplain.fourier.trees._leaf_pairs` follows each row down the trees with the background rows it
-can still pair with instead. :meth:`LeafPlan._route` prices both forms for the call's rows (the pair form from a
-probe of its visits) and takes the cheaper.
+can still pair with instead. :meth:`LeafPlan._route` prices both forms for the call's rows and background (the
+pair form from a probe of its visits and pairs, the dense form's emission from its first trees) and takes the
+cheaper.
 
 Memory: trees are taken in chunks whose arrays fit half of ``tx.settings.max_memory`` (the plan keeps them between
 calls when one chunk holds them all), rows in chunks whose patterns and gathers fit it; the pair form sizes its
@@ -217,7 +218,8 @@ class LeafPlan:
         self._schedules: dict[int, Traversal] = {}
         self._rows: dict[int, Tensor] = {}  # per tree chunk, rows of ``slots.leaves`` in its leaf-block order
         self._unit_cache: dict[tuple[Kind, int, int, int], tuple[Traversal, list[UnitGroup], list[_Group]]] = {}
-        self._visits: tuple[float, float] | None = None  # the pair form's visits and peak entries per row and tree
+        self._visits: tuple[float, float, float] | None = None  # the pair form's probe (:meth:`_probe`)
+        self._emitted: float | None = None  # sub-patterns emitted per dense table entry (:meth:`_emission`)
         self._reached: dict[int, Tensor] = {}  # per tree chunk, Σ leaf value × background rows reaching the leaf
         self.route = "dense"
         """The form the last call took (``"dense"`` or ``"pairs"``)."""
@@ -337,25 +339,65 @@ class LeafPlan:
 
     # --- the cost model ----------------------------------------------------------------------------------------
     def _route(self, x: Tensor) -> str:
-        """``"dense"`` or ``"pairs"`` for ``Q = len(x)`` rows, whichever is priced lower (nanoseconds, measured on
-        this kind of machine: a table entry built, a node and a (leaf, slot) per row, a visit per row)."""
+        """``"dense"`` or ``"pairs"`` for ``Q = len(x)`` rows, whichever is priced lower in nanoseconds, one thread.
+
+        Dense: ``40`` per table entry (``Σ 2^d``) and ``5.3`` per sub-pattern the background's patterns emit
+        (:func:`_emit`, measured on the first trees by :meth:`_emission` where it decides), ``2.5`` per (background
+        row, node) of its traversal; per row ``8`` per node and ``1`` per (leaf, slot). Pairs (:meth:`_probe`): per
+        pass of up to ``64 · WORDS`` background rows, ``22 + 4`` per word for each (row, node) visit; ``49`` per
+        (row, background row, leaf) pair. Fitted on a default ``RandomForestRegressor(100)`` (25 players), one
+        thread, whole calls: the dense form took 40, 97, 188 and 260 s at 1,000 rows against 100, 1,000 and 10,000
+        background rows and at 10,000 against 10,000 (priced 42, 85, 189 and 261), 111 s at 10,000 against 100
+        (113), 173 s at 100 against 10,000 (182); the pairs 24 s at 1,000 against 100 (24) and 214 s at 100 against
+        10,000 (204), where the earlier pricing (no passes, a pair per visit) had taken them.
+        """
         if any(key[1] == 0 for key in self._cache) or not x.shape[0]:
             return "dense"  # the tables are built already: rows cost the same either way
         d = self.slots.n_slots.double()
         q, n_bg = x.shape[0], self.background.shape[0]
-        n_nodes = self.table.n_nodes
-        dense = 40.0 * float(torch.pow(2.0, d).sum()) + (q + n_bg) * 8.0 * n_nodes + q * 4.0 * float(d.sum())
+        n_nodes, n_trees = self.table.n_nodes, self.table.n_trees
+        entries = float(torch.pow(2.0, d.clamp(max=MAX_DENSE_SLOTS)).sum())
+        dense = 40.0 * entries + 2.5 * n_bg * n_nodes + q * (8.0 * n_nodes + float(d.sum()))
         if bool((d > MAX_DENSE_SLOTS).any()):
             dense = float("inf")
         if dense < 1e7:  # small either way: no probe
             return "dense"
-        visits = self._probe(x)[0] * self.table.n_trees * q
-        pairs = visits * (60.0 + 10.0 * n_bg / 64) + 40.0 * visits * min(n_bg, 64 * WORDS) / 64
-        return "dense" if dense <= pairs else "pairs"
+        visits, _, pairs = self._probe(x)
+        passes, words = -(-n_bg // (64 * WORDS)), -(-min(n_bg, 64 * WORDS) // 64)
+        paired = q * n_trees * (passes * visits * (22.0 + 4.0 * words) + 49.0 * pairs * n_bg)
+        if dense > paired:
+            return "pairs"
+        # the emission lies between none and d (d + 1) per entry: measured only where the bounds disagree
+        if dense + 5.3 * float((d * (d + 1) * torch.pow(2.0, d)).sum()) > paired:
+            dense += 5.3 * self._emission() * entries
+        return "dense" if dense <= paired else "pairs"
 
-    def _probe(self, x: Tensor) -> tuple[float, float]:
-        """(row, node) visits and peak live entries per (row, tree) of the pair form, measured on up to 4 rows
-        against the first background rows on the first trees."""
+    def _emission(self) -> float:
+        """Sub-patterns emitted per table entry by the background's patterns (:func:`_emit`: each distinct pattern
+        ``q`` at a leaf emits ``2^{|q|}``, at most ``d (d + 1)`` per entry where the ranked transform is cheaper),
+        measured on the first two trees."""
+        if self._emitted is None:
+            plan, rows = self._traversal(0, min(self.table.n_trees, 2))
+            n_slots = self.slots.n_slots[rows]
+            dense = n_slots[n_slots <= MAX_DENSE_SLOTS]
+            entries = torch.ones_like(dense) << dense
+            offset = torch.cumsum(entries, 0) - entries
+            counts, _ = fail_counts(
+                self.table, plan, self._codes, offset, int(entries.sum()), pattern_dtype(self.slots.max_slots)
+            )
+            emitted, start = 0, 0
+            for d, count in enumerate(torch.bincount(dense, minlength=1).tolist()):
+                size = count << d
+                found = torch.nonzero(counts[start : start + size]).flatten()
+                satisfied = popcount(~found & ((1 << d) - 1))
+                emitted += min(int((torch.ones_like(satisfied) << satisfied).sum()), d * (d + 1) * size)
+                start += size
+            self._emitted = emitted / max(int(entries.sum()), 1)
+        return self._emitted
+
+    def _probe(self, x: Tensor) -> tuple[float, float, float]:
+        """The pair form measured on up to 4 rows against the first ``64 · WORDS`` background rows on the first 8
+        trees: (row, node) visits and peak live entries per (row, tree), and pairs per (row, tree, background row)."""
         if self._visits is None:
             trees = min(self.table.n_trees, 8)
             plan, _ = self._traversal(0, trees)
@@ -364,9 +406,9 @@ class LeafPlan:
             weights = weight_tables("shapley", max(self.slots.max_slots, 1))
             scratch = accumulator(few_x.shape[0], self.m, x.device)
             codes = self.table.codes(few_x), self.table.codes(few_b)
-            stats = pair_values(self.table, plan, leaves, *codes, weights, scratch)
+            visits, peak, pairs = pair_values(self.table, plan, leaves, *codes, weights, scratch)
             per = max(1, few_x.shape[0] * trees)
-            self._visits = (stats[0] / per, stats[1] / per)
+            self._visits = (visits / per, peak / per, pairs / per / few_b.shape[0])
         return self._visits
 
     # --- values ----------------------------------------------------------------------------------------------
@@ -420,7 +462,7 @@ class LeafPlan:
         for torch's intra-op threads to pay. Measured on a default ``RandomForestRegressor(100)``, 1,000 rows
         against 100 background rows, two cores, wall time: its first 20 trees 4.6 s on one thread, 4.0 s with two
         intra-op threads, 2.8 s with two workers; all 100 trees 25.1 s on one thread, 17.5 s with two workers."""
-        _, peak = self._probe(x)
+        peak = self._probe(x)[1]
         g, h = weight_tables(kind, max(self.slots.max_slots, 1))
         n_bg = self.background.shape[0]
         weights = (g / n_bg, h / n_bg)
