@@ -599,5 +599,31 @@ def test_cost_model_probes_count_pairs_and_emission(deep_models):
         for d, patterns in _satisfied(tree, x, background):
             emitted[d] = emitted.get(d, 0) + sum(1 << bin(q).count("1") for q in set(patterns))
             sizes[d] = sizes.get(d, 0) + (1 << d)
-    want = sum(min(emitted[d], d * (d + 1) * sizes[d]) for d in emitted) / sum(sizes.values())
+    ranked = {d: leaf_values.RANKED_NS * d * (d + 1) * sizes[d] for d in sizes}
+    want = sum(min(leaf_values.EMIT_NS * emitted[d], ranked[d]) for d in emitted) / sum(sizes.values())
     assert plan._emission() == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("form", ["emission", "ranked"])
+@pytest.mark.parametrize("kind", ["shapley", "banzhaf"])
+def test_background_arrays_match_their_definition(form, kind, monkeypatch):
+    """``_emit``'s arrays ``G, H, H↑`` of 3 leaves of 5 players from random counts of background fail patterns, by
+    either form (the emission of sub-patterns, the ranked superset sums), equal their definition summed directly:
+    ``G[F] = Σ_{q ⊇ F} N_q g(d − |q|, |F|)``, ``H`` with ``h``, ``H↑`` with ``h(d − |q|, |F| − 1)`` (0 at F = ∅)."""
+    monkeypatch.setattr(leaf_values, "EMIT_NS" if form == "emission" else "RANKED_NS", 0.0)
+    d, n_leaves = 5, 3
+    counts = torch.from_numpy(np.random.default_rng(3).poisson(0.4, n_leaves << d))
+    g, h = weight_tables(kind, d)
+    want = np.zeros((3, n_leaves << d))
+    for leaf in range(n_leaves):
+        for fails in range(1 << d):
+            for background_fails in range(1 << d):
+                satisfied = (1 << d) - 1 - background_fails
+                if fails & ~satisfied:
+                    continue
+                n = float(counts[(leaf << d) + background_fails])
+                a, b = d - bin(satisfied).count("1"), bin(fails).count("1")
+                want[0, (leaf << d) + fails] += n * float(g[a, b])
+                want[1, (leaf << d) + fails] += n * float(h[a, b])
+                want[2, (leaf << d) + fails] += n * float(h[a, b - 1]) if b else 0.0
+    np.testing.assert_allclose(leaf_values._emit(counts, d, kind, torch.float64).numpy(), want, atol=1e-12)

@@ -79,6 +79,13 @@ ENTRY_BYTES = 8 * (WORDS + 4)
 """Bytes of one live entry of the pair form's walk (its frontier row, row, leaf and masks, and their copies)."""
 CACHE_BYTES = 1 << 25
 """Rows per chunk of the dense form: their patterns and gathers stay near the processor's caches."""
+EMIT_NS = 5.3
+"""Nanoseconds per sub-pattern emitted by :func:`_emit` (measured on a default ``RandomForestRegressor(100)``'s
+first 10 trees, one thread: 10.1, 6.1 and 5.1 against 100, 1,000 and 10,000 background rows)."""
+RANKED_NS = 1.4
+"""Nanoseconds per element (``d (d + 1)`` per table entry) of the ranked transform :func:`_ranked` (same trees:
+11.4 s for 8.3e9). Against the rows' emission, it took that forest's tables at 10,000 background rows from 14.4 to
+11.8 s (at 100 and 1,000 rows the emission stays)."""
 UNIT_BYTES = 1 << 26
 """Rows per chunk of the unit form, priced at its traversal, patterns, output rows and one unit's gathers per row (a
 pass gathers at most ``2^17`` values, however many rows: pricing a whole group's gathers per row made chunks of 232
@@ -129,8 +136,7 @@ def _emit(counts: Tensor, d: int, kind: Kind, dtype: torch.dtype) -> Tensor:
     k = popcount(q)
     g, h = weight_tables(kind, d, dtype)
     emitted = int((torch.ones_like(k) << k).sum()) if found.numel() else 0
-    zeta = d * (d + 1) * size
-    if emitted > zeta:  # a background dense in satisfied patterns: the ranked superset sums are cheaper
+    if EMIT_NS * emitted > RANKED_NS * d * (d + 1) * size:  # many satisfied patterns: the ranked sums are cheaper
         return _ranked(found, count, k, n_leaves, d, g, h, dtype)
     out = torch.zeros(3, size, dtype=dtype, device=device)
     shifts = torch.ones(d, dtype=torch.int64, device=device) << torch.arange(d, device=device)
@@ -219,7 +225,7 @@ class LeafPlan:
         self._rows: dict[int, Tensor] = {}  # per tree chunk, rows of ``slots.leaves`` in its leaf-block order
         self._unit_cache: dict[tuple[Kind, int, int, int], tuple[Traversal, list[UnitGroup], list[_Group]]] = {}
         self._visits: tuple[float, float, float] | None = None  # the pair form's probe (:meth:`_probe`)
-        self._emitted: float | None = None  # sub-patterns emitted per dense table entry (:meth:`_emission`)
+        self._emitted: float | None = None  # nanoseconds of the dense tables' emission per entry (:meth:`_emission`)
         self._reached: dict[int, Tensor] = {}  # per tree chunk, Σ leaf value × background rows reaching the leaf
         self.route = "dense"
         """The form the last call took (``"dense"`` or ``"pairs"``)."""
@@ -341,15 +347,16 @@ class LeafPlan:
     def _route(self, x: Tensor) -> str:
         """``"dense"`` or ``"pairs"`` for ``Q = len(x)`` rows, whichever is priced lower in nanoseconds, one thread.
 
-        Dense: ``40`` per table entry (``Σ 2^d``) and ``5.3`` per sub-pattern the background's patterns emit
-        (:func:`_emit`, measured on the first trees by :meth:`_emission` where it decides), ``2.5`` per (background
-        row, node) of its traversal; per row ``8`` per node and ``1`` per (leaf, slot). Pairs (:meth:`_probe`): per
-        pass of up to ``64 · WORDS`` background rows, ``22 + 4`` per word for each (row, node) visit; ``49`` per
-        (row, background row, leaf) pair. Fitted on a default ``RandomForestRegressor(100)`` (25 players), one
-        thread, whole calls: the dense form took 40, 97, 188 and 260 s at 1,000 rows against 100, 1,000 and 10,000
-        background rows and at 10,000 against 10,000 (priced 42, 85, 189 and 261), 111 s at 10,000 against 100
-        (113), 173 s at 100 against 10,000 (182); the pairs 24 s at 1,000 against 100 (24) and 214 s at 100 against
-        10,000 (204), where the earlier pricing (no passes, a pair per visit) had taken them.
+        Dense: ``40`` per table entry (``Σ 2^d``), the background's emission (:func:`_emit`, measured on the first
+        trees by :meth:`_emission` where it decides) and ``2.5`` per (background row, node) of its traversal; per row
+        ``8`` per node and ``1`` per (leaf, slot). Pairs (:meth:`_probe`): per pass of up to ``64 · WORDS`` background
+        rows ``22 + 4`` per word for each (row, node) visit, and ``49`` per (row, background row, leaf) pair. Fitted
+        on a default ``RandomForestRegressor(100)`` (25 players), one thread, whole calls (priced in brackets): the
+        dense form 40 s (42) at 1,000 rows against 100 background rows, 111 s (113) at 10,000 against 100, 97 s (85)
+        at 1,000 against 1,000, 159 s (157) at 10,000 against 1,000, 138 s (153) at 100 against 10,000, 154 s (160)
+        at 1,000 against 10,000, 227 s (232) at 10,000 against 10,000; the pairs 24 s (24) at 1,000 against 100,
+        23 s (20) at 100 against 1,000 and 214 s (204) at 100 against 10,000, which the earlier pricing (one pass,
+        a pair per visit, no emission) took.
         """
         if any(key[1] == 0 for key in self._cache) or not x.shape[0]:
             return "dense"  # the tables are built already: rows cost the same either way
@@ -367,15 +374,16 @@ class LeafPlan:
         paired = q * n_trees * (passes * visits * (22.0 + 4.0 * words) + 49.0 * pairs * n_bg)
         if dense > paired:
             return "pairs"
-        # the emission lies between none and d (d + 1) per entry: measured only where the bounds disagree
-        if dense + 5.3 * float((d * (d + 1) * torch.pow(2.0, d)).sum()) > paired:
-            dense += 5.3 * self._emission() * entries
+        # the emission costs between nothing and the ranked transform: measured only where the bounds disagree
+        if dense + RANKED_NS * float((d * (d + 1) * torch.pow(2.0, d)).sum()) > paired:
+            dense += self._emission() * entries
         return "dense" if dense <= paired else "pairs"
 
     def _emission(self) -> float:
-        """Sub-patterns emitted per table entry by the background's patterns (:func:`_emit`: each distinct pattern
-        ``q`` at a leaf emits ``2^{|q|}``, at most ``d (d + 1)`` per entry where the ranked transform is cheaper),
-        measured on the first two trees."""
+        """Nanoseconds per table entry of :func:`_emit` on the background's patterns (each distinct pattern ``q``
+        at a leaf emits ``2^{|q|}`` sub-patterns at :data:`EMIT_NS` each, or the ranked transform costs
+        :data:`RANKED_NS` ``d (d + 1)`` per entry, whichever is cheaper per number of players), measured on the
+        first two trees."""
         if self._emitted is None:
             plan, rows = self._traversal(0, min(self.table.n_trees, 2))
             n_slots = self.slots.n_slots[rows]
@@ -390,7 +398,9 @@ class LeafPlan:
                 size = count << d
                 found = torch.nonzero(counts[start : start + size]).flatten()
                 satisfied = popcount(~found & ((1 << d) - 1))
-                emitted += min(int((torch.ones_like(satisfied) << satisfied).sum()), d * (d + 1) * size)
+                emitted += min(
+                    EMIT_NS * int((torch.ones_like(satisfied) << satisfied).sum()), RANKED_NS * d * (d + 1) * size
+                )
                 start += size
             self._emitted = emitted / max(int(entries.sum()), 1)
         return self._emitted
