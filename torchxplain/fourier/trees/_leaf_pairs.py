@@ -14,7 +14,8 @@ interventional TreeSHAP's walk, but for 64 background rows per word — instead 
 tables, which deep leaves (random forests at their default depth) cannot afford. (Measured on a default
 ``RandomForestRegressor(100)``, 25 features, 100 rows against 100 background rows: 9.4 million (row, leaf)
 entries, 30 million pairs, 35 and 83 million bits of ``F`` and ``G``; (leaf, ``F``) classes are only half the
-entries, so tabulating per pattern would not pay.)
+entries, a third at 1,000 rows, so tabulating per pattern would not pay: each pair's ``G`` side must still reach
+every row of its class.)
 
 Up to :data:`PLAYER_BITS` players the patterns are kept over players (bit ``i`` for player ``i``, the same on every
 path; int32 up to 30 players, else int64) rather than over each path's slots. A pattern's values are then linear in
