@@ -546,3 +546,84 @@ def test_piece_shape_covers_every_player():
     for m in range(1, 63):
         n, width = leaf_pairs.piece_shape(m)
         assert n * width >= m > (n - 1) * width and width <= leaf_pairs.PIECE_BITS
+
+
+def _reached_leaves(estimator, rows: np.ndarray, background: np.ndarray) -> set[tuple[int, int, int]]:
+    """(row, background row, leaf) of one sklearn tree such that some hybrid ``(x_S, b_{~S})`` reaches the leaf: all
+    ``2^p`` coalitions put through the tree's own ``apply``."""
+    p = rows.shape[1]
+    masks = np.array(list(itertools.product([False, True], repeat=p)))  # (2^p, p): True takes the row's value
+    found = set()
+    for i, row in enumerate(rows):
+        for j, other in enumerate(background):
+            leaves = estimator.apply(np.where(masks, row, other).astype(np.float32))
+            found.update((i, j, int(leaf)) for leaf in leaves)
+    return found
+
+
+def _satisfied(estimator, x: np.ndarray, background: np.ndarray) -> list[tuple[int, list[int]]]:
+    """Per leaf of one sklearn tree: its number of distinct path features ``d`` and each background row's satisfied
+    pattern over them — feature ``i`` satisfied when a training row that reaches the leaf, given the background
+    row's value of ``i``, still reaches it (the tree's own ``apply``)."""
+    tree, at = estimator.tree_, estimator.apply(x.astype(np.float32))
+    out = []
+    for leaf in np.flatnonzero(tree.children_left < 0):
+        row = x[np.flatnonzero(at == leaf)[0]]  # every leaf holds a training row
+        path = estimator.decision_path(row[None].astype(np.float32)).indices
+        features = sorted({int(tree.feature[n]) for n in path if tree.children_left[n] >= 0})
+        moved = np.repeat(row[None, None], len(background), 0).repeat(len(features), 1)  # (B, d, p)
+        for s, feature in enumerate(features):
+            moved[:, s, feature] = background[:, feature]
+        stays = estimator.apply(moved.reshape(-1, x.shape[1]).astype(np.float32)).reshape(len(background), -1) == leaf
+        out.append((len(features), [int((stay * (1 << np.arange(len(features)))).sum()) for stay in stays]))
+    return out
+
+
+def test_cost_model_probes_count_pairs_and_emission(deep_models):
+    """The two measurements the form router prices from, against the trees' own ``apply``: the pair probe's (row,
+    background row, leaf) pairs on 4 rows, 3 trees and 40 background rows equal the triples some hybrid of the
+    row and the background row reaches (all 64 coalitions); the emission per dense table entry on the first two
+    trees equals the distinct satisfied patterns' ``Σ 2^{|q|}`` per number of path features ``d`` (at most
+    ``d (d + 1)`` per entry), over the trees' ``Σ 2^d``."""
+    x, models = deep_models
+    forest = models[1][1]  # RandomForestRegressor: 3 trees of depth 14 on 6 features
+    background, rows = x[200:240], x[:4]
+    plan = LeafPlan(leaf_table(parse_model(forest)), torch.from_numpy(background), None, x.shape[1])
+    visits, _, pairs = plan._probe(torch.from_numpy(rows))
+    reached = sum(len(_reached_leaves(tree, rows, background)) for tree in forest.estimators_)
+    assert visits > 0
+    assert pairs * len(rows) * 3 * len(background) == pytest.approx(reached, rel=1e-12)
+    emitted: dict[int, int] = {}
+    sizes: dict[int, int] = {}
+    for tree in forest.estimators_[:2]:
+        for d, patterns in _satisfied(tree, x, background):
+            emitted[d] = emitted.get(d, 0) + sum(1 << bin(q).count("1") for q in set(patterns))
+            sizes[d] = sizes.get(d, 0) + (1 << d)
+    ranked = {d: leaf_values.RANKED_NS * d * (d + 1) * sizes[d] for d in sizes}
+    want = sum(min(leaf_values.EMIT_NS * emitted[d], ranked[d]) for d in emitted) / sum(sizes.values())
+    assert plan._emission() == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("form", ["emission", "ranked"])
+@pytest.mark.parametrize("kind", ["shapley", "banzhaf"])
+def test_background_arrays_match_their_definition(form, kind, monkeypatch):
+    """``_emit``'s arrays ``G, H, H↑`` of 3 leaves of 5 players from random counts of background fail patterns, by
+    either form (the emission of sub-patterns, the ranked superset sums), equal their definition summed directly:
+    ``G[F] = Σ_{q ⊇ F} N_q g(d − |q|, |F|)``, ``H`` with ``h``, ``H↑`` with ``h(d − |q|, |F| − 1)`` (0 at F = ∅)."""
+    monkeypatch.setattr(leaf_values, "EMIT_NS" if form == "emission" else "RANKED_NS", 0.0)
+    d, n_leaves = 5, 3
+    counts = torch.from_numpy(np.random.default_rng(3).poisson(0.4, n_leaves << d))
+    g, h = weight_tables(kind, d)
+    want = np.zeros((3, n_leaves << d))
+    for leaf in range(n_leaves):
+        for fails in range(1 << d):
+            for background_fails in range(1 << d):
+                satisfied = (1 << d) - 1 - background_fails
+                if fails & ~satisfied:
+                    continue
+                n = float(counts[(leaf << d) + background_fails])
+                a, b = d - bin(satisfied).count("1"), bin(fails).count("1")
+                want[0, (leaf << d) + fails] += n * float(g[a, b])
+                want[1, (leaf << d) + fails] += n * float(h[a, b])
+                want[2, (leaf << d) + fails] += n * float(h[a, b - 1]) if b else 0.0
+    np.testing.assert_allclose(leaf_values._emit(counts, d, kind, torch.float64).numpy(), want, atol=1e-12)

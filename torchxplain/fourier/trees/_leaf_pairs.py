@@ -14,7 +14,8 @@ interventional TreeSHAP's walk, but for 64 background rows per word — instead 
 tables, which deep leaves (random forests at their default depth) cannot afford. (Measured on a default
 ``RandomForestRegressor(100)``, 25 features, 100 rows against 100 background rows: 9.4 million (row, leaf)
 entries, 30 million pairs, 35 and 83 million bits of ``F`` and ``G``; (leaf, ``F``) classes are only half the
-entries, so tabulating per pattern would not pay.)
+entries, a third at 1,000 rows, so tabulating per pattern would not pay: each pair's ``G`` side must still reach
+every row of its class.)
 
 Up to :data:`PLAYER_BITS` players the patterns are kept over players (bit ``i`` for player ``i``, the same on every
 path; int32 up to 30 players, else int64) rather than over each path's slots. A pattern's values are then linear in
@@ -163,9 +164,10 @@ def pair_values(
     background: FeatureCodes,
     weights: tuple[Tensor, Tensor],
     acc: Tensor,
-) -> tuple[int, int]:
+) -> tuple[int, int, int]:
     """Add the values of every (row, background row) pair of a tree range to the :func:`accumulator` ``acc`` of
-    the rows and return the (row, node) visits and the most entries alive at one level.
+    the rows and return the (row, node) visits, the most entries alive at one level and the (row, background row,
+    leaf) pairs.
 
     Args:
         table, plan, leaves: the tree range.
@@ -182,7 +184,7 @@ def pair_values(
     node = torch.arange(width, dtype=index, device=device).repeat_interleave(q)
     x = torch.arange(q, dtype=index, device=device).repeat(width)
     mask = full.expand(node.numel(), -1).clone()
-    visits, peak = 0, 0
+    visits, peak, pairs = 0, 0, 0
     walk = replace(plan, inner_bit=leaves.inner_bit)
     dtype = walk.inner_bit[0].dtype if walk.inner_bit else torch.int64
     sides = frontiers(table, walk, rows, dtype), frontiers(table, walk, background, dtype)
@@ -210,11 +212,11 @@ def pair_values(
         peak = max(peak, at.numel() + inner.numel())
         if at.numel():
             on, xs, ls, masks = (t.index_select(0, at) for t in (node, x, leaf, mask))
-            _leaf_games(fx, fb, on, xs, ls, masks, leaves, weights, acc)
+            pairs += _leaf_games(fx, fb, on, xs, ls, masks, leaves, weights, acc)
         k = leaves.inner[level].to(index).index_select(0, node.index_select(0, inner))
         node = torch.cat([k, k + plan.inner_rows[level].numel()])
         x, mask = (torch.cat([t, t]) for t in (x.index_select(0, inner), mask.index_select(0, inner)))
-    return visits, peak
+    return visits, peak, pairs
 
 
 def _leaf_games(
@@ -227,19 +229,22 @@ def _leaf_games(
     leaves: PairLeaves,
     weights: tuple[Tensor, Tensor],
     acc: Tensor,
-) -> None:
+) -> int:
     """The leaf games of one level's leaf entries (frontier rows ``node``, rows ``x``, leaves ``leaf``, background
     masks ``masks`` ``(E, W)``): their pairs listed (:func:`_bits`) for ranges of entries whose pairs fit an eighth
     of the budget even with every bit set (:data:`LIST_BYTES` each), then added (:func:`_add`) within another
     eighth (:data:`PAIR_BYTES` per pair, and per bit of its patterns over slots); a range with more pairs than
-    that is listed again in ranges that fit either way. No pair is counted before it is listed."""
+    that is listed again in ranges that fit either way. No pair is counted before it is listed. Returns the number
+    of pairs."""
     words = masks.shape[1]
     budget = parse_memory() // 8
     per_pair = PAIR_BYTES * (1 if leaves.by_player else leaves.players.shape[1] + 1)
     list_step = max(1, budget // (64 * words * LIST_BYTES))
     pair_step = max(1, budget // per_pair)
+    pairs = 0
     for lo, hi in chunk_bounds(node.numel(), list_step):
         entry, b = _bits(masks[lo:hi])
+        pairs += entry.numel()
         if entry.numel() <= pair_step:
             _add(fx, fb, node[lo:hi], x[lo:hi], b, leaf[lo:hi], entry, leaves, weights, acc)
             continue
@@ -247,6 +252,7 @@ def _leaf_games(
             part = slice(lo + a, lo + c)
             entry, b = _bits(masks[part])
             _add(fx, fb, node[part], x[part], b, leaf[part], entry, leaves, weights, acc)
+    return pairs
 
 
 def set_bits(words: Tensor) -> tuple[Tensor, Tensor]:

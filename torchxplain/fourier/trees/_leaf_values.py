@@ -27,8 +27,9 @@ only through its histogram: the cost grows with rows + background, not their pro
 
 **Pair form.** Deep forests (many leaves of many players: random forests at their default depth) make ``2^d`` per
 leaf dear; :mod:`~torchxplain.fourier.trees._leaf_pairs` follows each row down the trees with the background rows it
-can still pair with instead. :meth:`LeafPlan._route` prices both forms for the call's rows (the pair form from a
-probe of its visits) and takes the cheaper.
+can still pair with instead. :meth:`LeafPlan._route` prices both forms for the call's rows and background (the
+pair form from a probe of its visits and pairs, the dense form's emission from its first trees) and takes the
+cheaper.
 
 Memory: trees are taken in chunks whose arrays fit half of ``tx.settings.max_memory`` (the plan keeps them between
 calls when one chunk holds them all), rows in chunks whose patterns and gathers fit it; the pair form sizes its
@@ -78,6 +79,13 @@ ENTRY_BYTES = 8 * (WORDS + 4)
 """Bytes of one live entry of the pair form's walk (its frontier row, row, leaf and masks, and their copies)."""
 CACHE_BYTES = 1 << 25
 """Rows per chunk of the dense form: their patterns and gathers stay near the processor's caches."""
+EMIT_NS = 5.3
+"""Nanoseconds per sub-pattern emitted by :func:`_emit` (measured on a default ``RandomForestRegressor(100)``'s
+first 10 trees, one thread: 10.1, 6.1 and 5.1 against 100, 1,000 and 10,000 background rows)."""
+RANKED_NS = 1.4
+"""Nanoseconds per element (``d (d + 1)`` per table entry) of the ranked transform :func:`_ranked` (same trees:
+11.4 s for 8.3e9). Against the rows' emission, it took that forest's tables at 10,000 background rows from 14.4 to
+11.8 s (at 100 and 1,000 rows the emission stays)."""
 UNIT_BYTES = 1 << 26
 """Rows per chunk of the unit form, priced at its traversal, patterns, output rows and one unit's gathers per row (a
 pass gathers at most ``2^17`` values, however many rows: pricing a whole group's gathers per row made chunks of 232
@@ -128,8 +136,7 @@ def _emit(counts: Tensor, d: int, kind: Kind, dtype: torch.dtype) -> Tensor:
     k = popcount(q)
     g, h = weight_tables(kind, d, dtype)
     emitted = int((torch.ones_like(k) << k).sum()) if found.numel() else 0
-    zeta = d * (d + 1) * size
-    if emitted > zeta:  # a background dense in satisfied patterns: the ranked superset sums are cheaper
+    if EMIT_NS * emitted > RANKED_NS * d * (d + 1) * size:  # many satisfied patterns: the ranked sums are cheaper
         return _ranked(found, count, k, n_leaves, d, g, h, dtype)
     out = torch.zeros(3, size, dtype=dtype, device=device)
     shifts = torch.ones(d, dtype=torch.int64, device=device) << torch.arange(d, device=device)
@@ -217,7 +224,8 @@ class LeafPlan:
         self._schedules: dict[int, Traversal] = {}
         self._rows: dict[int, Tensor] = {}  # per tree chunk, rows of ``slots.leaves`` in its leaf-block order
         self._unit_cache: dict[tuple[Kind, int, int, int], tuple[Traversal, list[UnitGroup], list[_Group]]] = {}
-        self._visits: tuple[float, float] | None = None  # the pair form's visits and peak entries per row and tree
+        self._visits: tuple[float, float, float] | None = None  # the pair form's probe (:meth:`_probe`)
+        self._emitted: float | None = None  # nanoseconds of the dense tables' emission per entry (:meth:`_emission`)
         self._reached: dict[int, Tensor] = {}  # per tree chunk, Σ leaf value × background rows reaching the leaf
         self.route = "dense"
         """The form the last call took (``"dense"`` or ``"pairs"``)."""
@@ -337,25 +345,69 @@ class LeafPlan:
 
     # --- the cost model ----------------------------------------------------------------------------------------
     def _route(self, x: Tensor) -> str:
-        """``"dense"`` or ``"pairs"`` for ``Q = len(x)`` rows, whichever is priced lower (nanoseconds, measured on
-        this kind of machine: a table entry built, a node and a (leaf, slot) per row, a visit per row)."""
+        """``"dense"`` or ``"pairs"`` for ``Q = len(x)`` rows, whichever is priced lower in nanoseconds, one thread.
+
+        Dense: ``40`` per table entry (``Σ 2^d``), the background's emission (:func:`_emit`, measured on the first
+        trees by :meth:`_emission` where it decides) and ``2.5`` per (background row, node) of its traversal; per row
+        ``8`` per node and ``1`` per (leaf, slot). Pairs (:meth:`_probe`): per pass of up to ``64 · WORDS`` background
+        rows ``22 + 4`` per word for each (row, node) visit, and ``49`` per (row, background row, leaf) pair. Fitted
+        on a default ``RandomForestRegressor(100)`` (25 players), one thread, whole calls (priced in brackets): the
+        dense form 40 s (42) at 1,000 rows against 100 background rows, 111 s (113) at 10,000 against 100, 97 s (85)
+        at 1,000 against 1,000, 159 s (157) at 10,000 against 1,000, 138 s (153) at 100 against 10,000, 154 s (160)
+        at 1,000 against 10,000, 227 s (232) at 10,000 against 10,000; the pairs 24 s (24) at 1,000 against 100,
+        23 s (20) at 100 against 1,000 and 214 s (204) at 100 against 10,000, which the earlier pricing (one pass,
+        a pair per visit, no emission) took.
+        """
         if any(key[1] == 0 for key in self._cache) or not x.shape[0]:
             return "dense"  # the tables are built already: rows cost the same either way
         d = self.slots.n_slots.double()
         q, n_bg = x.shape[0], self.background.shape[0]
-        n_nodes = self.table.n_nodes
-        dense = 40.0 * float(torch.pow(2.0, d).sum()) + (q + n_bg) * 8.0 * n_nodes + q * 4.0 * float(d.sum())
+        n_nodes, n_trees = self.table.n_nodes, self.table.n_trees
+        entries = float(torch.pow(2.0, d.clamp(max=MAX_DENSE_SLOTS)).sum())
+        dense = 40.0 * entries + 2.5 * n_bg * n_nodes + q * (8.0 * n_nodes + float(d.sum()))
         if bool((d > MAX_DENSE_SLOTS).any()):
             dense = float("inf")
         if dense < 1e7:  # small either way: no probe
             return "dense"
-        visits = self._probe(x)[0] * self.table.n_trees * q
-        pairs = visits * (60.0 + 10.0 * n_bg / 64) + 40.0 * visits * min(n_bg, 64 * WORDS) / 64
-        return "dense" if dense <= pairs else "pairs"
+        visits, _, pairs = self._probe(x)
+        passes, words = -(-n_bg // (64 * WORDS)), -(-min(n_bg, 64 * WORDS) // 64)
+        paired = q * n_trees * (passes * visits * (22.0 + 4.0 * words) + 49.0 * pairs * n_bg)
+        if dense > paired:
+            return "pairs"
+        # the emission costs between nothing and the ranked transform: measured only where the bounds disagree
+        if dense + RANKED_NS * float((d * (d + 1) * torch.pow(2.0, d)).sum()) > paired:
+            dense += self._emission() * entries
+        return "dense" if dense <= paired else "pairs"
 
-    def _probe(self, x: Tensor) -> tuple[float, float]:
-        """(row, node) visits and peak live entries per (row, tree) of the pair form, measured on up to 4 rows
-        against the first background rows on the first trees."""
+    def _emission(self) -> float:
+        """Nanoseconds per table entry of :func:`_emit` on the background's patterns (each distinct pattern ``q``
+        at a leaf emits ``2^{|q|}`` sub-patterns at :data:`EMIT_NS` each, or the ranked transform costs
+        :data:`RANKED_NS` ``d (d + 1)`` per entry, whichever is cheaper per number of players), measured on the
+        first two trees."""
+        if self._emitted is None:
+            plan, rows = self._traversal(0, min(self.table.n_trees, 2))
+            n_slots = self.slots.n_slots[rows]
+            dense = n_slots[n_slots <= MAX_DENSE_SLOTS]
+            entries = torch.ones_like(dense) << dense
+            offset = torch.cumsum(entries, 0) - entries
+            counts, _ = fail_counts(
+                self.table, plan, self._codes, offset, int(entries.sum()), pattern_dtype(self.slots.max_slots)
+            )
+            emitted, start = 0, 0
+            for d, count in enumerate(torch.bincount(dense, minlength=1).tolist()):
+                size = count << d
+                found = torch.nonzero(counts[start : start + size]).flatten()
+                satisfied = popcount(~found & ((1 << d) - 1))
+                emitted += min(
+                    EMIT_NS * int((torch.ones_like(satisfied) << satisfied).sum()), RANKED_NS * d * (d + 1) * size
+                )
+                start += size
+            self._emitted = emitted / max(int(entries.sum()), 1)
+        return self._emitted
+
+    def _probe(self, x: Tensor) -> tuple[float, float, float]:
+        """The pair form measured on up to 4 rows against the first ``64 · WORDS`` background rows on the first 8
+        trees: (row, node) visits and peak live entries per (row, tree), and pairs per (row, tree, background row)."""
         if self._visits is None:
             trees = min(self.table.n_trees, 8)
             plan, _ = self._traversal(0, trees)
@@ -364,9 +416,9 @@ class LeafPlan:
             weights = weight_tables("shapley", max(self.slots.max_slots, 1))
             scratch = accumulator(few_x.shape[0], self.m, x.device)
             codes = self.table.codes(few_x), self.table.codes(few_b)
-            stats = pair_values(self.table, plan, leaves, *codes, weights, scratch)
+            visits, peak, pairs = pair_values(self.table, plan, leaves, *codes, weights, scratch)
             per = max(1, few_x.shape[0] * trees)
-            self._visits = (stats[0] / per, stats[1] / per)
+            self._visits = (visits / per, peak / per, pairs / per / few_b.shape[0])
         return self._visits
 
     # --- values ----------------------------------------------------------------------------------------------
@@ -420,7 +472,7 @@ class LeafPlan:
         for torch's intra-op threads to pay. Measured on a default ``RandomForestRegressor(100)``, 1,000 rows
         against 100 background rows, two cores, wall time: its first 20 trees 4.6 s on one thread, 4.0 s with two
         intra-op threads, 2.8 s with two workers; all 100 trees 25.1 s on one thread, 17.5 s with two workers."""
-        _, peak = self._probe(x)
+        peak = self._probe(x)[1]
         g, h = weight_tables(kind, max(self.slots.max_slots, 1))
         n_bg = self.background.shape[0]
         weights = (g / n_bg, h / n_bg)
