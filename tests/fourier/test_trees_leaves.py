@@ -604,6 +604,26 @@ def test_cost_model_probes_count_pairs_and_emission(deep_models):
     assert plan._emission() == pytest.approx(want, rel=1e-12)
 
 
+def test_emission_probe_within_the_budget(deep_models, monkeypatch):
+    """Where not even the first tree's background counts and patterns fit half the budget, the emission probe counts
+    nothing and prices the bound, the ranked transform's ``d (d + 1)`` per entry at every leaf (each leaf's ``d``
+    from the trees' own ``decision_path``); under the default budget it counts the first two trees."""
+    x, models = deep_models
+    forest = models[1][1]
+    background = x[200:500]  # 300 rows: 16 bytes each per leaf, over 512 KiB for one tree of about 300 leaves
+    with tx.settings.max_memory("1MiB"):
+        plan = LeafPlan(leaf_table(parse_model(forest)), torch.from_numpy(background), None, x.shape[1])
+        counted = []
+        monkeypatch.setattr(leaf_values, "fail_counts", lambda *args: counted.append(1))
+        bound = plan._emission()
+    assert not counted
+    d = np.array([n for tree in forest.estimators_ for n, _ in _satisfied(tree, x, background[:1])], dtype=float)
+    assert bound == pytest.approx(leaf_values.RANKED_NS * (d * (d + 1) * 2**d).sum() / (2**d).sum(), rel=1e-12)
+    monkeypatch.undo()
+    plan._emitted = None
+    assert plan._emission() < bound  # counted on two trees: the emission is cheaper than the bound here
+
+
 @pytest.mark.parametrize("form", ["emission", "ranked"])
 @pytest.mark.parametrize("kind", ["shapley", "banzhaf"])
 def test_background_arrays_match_their_definition(form, kind, monkeypatch):

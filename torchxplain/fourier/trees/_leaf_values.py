@@ -353,8 +353,9 @@ class LeafPlan:
         rows ``22 + 4`` per word for each (row, node) visit, and ``49`` per (row, background row, leaf) pair. Fitted
         on a default ``RandomForestRegressor(100)`` (25 players), one thread, whole calls (priced in brackets): the
         dense form 40 s (42) at 1,000 rows against 100 background rows, 111 s (113) at 10,000 against 100, 97 s (85)
-        at 1,000 against 1,000, 159 s (157) at 10,000 against 1,000, 138 s (153) at 100 against 10,000, 154 s (160)
-        at 1,000 against 10,000, 227 s (232) at 10,000 against 10,000; the pairs 24 s (24) at 1,000 against 100,
+        at 1,000 against 1,000, 159 s (157) at 10,000 against 1,000, 138 s (166) at 100 against 10,000, 154 s (173)
+        at 1,000 against 10,000, 227 s (245) at 10,000 against 10,000 (there the emission is priced at its bound:
+        the probe's counts do not fit the default budget); the pairs 24 s (24) at 1,000 against 100,
         23 s (20) at 100 against 1,000 and 214 s (204) at 100 against 10,000, which the earlier pricing (one pass,
         a pair per visit, no emission) took.
         """
@@ -383,26 +384,38 @@ class LeafPlan:
         """Nanoseconds per table entry of :func:`_emit` on the background's patterns (each distinct pattern ``q``
         at a leaf emits ``2^{|q|}`` sub-patterns at :data:`EMIT_NS` each, or the ranked transform costs
         :data:`RANKED_NS` ``d (d + 1)`` per entry, whichever is cheaper per number of players), measured on the
-        first two trees."""
+        first two trees whose counts and background patterns fit half the budget (priced as the dense form's tree
+        chunks price them); where not even the first tree's fit, the bound: the ranked transform everywhere."""
         if self._emitted is None:
-            plan, rows = self._traversal(0, min(self.table.n_trees, 2))
+            table, d = self.table, self.slots.n_slots.double()
+            entries = torch.pow(2.0, d.clamp(max=MAX_DENSE_SLOTS))
+            per_leaf = 8 * entries + 16 * (self.background.shape[0] + 1)
+            per_tree = torch.zeros(table.n_trees, dtype=torch.float64, device=d.device)
+            cost: list[float] = per_tree.index_add_(0, table.tree[self.slots.leaves], per_leaf).tolist()
+            trees, used = 0, 0.0
+            while trees < min(table.n_trees, 2) and used + cost[trees] <= parse_memory() / 2:
+                used, trees = used + cost[trees], trees + 1
+            if not trees:
+                self._emitted = RANKED_NS * float((d * (d + 1) * entries).sum()) / float(entries.sum())
+                return self._emitted
+            plan, rows = self._traversal(0, trees)
             n_slots = self.slots.n_slots[rows]
             dense = n_slots[n_slots <= MAX_DENSE_SLOTS]
-            entries = torch.ones_like(dense) << dense
-            offset = torch.cumsum(entries, 0) - entries
+            sizes = torch.ones_like(dense) << dense
+            offset = torch.cumsum(sizes, 0) - sizes
             counts, _ = fail_counts(
-                self.table, plan, self._codes, offset, int(entries.sum()), pattern_dtype(self.slots.max_slots)
+                table, plan, self._codes, offset, int(sizes.sum()), pattern_dtype(self.slots.max_slots)
             )
-            emitted, start = 0, 0
-            for d, count in enumerate(torch.bincount(dense, minlength=1).tolist()):
-                size = count << d
+            emitted, start = 0.0, 0
+            for k, count in enumerate(torch.bincount(dense, minlength=1).tolist()):
+                size = count << k
                 found = torch.nonzero(counts[start : start + size]).flatten()
-                satisfied = popcount(~found & ((1 << d) - 1))
+                satisfied = popcount(~found & ((1 << k) - 1))
                 emitted += min(
-                    EMIT_NS * int((torch.ones_like(satisfied) << satisfied).sum()), RANKED_NS * d * (d + 1) * size
+                    EMIT_NS * int((torch.ones_like(satisfied) << satisfied).sum()), RANKED_NS * k * (k + 1) * size
                 )
                 start += size
-            self._emitted = emitted / max(int(entries.sum()), 1)
+            self._emitted = emitted / max(int(sizes.sum()), 1)
         return self._emitted
 
     def _probe(self, x: Tensor) -> tuple[float, float, float]:
