@@ -136,8 +136,8 @@ def _emit(counts: Tensor, d: int, kind: Kind, dtype: torch.dtype) -> Tensor:
     q = found & full
     k = popcount(q)
     g, h = weight_tables(kind, d, dtype)
-    emitted = int((torch.ones_like(k) << k).sum()) if found.numel() else 0
-    if EMIT_NS * emitted > RANKED_NS * d * (d + 1) * size:  # many satisfied patterns: the ranked sums are cheaper
+    emission, ranked = _form_costs(k, d, size)
+    if emission > ranked:  # many satisfied patterns: the ranked sums are cheaper
         return _ranked(found, count, k, n_leaves, d, g, h, dtype)
     out = torch.zeros(3, size, dtype=dtype, device=device)
     shifts = torch.ones(d, dtype=torch.int64, device=device) << torch.arange(d, device=device)
@@ -164,6 +164,14 @@ def _emit(counts: Tensor, d: int, kind: Kind, dtype: torch.dtype) -> Tensor:
             for i in range(3):
                 out[i].scatter_add_(0, index, (weight[a:b] * weights[i]).reshape(-1))
     return out
+
+
+def _form_costs(k: Tensor, d: int, size: int) -> tuple[float, float]:
+    """Nanoseconds of :func:`_emit`'s two forms for ``size`` table entries of ``d`` players whose distinct
+    background patterns satisfy ``k`` ``(N,)`` players each: the emission (``2^k`` sub-patterns per pattern at
+    :data:`EMIT_NS`) and the ranked transform (``d (d + 1)`` per entry at :data:`RANKED_NS`)."""
+    emitted = int((torch.ones_like(k) << k).sum()) if k.numel() else 0
+    return EMIT_NS * emitted, RANKED_NS * d * (d + 1) * size
 
 
 def _ranked(
@@ -261,16 +269,18 @@ class LeafPlan:
         most :data:`MAX_DENSE_SLOTS` players its three arrays, the ranked transform's ``d + 1`` columns and its
         slot table's ``d`` rows over ``2^d`` patterns; per deeper leaf its background patterns; and per leaf its
         background fail patterns."""
-        table, slot = self.table, self.slots
-        d = slot.n_slots.double()
+        d = self.slots.n_slots.double()
         per_leaf = torch.where(
             d <= MAX_DENSE_SLOTS,
             8 * (2 * d + 4) * torch.pow(2.0, d.clamp(max=MAX_DENSE_SLOTS)),
             8.0 * self.background.shape[0],
         ) + 16 * (self.background.shape[0] + 1)
-        cost = torch.zeros(table.n_trees, dtype=torch.float64, device=d.device)
-        cost.index_add_(0, table.tree[slot.leaves], per_leaf)
-        return _ranges(cost.tolist(), parse_memory() / 2)
+        return _ranges(self._per_tree(per_leaf), parse_memory() / 2)
+
+    def _per_tree(self, per_leaf: Tensor) -> list[float]:
+        """``(L,)`` float64 values per leaf of ``slots.leaves`` summed per tree: ``n_trees`` floats."""
+        total = torch.zeros(self.table.n_trees, dtype=torch.float64, device=per_leaf.device)
+        return total.index_add_(0, self.table.tree[self.slots.leaves], per_leaf).tolist()
 
     def _pair_chunks(self, rows: int, peak: float) -> list[tuple[int, int]]:
         """Tree ranges of the pair form for ``rows`` rows per chunk: their frontiers (rows and one pass of background
@@ -301,6 +311,18 @@ class LeafPlan:
         rows = rows[torch.argsort(self.slots.n_slots[rows], stable=True)]
         return traversal(self.table, self.slots, (first, last), leaves[rows]), rows
 
+    def _background_counts(self, plan: Traversal, n_slots: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The background's counts of fail patterns at the leaves of ``plan`` (ordered by their numbers of players
+        ``n_slots``: those of the dense form first, counted; the deeper keep their patterns): the counts, the deeper
+        leaves' patterns and each counted leaf's offset (:func:`~torchxplain.fourier.trees._leaves.fail_counts`)."""
+        dense = n_slots[n_slots <= MAX_DENSE_SLOTS]
+        entries = torch.ones_like(dense) << dense
+        offset = torch.cumsum(entries, 0) - entries
+        counts, background = fail_counts(
+            self.table, plan, self._codes, offset, int(entries.sum()), pattern_dtype(self.slots.max_slots)
+        )
+        return counts, background, offset
+
     def _groups(self, kind: Kind, chunk: int) -> list[_Group]:
         """The leaf groups of tree chunk ``chunk`` with their background arrays (cached when all chunks fit)."""
         key = (kind, chunk)
@@ -310,12 +332,7 @@ class LeafPlan:
         rows = self._rows[chunk]
         table, slot = self.table, self.slots
         n_slots = slot.n_slots[rows]
-        # the leaves are ordered by players: those of the dense form first, counted; the deeper keep their patterns
-        entries = torch.ones_like(n_slots[n_slots <= MAX_DENSE_SLOTS]) << n_slots[n_slots <= MAX_DENSE_SLOTS]
-        offset = torch.cumsum(entries, 0) - entries
-        counts, background = fail_counts(
-            table, plan, self._codes, offset, int(entries.sum()), pattern_dtype(slot.max_slots)
-        )
+        counts, background, offset = self._background_counts(plan, n_slots)
         value = table.value[plan.leaves]
         # the background's mean output from the same counts: each leaf's value times the rows that reach it
         # (pattern 0), summed per chunk; :meth:`mean_output` adds the chunks
@@ -377,46 +394,40 @@ class LeafPlan:
         if dense > paired:
             return "pairs"
         # the emission costs between nothing and the ranked transform: measured only where the bounds disagree
-        if dense + RANKED_NS * float((d * (d + 1) * torch.pow(2.0, d)).sum()) > paired:
+        if dense + self._ranked_bound() * entries > paired:
             dense += self._emission() * entries
         return "dense" if dense <= paired else "pairs"
 
+    def _ranked_bound(self) -> float:
+        """Nanoseconds per table entry of the ranked transform at every leaf (``d (d + 1)`` per entry at
+        :data:`RANKED_NS`): the most :func:`_emit` costs."""
+        d = self.slots.n_slots.double().clamp(max=MAX_DENSE_SLOTS)
+        entries = torch.pow(2.0, d)
+        return RANKED_NS * float((d * (d + 1) * entries).sum()) / float(entries.sum())
+
     def _emission(self) -> float:
-        """Nanoseconds per table entry of :func:`_emit` on the background's patterns (each distinct pattern ``q``
-        at a leaf emits ``2^{|q|}`` sub-patterns at :data:`EMIT_NS` each, or the ranked transform costs
-        :data:`RANKED_NS` ``d (d + 1)`` per entry, whichever is cheaper per number of players), measured on the
-        first two trees whose counts and background patterns fit half the budget (priced as the dense form's tree
-        chunks price them); where not even the first tree's fit, the bound: the ranked transform everywhere."""
+        """Nanoseconds per table entry of :func:`_emit` on the background's patterns (per number of players the
+        cheaper of its forms, :func:`_form_costs`), measured on the first two trees whose counts and background
+        patterns fit half the budget (priced as the dense form's tree chunks price them); where not even the first
+        tree's fit, the bound :meth:`_ranked_bound`."""
         if self._emitted is None:
-            table, d = self.table, self.slots.n_slots.double()
-            entries = torch.pow(2.0, d.clamp(max=MAX_DENSE_SLOTS))
-            per_leaf = 8 * entries + 16 * (self.background.shape[0] + 1)
-            per_tree = torch.zeros(table.n_trees, dtype=torch.float64, device=d.device)
-            cost: list[float] = per_tree.index_add_(0, table.tree[self.slots.leaves], per_leaf).tolist()
-            trees, used = 0, 0.0
-            while trees < min(table.n_trees, 2) and used + cost[trees] <= parse_memory() / 2:
-                used, trees = used + cost[trees], trees + 1
+            d = self.slots.n_slots.double()
+            per_leaf = 8 * torch.pow(2.0, d.clamp(max=MAX_DENSE_SLOTS)) + 16 * (self.background.shape[0] + 1)
+            cost = self._per_tree(per_leaf)[:2]
+            trees = _ranges(cost, parse_memory() / 2)[0][1] if cost[0] <= parse_memory() / 2 else 0
             if not trees:
-                self._emitted = RANKED_NS * float((d * (d + 1) * entries).sum()) / float(entries.sum())
+                self._emitted = self._ranked_bound()
                 return self._emitted
             plan, rows = self._traversal(0, trees)
             n_slots = self.slots.n_slots[rows]
-            dense = n_slots[n_slots <= MAX_DENSE_SLOTS]
-            sizes = torch.ones_like(dense) << dense
-            offset = torch.cumsum(sizes, 0) - sizes
-            counts, _ = fail_counts(
-                table, plan, self._codes, offset, int(sizes.sum()), pattern_dtype(self.slots.max_slots)
-            )
+            counts, _, offset = self._background_counts(plan, n_slots)
             emitted, start = 0.0, 0
-            for k, count in enumerate(torch.bincount(dense, minlength=1).tolist()):
+            for k, count in enumerate(torch.bincount(n_slots[: offset.numel()], minlength=1).tolist()):
                 size = count << k
                 found = torch.nonzero(counts[start : start + size]).flatten()
-                satisfied = popcount(~found & ((1 << k) - 1))
-                emitted += min(
-                    EMIT_NS * int((torch.ones_like(satisfied) << satisfied).sum()), RANKED_NS * k * (k + 1) * size
-                )
+                emitted += min(_form_costs(popcount(~found & ((1 << k) - 1)), k, size))
                 start += size
-            self._emitted = emitted / max(int(sizes.sum()), 1)
+            self._emitted = emitted / max(counts.numel(), 1)
         return self._emitted
 
     def _probe(self, x: Tensor) -> tuple[float, float, float]:
