@@ -49,6 +49,7 @@ from torchxplain._core.settings import MIN_MEMORY, max_memory
 from torchxplain._core.threads import cpu_workers, run_split
 from torchxplain.fourier.trees._leaf_games import Kind, popcount, weight_tables
 from torchxplain.fourier.trees._leaf_pairs import (
+    CELL_BYTES,
     WORDS,
     accumulated,
     accumulator,
@@ -284,13 +285,15 @@ class LeafPlan:
 
     def _pair_chunks(self, rows: int, peak: float) -> list[tuple[int, int]]:
         """Tree ranges of the pair form for ``rows`` rows per chunk: their frontiers (rows and one pass of background
-        rows, three buffers each) within a quarter of the budget, and their live entries (``peak`` per row and tree, at
-        :data:`ENTRY_BYTES` each) within :data:`WALK_BYTES`, so that a level's entries stay near the caches."""
+        rows, three buffers each) and a level's background cells (:data:`CELL_BYTES` per leaf and background row)
+        within a quarter of the budget, and their live entries (``peak`` per row and tree, at :data:`ENTRY_BYTES`
+        each) within :data:`WALK_BYTES`, so that a level's entries stay near the caches."""
         table = self.table
         widths = torch.bincount(table.tree * (table.max_depth + 1) + table.depth)
         widths = torch.nn.functional.pad(widths, (0, table.n_trees * (table.max_depth + 1) - widths.numel()))
         widest = widths.view(table.n_trees, -1).max(1).values.double()
-        frontier = 48.0 * widest * (rows + min(self.background.shape[0], 64 * WORDS)) / (parse_memory() / 4)
+        n_pass = min(self.background.shape[0], 64 * WORDS)
+        frontier = (48.0 * (rows + n_pass) + CELL_BYTES * n_pass) * widest / (parse_memory() / 4)
         walk = ENTRY_BYTES * peak * rows / WALK_BYTES
         return _ranges(frontier.clamp(min=walk).tolist(), 1.0)
 
