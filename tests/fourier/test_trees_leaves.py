@@ -8,6 +8,7 @@ background row.
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 from math import factorial
 
@@ -647,3 +648,48 @@ def test_background_arrays_match_their_definition(form, kind, monkeypatch):
                 want[1, (leaf << d) + fails] += n * float(h[a, b])
                 want[2, (leaf << d) + fails] += n * float(h[a, b - 1]) if b else 0.0
     np.testing.assert_allclose(leaf_values._emit(counts, d, kind, torch.float64).numpy(), want, atol=1e-12)
+
+
+_PRICED = re.compile(
+    r"priced ([0-9.e+-]+) s for the pair form against ([0-9.e+-]+)(?: to ([0-9.e+-]+))? s for the dense form "
+    r"\(2,400 rows against 40 background rows, one thread\)$"
+)
+
+
+def test_explanation_reports_the_leaf_form_and_why(deep_models, monkeypatch):
+    """``route_reason`` names the form of the leaf values that ran (the plan's own record, read after the call)
+    and why: where both forms are priced, the one taken is the cheaper (the dense price a range where its emission
+    was not measured: pairs below its low end, dense at most the pair price at its high end); a dense form too
+    cheap to price the pairs says so; leaves past the dense limit take pairs, with the same values."""
+    x, models = deep_models
+    forest = models[1][1]  # RandomForestRegressor: 3 trees of depth 14 on 6 features
+    background = torch.from_numpy(x[200:240])
+    taken: list[str] = []
+    values = LeafPlan._values
+
+    def spy(self, kind, rows):
+        out = values(self, kind, rows)
+        taken.append(self.route)
+        return out
+
+    monkeypatch.setattr(LeafPlan, "_values", spy)
+    rows = torch.from_numpy(np.tile(x, (4, 1)))  # 2,400 rows: the dense form over the 10 ms below which it is taken
+    explanation = tx.FourierShap.from_trees(forest, background, route="leaves").explain(rows)
+    found = _PRICED.search(explanation.route_reason)
+    assert explanation.route == "leaves" and found is not None, explanation.route_reason
+    paired, low = float(found[1]), float(found[2])
+    high = float(found[3]) if found[3] else low
+    if taken[-1] == "pairs":
+        assert explanation.route_reason.startswith("the pair form of the leaf values: ") and paired < low
+    else:
+        assert explanation.route_reason.startswith("the dense form of the leaf values: ") and high <= paired
+    one = tx.FourierShap.from_trees(forest, background, route="leaves").explain(rows[:1])
+    assert taken[-1] == "dense" and one.route_reason.startswith("the dense form of the leaf values: the dense form is")
+    assert one.route_reason.endswith("s, too little to price the pair form")
+    monkeypatch.setattr(leaf_values, "MAX_DENSE_SLOTS", 2)
+    deep = tx.FourierShap.from_trees(forest, background, route="leaves").explain(rows[:3])
+    assert taken[-1] == "pairs" and deep.route_reason == (
+        "the pair form of the leaf values: leaves of more than 2 players have no dense tables (3 rows against 40 "
+        "background rows, one thread)"
+    )
+    torch.testing.assert_close(deep.values, explanation.values[:3], atol=1e-12, rtol=0)

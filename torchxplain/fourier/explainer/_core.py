@@ -302,6 +302,7 @@ class FourierExplainerCore(ExplainerBase):
             _attribution=self._shaped_like_inputs(result, inputs_t, target),
             _is_tuple=is_tuple,
             _masked=feature_mask is not None,
+            route_reason=self._route_reason(),
         )
         self.__dict__["_last"] = (key, explanation, result)
         return explanation
@@ -692,6 +693,10 @@ class FourierExplainerCore(ExplainerBase):
             out = model_output(model_func, at, self.additional_forward_args, target, device, dtype, None)
             return out.to(self.dtype)
         return self.surrogate.evaluate_checked(bits)
+
+    def _route_reason(self) -> str | None:
+        """How and why the last call's values took their form (the provider's ``reason``), for the explanation."""
+        return getattr(self.provider, "reason", None) if self.provider is not None else None
 
     def _base(self, result: Computed, target: Any, model: bool = False) -> Tensor:
         """The reference's output, as the values' base: ``()``/``(C,)`` for a background set, per row ``(Q,)`` /

@@ -239,6 +239,8 @@ class LeafPlan:
         self._reached: dict[int, Tensor] = {}  # per tree chunk, Σ leaf value × background rows reaching the leaf
         self.route = "dense"
         """The form the last call took (``"dense"`` or ``"pairs"``)."""
+        self.reason = "no call yet"
+        """Why the last call took its form: both forms' prices, or why the pair form was not priced."""
 
     # --- the public provider interface --------------------------------------------------------------------
     def shapley(self, x: Tensor, relaxed: bool = False) -> Tensor:
@@ -365,8 +367,9 @@ class LeafPlan:
         return groups
 
     # --- the cost model ----------------------------------------------------------------------------------------
-    def _route(self, x: Tensor) -> str:
-        """``"dense"`` or ``"pairs"`` for ``Q = len(x)`` rows, whichever is priced lower in nanoseconds, one thread.
+    def _route(self, x: Tensor) -> tuple[str, str]:
+        """``"dense"`` or ``"pairs"`` for ``Q = len(x)`` rows, whichever is priced lower in nanoseconds, one thread,
+        and why (:attr:`reason`).
 
         Dense: ``40`` per table entry (``Σ 2^d``), the background's emission (:func:`_emit`, measured on the first
         trees by :meth:`_emission` where it decides) and ``2.5`` per (background row, node) of its traversal; per row
@@ -380,8 +383,10 @@ class LeafPlan:
         23 s (20) at 100 against 1,000 and 214 s (204) at 100 against 10,000, which the earlier pricing (one pass,
         a pair per visit, no emission) took.
         """
-        if any(key[1] == 0 for key in self._cache) or not x.shape[0]:
-            return "dense"  # the tables are built already: rows cost the same either way
+        if any(key[1] == 0 for key in self._cache):
+            return "dense", "the background's dense tables are built already (rows cost the same either way)"
+        if not x.shape[0]:
+            return "dense", "no rows"
         d = self.slots.n_slots.double()
         q, n_bg = x.shape[0], self.background.shape[0]
         n_nodes, n_trees = self.table.n_nodes, self.table.n_trees
@@ -390,16 +395,21 @@ class LeafPlan:
         if bool((d > MAX_DENSE_SLOTS).any()):
             dense = float("inf")
         if dense < 1e7:  # small either way: no probe
-            return "dense"
+            return "dense", f"the dense form is priced at {dense / 1e9:.2g} s, too little to price the pair form"
         visits, _, pairs = self._probe(x)
         passes, words = -(-n_bg // (64 * WORDS)), -(-min(n_bg, 64 * WORDS) // 64)
         paired = q * n_trees * (passes * visits * (22.0 + 4.0 * words) + 49.0 * pairs * n_bg)
-        if dense > paired:
-            return "pairs"
         # the emission costs between nothing and the ranked transform: measured only where the bounds disagree
-        if dense + self._ranked_bound() * entries > paired:
-            dense += self._emission() * entries
-        return "dense" if dense <= paired else "pairs"
+        most = dense + self._ranked_bound() * entries
+        if paired >= dense and most > paired:
+            dense = most = dense + self._emission() * entries
+        form = "dense" if dense <= paired else "pairs"
+        if dense == float("inf"):
+            priced = f"leaves of more than {MAX_DENSE_SLOTS} players have no dense tables"
+        else:
+            span = f"{dense / 1e9:.3g} s" if most == dense else f"{dense / 1e9:.3g} to {most / 1e9:.3g} s"
+            priced = f"priced {paired / 1e9:.3g} s for the pair form against {span} for the dense form"
+        return form, f"{priced} ({q:,} rows against {n_bg:,} background rows, one thread)"
 
     def _ranked_bound(self) -> float:
         """Nanoseconds per table entry of the ranked transform at every leaf (``d (d + 1)`` per entry at
@@ -454,7 +464,7 @@ class LeafPlan:
         device = self.table.left.device
         x = x.to(device)
         out = torch.zeros(self.m, x.shape[0], dtype=torch.float64, device=device)
-        self.route = self._route(x)
+        self.route, self.reason = self._route(x)
         if self.route == "pairs":
             self._pair_values(kind, x, out)
         else:
