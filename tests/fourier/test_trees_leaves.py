@@ -467,7 +467,8 @@ def test_pair_form_over_several_background_words(deep_models, player_bits, piece
     words, listed together) equals the dense tables, also under a 1 MiB memory budget (rows, trees and each
     level's leaf pairs in many chunks; the accumulators kept across tree ranges): with patterns over players
     accumulated in one piece of 6 bits or three of 2, in int32 or in int64 (the dtype of 31 to 62 players; rows
-    and nodes int64 too), and with patterns over each path's slots (more than 62 players)."""
+    and nodes int64 too), and with patterns over each path's slots (more than 62 players); each level's background
+    cells tabulated or read by each pair."""
     monkeypatch.setattr(leaf_pairs, "PLAYER_BITS", player_bits)
     monkeypatch.setattr(leaf_pairs, "PIECE_BITS", piece_bits)
     if wide:  # int64 patterns, rows and nodes
@@ -480,15 +481,22 @@ def test_pair_form_over_several_background_words(deep_models, player_bits, piece
     dense = torch.zeros(x.shape[1], 6, dtype=torch.float64)
     for chunk in range(len(plan._chunks)):
         plan._dense_values("shapley", chunk, rows, dense)
-    pairs = torch.zeros_like(dense)
-    plan._pair_values("shapley", rows, pairs)
-    torch.testing.assert_close(pairs, dense, atol=1e-12, rtol=0)
-    small = torch.zeros_like(dense)
-    # priced at 64 KiB per row, the accumulators take 3 rows per chunk: two chunks of rows, each over two tree ranges
-    monkeypatch.setattr(leaf_values, "accumulator_bytes", lambda m: 1 << 16)
-    with tx.settings.max_memory("1MiB"):  # pairs in many chunks at every leaf level, rows and trees too
-        plan._pair_values("shapley", rows, small)
-    torch.testing.assert_close(small, dense, atol=1e-12, rtol=0)
+    tabulated = []
+    level_pieces = leaf_pairs._level_pieces
+    monkeypatch.setattr(leaf_pairs, "_level_pieces", lambda *a: tabulated.append(1) or level_pieces(*a))
+    for cell_pairs in (0, 10**9):  # each level's background cells tabulated, or read by each pair
+        monkeypatch.setattr(leaf_pairs, "CELL_PAIRS", cell_pairs)
+        tabulated.clear()
+        pairs = torch.zeros_like(dense)
+        plan._pair_values("shapley", rows, pairs)
+        torch.testing.assert_close(pairs, dense, atol=1e-12, rtol=0)
+        assert bool(tabulated) == (cell_pairs == 0 and player_bits > 0)
+        small = torch.zeros_like(dense)
+        # priced at 64 KiB per row, the accumulators take 3 rows per chunk: two chunks of rows, each over two ranges
+        with monkeypatch.context() as patch, tx.settings.max_memory("1MiB"):  # pairs in many chunks at every level
+            patch.setattr(leaf_values, "accumulator_bytes", lambda m: 1 << 16)
+            plan._pair_values("shapley", rows, small)
+        torch.testing.assert_close(small, dense, atol=1e-12, rtol=0)
 
 
 def test_pair_form_on_worker_threads(deep_models, monkeypatch):
