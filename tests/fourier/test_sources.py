@@ -210,6 +210,8 @@ def test_one_result_object_and_its_views_compute_nothing_again():
     calls["rows"] = after
     np.testing.assert_allclose(explanation.values.numpy(), truth, atol=1e-12, rtol=0)
     assert explanation.stderr is None and explanation.route == "enumerate"
+    assert explainer.route is not None and explanation.route_reason == explainer.route.reason
+    assert explanation.route_reason.startswith("requested: tx.fourier.Enumerate (method='enumerate')")
     np.testing.assert_allclose(
         explanation.values.sum(1).numpy(), (model(x) - model(bits[:10]).mean()).numpy(), atol=1e-12, rtol=0
     )

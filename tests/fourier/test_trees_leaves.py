@@ -8,6 +8,7 @@ background row.
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 from math import factorial
 
@@ -466,7 +467,8 @@ def test_pair_form_over_several_background_words(deep_models, player_bits, piece
     words, listed together) equals the dense tables, also under a 1 MiB memory budget (rows, trees and each
     level's leaf pairs in many chunks; the accumulators kept across tree ranges): with patterns over players
     accumulated in one piece of 6 bits or three of 2, in int32 or in int64 (the dtype of 31 to 62 players; rows
-    and nodes int64 too), and with patterns over each path's slots (more than 62 players)."""
+    and nodes int64 too), and with patterns over each path's slots (more than 62 players); each level's background
+    cells tabulated or read by each pair."""
     monkeypatch.setattr(leaf_pairs, "PLAYER_BITS", player_bits)
     monkeypatch.setattr(leaf_pairs, "PIECE_BITS", piece_bits)
     if wide:  # int64 patterns, rows and nodes
@@ -479,15 +481,22 @@ def test_pair_form_over_several_background_words(deep_models, player_bits, piece
     dense = torch.zeros(x.shape[1], 6, dtype=torch.float64)
     for chunk in range(len(plan._chunks)):
         plan._dense_values("shapley", chunk, rows, dense)
-    pairs = torch.zeros_like(dense)
-    plan._pair_values("shapley", rows, pairs)
-    torch.testing.assert_close(pairs, dense, atol=1e-12, rtol=0)
-    small = torch.zeros_like(dense)
-    # priced at 64 KiB per row, the accumulators take 3 rows per chunk: two chunks of rows, each over two tree ranges
-    monkeypatch.setattr(leaf_values, "accumulator_bytes", lambda m: 1 << 16)
-    with tx.settings.max_memory("1MiB"):  # pairs in many chunks at every leaf level, rows and trees too
-        plan._pair_values("shapley", rows, small)
-    torch.testing.assert_close(small, dense, atol=1e-12, rtol=0)
+    tabulated = []
+    level_pieces = leaf_pairs._level_pieces
+    monkeypatch.setattr(leaf_pairs, "_level_pieces", lambda *a: tabulated.append(1) or level_pieces(*a))
+    for cell_pairs in (0, 10**9):  # each level's background cells tabulated, or read by each pair
+        monkeypatch.setattr(leaf_pairs, "CELL_PAIRS", cell_pairs)
+        tabulated.clear()
+        pairs = torch.zeros_like(dense)
+        plan._pair_values("shapley", rows, pairs)
+        torch.testing.assert_close(pairs, dense, atol=1e-12, rtol=0)
+        assert bool(tabulated) == (cell_pairs == 0 and player_bits > 0)
+        small = torch.zeros_like(dense)
+        # priced at 64 KiB per row, the accumulators take 3 rows per chunk: two chunks of rows, each over two ranges
+        with monkeypatch.context() as patch, tx.settings.max_memory("1MiB"):  # pairs in many chunks at every level
+            patch.setattr(leaf_values, "accumulator_bytes", lambda m: 1 << 16)
+            plan._pair_values("shapley", rows, small)
+        torch.testing.assert_close(small, dense, atol=1e-12, rtol=0)
 
 
 def test_pair_form_on_worker_threads(deep_models, monkeypatch):
@@ -647,3 +656,48 @@ def test_background_arrays_match_their_definition(form, kind, monkeypatch):
                 want[1, (leaf << d) + fails] += n * float(h[a, b])
                 want[2, (leaf << d) + fails] += n * float(h[a, b - 1]) if b else 0.0
     np.testing.assert_allclose(leaf_values._emit(counts, d, kind, torch.float64).numpy(), want, atol=1e-12)
+
+
+_PRICED = re.compile(
+    r"priced ([0-9.e+-]+) s for the pair form against ([0-9.e+-]+)(?: to ([0-9.e+-]+))? s for the dense form "
+    r"\(2,400 rows against 40 background rows, one thread\)$"
+)
+
+
+def test_explanation_reports_the_leaf_form_and_why(deep_models, monkeypatch):
+    """``route_reason`` names the form of the leaf values that ran (the plan's own record, read after the call)
+    and why: where both forms are priced, the one taken is the cheaper (the dense price a range where its emission
+    was not measured: pairs below its low end, dense at most the pair price at its high end); a dense form too
+    cheap to price the pairs says so; leaves past the dense limit take pairs, with the same values."""
+    x, models = deep_models
+    forest = models[1][1]  # RandomForestRegressor: 3 trees of depth 14 on 6 features
+    background = torch.from_numpy(x[200:240])
+    taken: list[str] = []
+    values = LeafPlan._values
+
+    def spy(self, kind, rows):
+        out = values(self, kind, rows)
+        taken.append(self.route)
+        return out
+
+    monkeypatch.setattr(LeafPlan, "_values", spy)
+    rows = torch.from_numpy(np.tile(x, (4, 1)))  # 2,400 rows: the dense form over the 10 ms below which it is taken
+    explanation = tx.FourierShap.from_trees(forest, background, route="leaves").explain(rows)
+    found = _PRICED.search(explanation.route_reason)
+    assert explanation.route == "leaves" and found is not None, explanation.route_reason
+    paired, low = float(found[1]), float(found[2])
+    high = float(found[3]) if found[3] else low
+    if taken[-1] == "pairs":
+        assert explanation.route_reason.startswith("the pair form of the leaf values: ") and paired < low
+    else:
+        assert explanation.route_reason.startswith("the dense form of the leaf values: ") and high <= paired
+    one = tx.FourierShap.from_trees(forest, background, route="leaves").explain(rows[:1])
+    assert taken[-1] == "dense" and one.route_reason.startswith("the dense form of the leaf values: the dense form is")
+    assert one.route_reason.endswith("s, too little to price the pair form")
+    monkeypatch.setattr(leaf_values, "MAX_DENSE_SLOTS", 2)
+    deep = tx.FourierShap.from_trees(forest, background, route="leaves").explain(rows[:3])
+    assert taken[-1] == "pairs" and deep.route_reason == (
+        "the pair form of the leaf values: leaves of more than 2 players have no dense tables (3 rows against 40 "
+        "background rows, one thread)"
+    )
+    torch.testing.assert_close(deep.values, explanation.values[:3], atol=1e-12, rtol=0)

@@ -101,8 +101,7 @@ class FourierExplainerCore(ExplainerBase):
 
     @classmethod
     def _assemble(cls, built: Built, **options: Any) -> Any:
-        """An explainer of what a source built (no model of the user's to hold): :meth:`_setup` on a new
-        instance."""
+        """An explainer of what a source built (no model of the user's to hold): :meth:`_setup` on a new instance."""
         explainer = cls.__new__(cls)
         ExplainerBase.__init__(explainer, None)
         explainer._setup(built, **options)
@@ -302,6 +301,7 @@ class FourierExplainerCore(ExplainerBase):
             _attribution=self._shaped_like_inputs(result, inputs_t, target),
             _is_tuple=is_tuple,
             _masked=feature_mask is not None,
+            route_reason=self._route_reason(),
         )
         self.__dict__["_last"] = (key, explanation, result)
         return explanation
@@ -581,8 +581,7 @@ class FourierExplainerCore(ExplainerBase):
         index: Index = "k-SII",
         max_order: int | None = None,
     ) -> Computed:
-        """The template every value takes: validate once, encode, closed form on the active players, per output
-        (in chunks of ``internal_batch_size`` rows)."""
+        """Every value's template: validate once, encode, closed form on the active players, per output and chunk."""
         batch = check_int(internal_batch_size, "internal_batch_size", minimum=1, optional=True)
         mask = feature_mask if feature_mask is None or isinstance(feature_mask, tuple) else (feature_mask,)
         with settings.using(max_memory=self.max_memory, show_progress=self.show_progress):
@@ -666,8 +665,7 @@ class FourierExplainerCore(ExplainerBase):
         return result
 
     def _shaped_like_inputs(self, result: Computed, inputs: tuple[Tensor, ...], target: Any) -> tuple[Tensor, ...]:
-        """First-order values shaped like the inputs (each feature gets its player's value); a last axis ``C``
-        for several outputs."""
+        """First-order values shaped like the inputs (each feature its player's value; a last axis ``C``: outputs)."""
         per_input = [unflatten_values(result.players.to_inputs(v), inputs, result.shapes) for v in result.values]
         return tuple(self.outputs.combine([p[i] for p in per_input], result.pick, target) for i in range(len(inputs)))
 
@@ -692,6 +690,10 @@ class FourierExplainerCore(ExplainerBase):
             out = model_output(model_func, at, self.additional_forward_args, target, device, dtype, None)
             return out.to(self.dtype)
         return self.surrogate.evaluate_checked(bits)
+
+    def _route_reason(self) -> str | None:
+        """How and why the last call's values took their form (the provider's ``reason``), for the explanation."""
+        return getattr(self.provider, "reason", None)
 
     def _base(self, result: Computed, target: Any, model: bool = False) -> Tensor:
         """The reference's output, as the values' base: ``()``/``(C,)`` for a background set, per row ``(Q,)`` /

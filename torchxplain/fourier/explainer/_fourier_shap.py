@@ -352,6 +352,11 @@ class FourierShap(FourierExplainerCore):
             cls._assemble(built, relaxed=relaxed, max_memory=max_memory, differentiable=False, kernel=kernel),
         )
 
+    def _route_reason(self) -> str | None:
+        """The provider's reason, else the black-box router's (:attr:`route`)."""
+        reason = super()._route_reason()
+        return reason if reason is not None or self.route is None else self.route.reason
+
     def _config(self) -> dict[str, Any]:
         """JSON-able metadata for ``save`` (see :func:`torchxplain.fourier.explainer._persistence.explainer_config`)."""
         self._refuse("save")

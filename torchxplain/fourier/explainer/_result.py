@@ -32,6 +32,10 @@ class FourierExplanation:
         data: ``(Q, n)`` the explained rows (inputs flattened to one row each).
         kind: ``"shapley"`` or ``"banzhaf"``.
         route: what produced the values (``"spectrum"``, ``"enumerate"``, ...).
+        route_reason: how and why, where something was chosen: the black-box router's reason (also in the
+            explainer's ``route``); on a tree model's leaf route, the leaf values' form (``dense`` tables or
+            ``pairs`` of rows and background rows followed down the trees) with both forms' prices in seconds.
+            ``None`` where nothing was chosen.
         output_names: the ``C`` outputs' names when several are explained, else ``None``.
 
     Example:
@@ -60,6 +64,7 @@ class FourierExplanation:
     _attribution: tuple[Tensor, ...]
     _is_tuple: bool
     _masked: bool
+    route_reason: str | None = None
 
     def attribution(self) -> Tensor | tuple[Tensor, ...]:
         """Captum's view: the values shaped like the inputs (each input feature gets its player's value; a last

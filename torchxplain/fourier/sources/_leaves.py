@@ -79,6 +79,8 @@ class LeafValues:
 
     route = "leaves"
     reuses_plans = True  # a plan holds the background's patterns: the explainer caches it per players
+    reason: str | None = None
+    """How the last call's values were computed and why (the leaf values' form and its price against the other)."""
 
     def __init__(
         self, tables: list[LeafTable], ensembles: list[TreeEnsemble], binary: bool, codec: CategoryCodec | None
@@ -192,11 +194,20 @@ class LeafValuePlan:
 
     def shapley(self, xq: Tensor, relaxed: bool = False) -> Tensor:
         """``(Q, m)`` interventional Shapley values of raw rows ``xq`` ``(Q, p)``."""
-        return self.leaves.shapley(xq, relaxed=relaxed)
+        values = self.leaves.shapley(xq, relaxed=relaxed)
+        self._report()
+        return values
 
     def banzhaf(self, xq: Tensor) -> Tensor:
         """``(Q, m)`` interventional Banzhaf values."""
-        return self.leaves.banzhaf(xq)
+        values = self.leaves.banzhaf(xq)
+        self._report()
+        return values
+
+    def _report(self) -> None:
+        """The leaf values' form and why, in the source's :attr:`LeafValues.reason`."""
+        form = "pair" if self.leaves.route == "pairs" else "dense"
+        self.source.reason = f"the {form} form of the leaf values: {self.leaves.reason}"
 
     def mean_output(self) -> Tensor:
         """``()`` the output's mean over the background (float64): from the leaves' counts of background rows where

@@ -19,7 +19,8 @@ private modules); public names are in :mod:`torchxplain.fourier`.
 from torchxplain.fourier.trees._categories import CategoryCodec, category_codec
 from torchxplain.fourier.trees._encoding import TreeEncoding, resolve_encoding
 from torchxplain.fourier.trees._extraction import extract, tree_spectrum
-from torchxplain.fourier.trees._leaf_values import LeafPlan, leaf_outputs, paired_leaf_values
+from torchxplain.fourier.trees._leaf_paired import paired_leaf_values
+from torchxplain.fourier.trees._leaf_values import LeafPlan, leaf_outputs
 from torchxplain.fourier.trees._leaves import LeafTable, leaf_table, slots, spectrum_terms
 from torchxplain.fourier.trees._pruning import PruningReport, prune, prune_tree_spectrum
 from torchxplain.fourier.trees._splits import splits_binary_inputs

@@ -49,6 +49,7 @@ from torchxplain._core.settings import MIN_MEMORY, max_memory
 from torchxplain._core.threads import cpu_workers, run_split
 from torchxplain.fourier.trees._leaf_games import Kind, popcount, weight_tables
 from torchxplain.fourier.trees._leaf_pairs import (
+    CELL_BYTES,
     WORDS,
     accumulated,
     accumulator,
@@ -238,6 +239,8 @@ class LeafPlan:
         self._reached: dict[int, Tensor] = {}  # per tree chunk, Σ leaf value × background rows reaching the leaf
         self.route = "dense"
         """The form the last call took (``"dense"`` or ``"pairs"``)."""
+        self.reason = "no call yet"
+        """Why the last call took its form: both forms' prices, or why the pair form was not priced."""
 
     # --- the public provider interface --------------------------------------------------------------------
     def shapley(self, x: Tensor, relaxed: bool = False) -> Tensor:
@@ -284,13 +287,15 @@ class LeafPlan:
 
     def _pair_chunks(self, rows: int, peak: float) -> list[tuple[int, int]]:
         """Tree ranges of the pair form for ``rows`` rows per chunk: their frontiers (rows and one pass of background
-        rows, three buffers each) within a quarter of the budget, and their live entries (``peak`` per row and tree, at
-        :data:`ENTRY_BYTES` each) within :data:`WALK_BYTES`, so that a level's entries stay near the caches."""
+        rows, three buffers each) and a level's background cells (:data:`CELL_BYTES` per leaf and background row)
+        within a quarter of the budget, and their live entries (``peak`` per row and tree, at :data:`ENTRY_BYTES`
+        each) within :data:`WALK_BYTES`, so that a level's entries stay near the caches."""
         table = self.table
         widths = torch.bincount(table.tree * (table.max_depth + 1) + table.depth)
         widths = torch.nn.functional.pad(widths, (0, table.n_trees * (table.max_depth + 1) - widths.numel()))
         widest = widths.view(table.n_trees, -1).max(1).values.double()
-        frontier = 48.0 * widest * (rows + min(self.background.shape[0], 64 * WORDS)) / (parse_memory() / 4)
+        n_pass = min(self.background.shape[0], 64 * WORDS)
+        frontier = (48.0 * (rows + n_pass) + CELL_BYTES * n_pass) * widest / (parse_memory() / 4)
         walk = ENTRY_BYTES * peak * rows / WALK_BYTES
         return _ranges(frontier.clamp(min=walk).tolist(), 1.0)
 
@@ -362,8 +367,9 @@ class LeafPlan:
         return groups
 
     # --- the cost model ----------------------------------------------------------------------------------------
-    def _route(self, x: Tensor) -> str:
-        """``"dense"`` or ``"pairs"`` for ``Q = len(x)`` rows, whichever is priced lower in nanoseconds, one thread.
+    def _route(self, x: Tensor) -> tuple[str, str]:
+        """``"dense"`` or ``"pairs"`` for ``Q = len(x)`` rows, whichever is priced lower in nanoseconds, one thread,
+        and why (:attr:`reason`).
 
         Dense: ``40`` per table entry (``Σ 2^d``), the background's emission (:func:`_emit`, measured on the first
         trees by :meth:`_emission` where it decides) and ``2.5`` per (background row, node) of its traversal; per row
@@ -377,8 +383,10 @@ class LeafPlan:
         23 s (20) at 100 against 1,000 and 214 s (204) at 100 against 10,000, which the earlier pricing (one pass,
         a pair per visit, no emission) took.
         """
-        if any(key[1] == 0 for key in self._cache) or not x.shape[0]:
-            return "dense"  # the tables are built already: rows cost the same either way
+        if any(key[1] == 0 for key in self._cache):
+            return "dense", "the background's dense tables are built already (rows cost the same either way)"
+        if not x.shape[0]:
+            return "dense", "no rows"
         d = self.slots.n_slots.double()
         q, n_bg = x.shape[0], self.background.shape[0]
         n_nodes, n_trees = self.table.n_nodes, self.table.n_trees
@@ -387,16 +395,21 @@ class LeafPlan:
         if bool((d > MAX_DENSE_SLOTS).any()):
             dense = float("inf")
         if dense < 1e7:  # small either way: no probe
-            return "dense"
+            return "dense", f"the dense form is priced at {dense / 1e9:.2g} s, too little to price the pair form"
         visits, _, pairs = self._probe(x)
         passes, words = -(-n_bg // (64 * WORDS)), -(-min(n_bg, 64 * WORDS) // 64)
         paired = q * n_trees * (passes * visits * (22.0 + 4.0 * words) + 49.0 * pairs * n_bg)
-        if dense > paired:
-            return "pairs"
         # the emission costs between nothing and the ranked transform: measured only where the bounds disagree
-        if dense + self._ranked_bound() * entries > paired:
-            dense += self._emission() * entries
-        return "dense" if dense <= paired else "pairs"
+        most = dense + self._ranked_bound() * entries
+        if paired >= dense and most > paired:
+            dense = most = dense + self._emission() * entries
+        form = "dense" if dense <= paired else "pairs"
+        if dense == float("inf"):
+            priced = f"leaves of more than {MAX_DENSE_SLOTS} players have no dense tables"
+        else:
+            span = f"{dense / 1e9:.3g} s" if most == dense else f"{dense / 1e9:.3g} to {most / 1e9:.3g} s"
+            priced = f"priced {paired / 1e9:.3g} s for the pair form against {span} for the dense form"
+        return form, f"{priced} ({q:,} rows against {n_bg:,} background rows, one thread)"
 
     def _ranked_bound(self) -> float:
         """Nanoseconds per table entry of the ranked transform at every leaf (``d (d + 1)`` per entry at
@@ -451,7 +464,7 @@ class LeafPlan:
         device = self.table.left.device
         x = x.to(device)
         out = torch.zeros(self.m, x.shape[0], dtype=torch.float64, device=device)
-        self.route = self._route(x)
+        self.route, self.reason = self._route(x)
         if self.route == "pairs":
             self._pair_values(kind, x, out)
         else:
@@ -723,47 +736,6 @@ def leaf_outputs(table: LeafTable, x: Tensor) -> Tensor:
     for a, b in chunk_bounds(x.shape[0], step):
         out[a:b] = predict(table, table.codes(x[a:b].to(out.device)))
     return out
-
-
-def paired_leaf_values(table: LeafTable, slot: Slots, x: Tensor, b: Tensor, kind: Kind, m: int) -> Tensor:
-    """``(Q, m)`` float64 values of row ``x[i]`` against its own reference row ``b[i]`` (Captum's per-row baselines):
-    each leaf's game for the pair in closed form (module docstring), leaves grouped by their number of players.
-
-    Args:
-        table, slot: the output's leaf table and its slots for the players.
-        x, b: ``(Q, p)`` raw rows and their references.
-        kind: ``"shapley"`` or ``"banzhaf"``; m: number of players.
-    """
-    device = table.left.device
-    x, b = x.to(device), b.to(device)
-    order = torch.argsort(slot.n_slots, stable=True)
-    plan = traversal(table, slot, (0, table.n_trees), slot.leaves[order])
-    n_slots = slot.n_slots[order]
-    sizes = torch.bincount(n_slots, minlength=slot.max_slots + 1).tolist()
-    value = table.value[plan.leaves]
-    out = torch.zeros(m, x.shape[0], dtype=torch.float64, device=device)
-    step = max(1, parse_memory() // max(1, 8 * (2 * plan.leaves.numel() + 3 * plan.widest + 4 * slot.max_slots)))
-    for a, c in chunk_bounds(x.shape[0], step):
-        fail_x = fail_patterns(table, plan, table.codes(x[a:c]))
-        fail_b = fail_patterns(table, plan, table.codes(b[a:c]))
-        start = 0
-        for d, count in enumerate(sizes):
-            stop, lo = start + count, start
-            start = stop
-            if d == 0 or count == 0:
-                continue
-            g, h = weight_tables(kind, d, torch.float64)
-            bit = (torch.ones(d, dtype=torch.int64, device=device) << torch.arange(d, device=device))[None, :, None]
-            fx, fb = fail_x[lo:stop], fail_b[lo:stop]
-            cover = ((fx & fb) == 0).double() * value[lo:stop, None]
-            ia, ib = popcount(fb), popcount(fx)
-            w_h, w_g = h[ia, ib] * cover, g[ia, ib] * cover
-            x_fails = ((fx[:, None, :] & bit) != 0).double()
-            b_fails = ((fb[:, None, :] & bit) != 0).double()
-            values = b_fails * w_h[:, None, :] - x_fails * w_g[:, None, :]
-            players = slot.players[order[lo:stop], :d]
-            out[:, a:c].index_add_(0, players.reshape(-1), values.reshape(-1, c - a))
-    return out.T
 
 
 def _ranges(costs: list[float], budget: float) -> list[tuple[int, int]]:
