@@ -23,9 +23,10 @@ its bits, so the pairs' weights are only summed per (row, piece of the pattern) 
 values per piece (:func:`piece_shape`: pieces of at most :data:`PIECE_BITS` bits) and turned into players' values
 once, by one product with the bits of every piece value: no pattern's bits are listed, and a pair costs a few
 gathers and one scatter per piece instead of about eleven operations per set bit (1.3x on the whole call of the
-forest above). A background row's pieces and ``|G|`` at a leaf do not depend on the row it pairs with, so each level
-computes them once per (leaf, background row) cell (:class:`LevelPieces`) and a pair gathers them: about a dozen pairs
-share a cell on the forest above at 1,000 rows (3% off its whole call: 23.5 s against 24.3 s, one thread).
+forest above). A background row's pieces and ``|G|`` at a leaf do not depend on the row it pairs with, so a level
+with :data:`CELL_PAIRS` pairs or more per (leaf, background row) cell computes them once per cell
+(:class:`LevelPieces`) and a pair gathers them: about a dozen pairs share a cell on the forest above at 1,000 rows
+(3% off its whole call: 23.5 s against 24.3 s, one thread).
 
 Memory: the live (node, row, mask) entries of one level, whose chunks of rows, background rows (:data:`WORDS`
 words of 64 per pass) and trees the caller sizes with :func:`pair_values`' visit counts; a level's leaf games, taken
@@ -67,8 +68,8 @@ LIST_BYTES = 32
 CELL_PAIRS = 3
 """Pairs per (leaf row, background row) cell of a level from which it tabulates the cells (:class:`LevelPieces`):
 a cell costs about what three pairs save by reading it. Measured on a default ``RandomForestRegressor(100)``
-against 100 background rows: about 12 pairs per cell at 1,000 rows, 1 at 100 (where tabulating cost 0.6 s of
-3.2 s)."""
+against 100 background rows: about 12 pairs per cell at 1,000 rows, 1 at 100 (where tabulating every level cost
+0.4 s of 3.3 s in the grid)."""
 CELL_BYTES = 72
 """Bytes per (leaf row, background row) cell of a level's :class:`LevelPieces` with their temporaries (the pattern,
 its pieces and ``|G|``, three int64 offsets and the cell's weight row)."""
