@@ -458,6 +458,23 @@ def test_set_bits_lists_every_set_bit(tail, monkeypatch):
     assert found == expected
 
 
+@pytest.mark.parametrize("most", [1, 7, 40, 10**6])
+def test_bit_batches_list_every_bit_once_within_their_bound(most, monkeypatch):
+    """``bit_batches`` splits the listing into batches of at most ``max(most, N)`` pairs (plus the tail's ``64 ·
+    TAIL_WORDS``), each set bit in exactly one of them, against a bit-by-bit scan of 3,000 words of 0 to 64 bits."""
+    monkeypatch.setattr(leaf_pairs, "TAIL_WORDS", 4)
+    generator = torch.Generator().manual_seed(0)
+    n_bits = torch.randint(0, 65, (3000,), generator=generator)
+    keep = torch.rand(3000, 64, generator=generator).argsort(1) < n_bits[:, None]  # n_bits random bits of each word
+    words = (keep.long() << torch.arange(64)).sum(1)  # the sum of distinct powers of two is their or (bit 63 wraps)
+    batches = list(leaf_pairs.bit_batches(words, most))
+    found = sorted((i, s) for index, position in batches for i, s in zip(index.tolist(), position.tolist()))
+    expected = sorted((i, s) for i, w in enumerate(words.tolist()) for s in range(64) if (w >> s) & 1)
+    assert found == expected
+    assert all(index.numel() <= max(most, 3000) + 64 * 4 for index, _ in batches)
+    assert len(batches) == 1 if most == 10**6 else len(batches) > 1
+
+
 @pytest.mark.parametrize(
     "player_bits, piece_bits, wide, n_bg",
     [(62, 13, False, 150), (62, 2, False, 150), (62, 13, True, 150), (0, 13, True, 150), (62, 13, False, 100)],
@@ -468,7 +485,7 @@ def test_pair_form_over_several_background_words(deep_models, player_bits, piece
     level's leaf pairs in many chunks; the accumulators kept across tree ranges): with patterns over players
     accumulated in one piece of 6 bits or three of 2, in int32 or in int64 (the dtype of 31 to 62 players; rows
     and nodes int64 too), and with patterns over each path's slots (more than 62 players); each level's background
-    cells tabulated or read by each pair."""
+    cells tabulated or read by each pair; pairs listed in batches of at most 64 and added in parts of at most 20."""
     monkeypatch.setattr(leaf_pairs, "PLAYER_BITS", player_bits)
     monkeypatch.setattr(leaf_pairs, "PIECE_BITS", piece_bits)
     if wide:  # int64 patterns, rows and nodes
@@ -497,6 +514,12 @@ def test_pair_form_over_several_background_words(deep_models, player_bits, piece
             patch.setattr(leaf_values, "accumulator_bytes", lambda m: 1 << 16)
             plan._pair_values("shapley", rows, small)
         torch.testing.assert_close(small, dense, atol=1e-12, rtol=0)
+    with monkeypatch.context() as patch:  # listed in batches of a few pairs, added in parts of fewer
+        patch.setattr(leaf_pairs, "LIST_BYTES", parse_memory() // 8 // 64)
+        patch.setattr(leaf_pairs, "PAIR_BYTES", parse_memory() // 8 // 20)
+        parts = torch.zeros_like(dense)
+        plan._pair_values("shapley", rows, parts)
+    torch.testing.assert_close(parts, dense, atol=1e-12, rtol=0)
 
 
 def test_pair_form_on_worker_threads(deep_models, monkeypatch):
