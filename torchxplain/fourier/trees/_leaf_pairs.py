@@ -8,7 +8,7 @@ row is followed level by level together with the bit mask of the background rows
 whose split's player ``x`` fails there, the background rows that fail it too drop out, and a row whose mask empties
 stops. At a leaf each remaining pair adds its game's values in closed form
 (:mod:`~torchxplain.fourier.trees._leaf_games`), visiting only the set bits of the masks and patterns
-(:func:`set_bits`): the row's ``F`` once per (row, leaf) with its pairs' weights summed, each background row's ``G``
+(:func:`bit_batches`): the row's ``F`` once per (row, leaf) with its pairs' weights summed, each background row's ``G``
 once per pair. The work follows the (row, node) visits where some background row can still pair — as
 interventional TreeSHAP's walk, but for 64 background rows per word — instead of the ``2^d`` patterns of the dense
 tables, which deep leaves (random forests at their default depth) cannot afford. (Measured on a default
@@ -61,12 +61,12 @@ accumulators also leave room for one per worker thread (``LeafPlan._pair_values`
 INDEX_LIMIT = 2**31
 """Rows and nodes are int32 (half the walk's traffic) where the flat indices they make stay below this."""
 TAIL_WORDS = 1024
-"""Words left in :func:`set_bits` below which it tests all their 64 bits in one pass (``64 ×`` this many)."""
+"""Words left in :func:`bit_batches` below which it tests all their 64 bits in one pass (``64 ×`` this many)."""
 PAIR_BYTES = 64
 """Bytes of the leaf games' temporaries per (row, background row) pair and per set bit of its patterns over slots
 (indices, positions and weights of :func:`_add_pieces` and :func:`_add_slots`)."""
 LIST_BYTES = 32
-"""Bytes per pair of listing the set bits of the masks (:func:`set_bits`' lists and their concatenation)."""
+"""Bytes per pair of listing the set bits of the masks (:func:`bit_batches`' lists and their concatenation)."""
 CELL_PAIRS = 3
 """Pairs per (leaf row, background row) cell of a level from which it tabulates the cells (:class:`LevelPieces`):
 a cell costs about what three pairs save by reading it. Measured on a default ``RandomForestRegressor(100)``
