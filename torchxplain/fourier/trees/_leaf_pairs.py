@@ -274,7 +274,7 @@ def _leaf_games(
                 pieces = _level_pieces(fb, leaf_rows, acc, weights[0].shape[1])
             _add_pieces(fx, fb, node[part], x[part], leaf[part], masks[part], word, bit, leaves, weights, acc, pieces)
             return
-        entry = word // words
+        entry = _entries(word, words)
         column = bit + 64 * (word - entry * words)
         _add_slots(fx, fb, node[part], x[part], column, leaf[part], entry, leaves, weights, acc)
 
@@ -316,6 +316,12 @@ def bit_batches(words: Tensor, most: int) -> Iterator[tuple[Tensor, Tensor]]:
         index, left = index.index_select(0, keep), left.index_select(0, keep)
     if found:
         yield torch.cat(found), torch.cat(at)
+
+
+def _entries(word: Tensor, words: int) -> Tensor:
+    """The entry of each listed mask word (``word = W · entry + w`` for masks of ``W`` words): a shift where ``W`` is
+    a power of two."""
+    return word >> (words.bit_length() - 1) if words & (words - 1) == 0 else word // words
 
 
 def set_bits(words: Tensor) -> tuple[Tensor, Tensor]:
@@ -422,7 +428,7 @@ def _add_pieces(
     g, h = weights
     n_entries, words = masks.shape
     n, size, q = out.shape
-    entry = word >> (words.bit_length() - 1) if words & (words - 1) == 0 else word // words
+    entry = _entries(word, words)
     f = fx.view(-1).index_select(0, torch.add(x, node, alpha=fx.shape[1]))  # (E,)
     f_pieces, nb = _pieces(f, n, size.bit_length() - 1)
     if pieces is None:
