@@ -691,7 +691,8 @@ def test_explanation_reports_the_leaf_form_and_why(deep_models, monkeypatch):
     """``route_reason`` names the form of the leaf values that ran (the plan's own record, read after the call)
     and why: where both forms are priced, the one taken is the cheaper (the dense price a range where its emission
     was not measured: pairs below its low end, dense at most the pair price at its high end); a dense form too
-    cheap to price the pairs says so; leaves past the dense limit take pairs, with the same values."""
+    cheap to price the pairs says so; leaves past the dense limit take pairs, with the same values. A call in parts
+    (chunks of rows) gives each distinct part's reason once, with its share of the parts where they differ."""
     x, models = deep_models
     forest = models[1][1]  # RandomForestRegressor: 3 trees of depth 14 on 6 features
     background = torch.from_numpy(x[200:240])
@@ -724,3 +725,18 @@ def test_explanation_reports_the_leaf_form_and_why(deep_models, monkeypatch):
         "background rows, one thread)"
     )
     torch.testing.assert_close(deep.values, explanation.values[:3], atol=1e-12, rtol=0)
+    halves = tx.FourierShap.from_trees(forest, background, route="leaves").explain(rows[:6], internal_batch_size=3)
+    assert halves.route_reason == deep.route_reason  # two parts with one reason: given once
+    monkeypatch.undo()
+    n = rows.shape[0]
+    split = tx.FourierShap.from_trees(forest, background, route="leaves").explain(rows, internal_batch_size=n - 1)
+    first, last = split.route_reason.split("; ")  # each part's reason once, with its share
+    assert first.endswith(f"({n - 1:,} rows against 40 background rows, one thread) (1 of 2 parts)")
+    if first.startswith("the dense form"):  # the second part finds the tables built
+        assert last == (
+            "the dense form of the leaf values: the background's dense tables are built already (rows cost the "
+            "same either way) (1 of 2 parts)"
+        )
+    else:
+        assert last == f"{one.route_reason} (1 of 2 parts)"
+    torch.testing.assert_close(split.values, explanation.values, atol=1e-12, rtol=0)

@@ -35,7 +35,7 @@ from torchxplain.fourier.explainer._plan_cache import PlanCache
 from torchxplain.fourier.explainer._player_values import PlayerValues
 from torchxplain.fourier.explainer._player_values import player_names as player_names_of
 from torchxplain.fourier.explainer._references import Reference, reference
-from torchxplain.fourier.explainer._result import FourierExplanation
+from torchxplain.fourier.explainer._result import FourierExplanation, joined_reasons
 from torchxplain.fourier.fit import model_placement
 from torchxplain.fourier.sources import Built, Plan, Provider
 from torchxplain.fourier.spectrum import FourierSpectrum, SparseFourierSurrogate
@@ -276,6 +276,7 @@ class FourierExplainerCore(ExplainerBase):
         if last is not None and not self.differentiable and same_snapshot(last[0], key):
             cached = cast(FourierExplanation, last[1])  # the same call: only Captum's tuple-ness may differ
             return cached if cached._is_tuple == is_tuple else replace(cached, _is_tuple=is_tuple)
+        getattr(self.provider, "reasons", []).clear()  # the provider lists this call's parts anew
         result = self._compute(kind, inputs_t, feature_mask, baselines, background, target, internal_batch_size)
         players = result.players
         several = len(result.columns) > 1 and result.pick is None
@@ -677,9 +678,8 @@ class FourierExplainerCore(ExplainerBase):
 
     @torch.no_grad()  # a large evaluation's chunks would each keep a graph for a backward never taken
     def _output_at(self, bits: Tensor, model: bool = False, raw: Tensor | None = None) -> Tensor:
-        """The explained function at encoded rows, ``(R,)`` or ``(R, C)``: the spectrum; with ``model`` a black
-        box's own model (queried as the fit queried it: at the ``raw`` rows when the encoder is not binary); with
-        ``method="enumerate"`` always the model."""
+        """The explained function at encoded rows, ``(R,)`` or ``(R, C)``: the spectrum; with ``model`` a black box's
+        model (queried as its fit was: at ``raw`` rows for a non-binary encoder); ``method="enumerate"``: the model."""
         if self.provider is not None:
             return self._provided(bits)
         if model and self.fit_report is not None and not self.owns_forward_func:
@@ -692,8 +692,8 @@ class FourierExplainerCore(ExplainerBase):
         return self.surrogate.evaluate_checked(bits)
 
     def _route_reason(self) -> str | None:
-        """How and why the last call's values took their form (the provider's ``reason``), for the explanation."""
-        return getattr(self.provider, "reason", None)
+        """How and why the call's values took their form (the provider's ``reasons``, joined), for the explanation."""
+        return joined_reasons(getattr(self.provider, "reasons", []))
 
     def _base(self, result: Computed, target: Any, model: bool = False) -> Tensor:
         """The reference's output, as the values' base: ``()``/``(C,)`` for a background set, per row ``(Q,)`` /

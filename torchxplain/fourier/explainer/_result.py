@@ -8,6 +8,7 @@ and a DataFrame (:meth:`~FourierExplanation.to_frame`) are views of it: nothing 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +35,9 @@ class FourierExplanation:
         route: what produced the values (``"spectrum"``, ``"enumerate"``, ...).
         route_reason: how and why, where something was chosen: the black-box router's reason (also in the
             explainer's ``route``); on a tree model's leaf route, the leaf values' form (``dense`` tables or
-            ``pairs`` of rows and background rows followed down the trees) with both forms' prices in seconds.
-            ``None`` where nothing was chosen.
+            ``pairs`` of rows and background rows followed down the trees) with both forms' prices in seconds; a
+            call in parts (outputs, chunks of rows) that chose differently gives each reason with its share of the
+            parts. ``None`` where nothing was chosen.
         output_names: the ``C`` outputs' names when several are explained, else ``None``.
 
     Example:
@@ -136,3 +138,15 @@ class FourierExplanation:
             base = base.expand(values.shape[0], *base.shape)
         columns["base_value"] = base.numpy().tolist() if base.ndim > 1 else base.numpy()
         return pd.DataFrame(columns)
+
+
+def joined_reasons(reasons: list[str]) -> str | None:
+    """A call's ``route_reason`` from its parts' reasons (one per output and chunk of rows, in order): the one
+    reason where all agree, else each distinct one once with its share of the parts (``"... (1 of 2 parts)"``);
+    ``None`` for none."""
+    if not reasons:
+        return None
+    counts = Counter(reasons)
+    if len(counts) == 1:
+        return reasons[0]
+    return "; ".join(f"{reason} ({n} of {len(reasons)} parts)" for reason, n in counts.items())

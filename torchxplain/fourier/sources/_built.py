@@ -48,10 +48,10 @@ class Provider(Protocol):
     """A source of values without a spectrum (e.g. enumeration through the model, a tree's leaves).
 
     Optional, where a provider serves them: ``reuses_plans`` (``True``: the explainer caches its plan of the
-    background per players and output), ``reason`` (how its last call's values were computed and why: the
-    explanation's ``route_reason``), ``paired(kind, x, b, groups, m, column) -> (Q, m)`` (values against
-    per-row baselines), ``encode_frame(x, name)`` (a DataFrame's columns recoded before validation) and
-    ``output_spectrum(column)`` (a spectrum made on demand).
+    background per players and output), ``reasons`` (a list: how each part of a call's values was computed and why,
+    which the explainer clears as a call starts and joins into the explanation's ``route_reason``),
+    ``paired(kind, x, b, groups, m, column) -> (Q, m)`` (values against per-row baselines), ``encode_frame(x, name)``
+    (a DataFrame's columns recoded before validation) and ``output_spectrum(column)`` (a spectrum made on demand).
 
     Attributes:
         route: its name in reports and messages (``"enumerate"``, ``"leaves"``).

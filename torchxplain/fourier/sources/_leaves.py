@@ -79,8 +79,6 @@ class LeafValues:
 
     route = "leaves"
     reuses_plans = True  # a plan holds the background's patterns: the explainer caches it per players
-    reason: str | None = None
-    """How the last call's values were computed and why (the leaf values' form and its price against the other)."""
 
     def __init__(
         self, tables: list[LeafTable], ensembles: list[TreeEnsemble], binary: bool, codec: CategoryCodec | None
@@ -89,6 +87,9 @@ class LeafValues:
         self.categorical = any(bool(t.categorical.any()) for t in tables)
         self._spectra: dict[int, tuple[FourierSpectrum, InputEncoder, SupportFamilies]] = {}
         self._moved: dict[Hashable, LeafTable] = {}
+        self.reasons: list[str] = []
+        """How each part of the current call's values (one per output and chunk of rows, in order) was computed and
+        why: the leaf values' form and its price against the other. The explainer clears it as a call starts."""
 
     def table(self, column: int, device: torch.device) -> LeafTable:
         """Output ``column``'s leaf table on ``device`` (moved once, then kept)."""
@@ -205,9 +206,9 @@ class LeafValuePlan:
         return values
 
     def _report(self) -> None:
-        """The leaf values' form and why, in the source's :attr:`LeafValues.reason`."""
+        """The leaf values' form and why, added to the source's :attr:`LeafValues.reasons`."""
         form = "pair" if self.leaves.route == "pairs" else "dense"
-        self.source.reason = f"the {form} form of the leaf values: {self.leaves.reason}"
+        self.source.reasons.append(f"the {form} form of the leaf values: {self.leaves.reason}")
 
     def mean_output(self) -> Tensor:
         """``()`` the output's mean over the background (float64): from the leaves' counts of background rows where
