@@ -353,7 +353,7 @@ class FourierShap(FourierExplainerCore):
         )
 
     def _route_reason(self) -> str | None:
-        """The provider's reason, else the black-box router's (:attr:`route`)."""
+        """The provider's reasons (joined), else the black-box router's (:attr:`route`)."""
         reason = super()._route_reason()
         return reason if reason is not None or self.route is None else self.route.reason
 

@@ -269,8 +269,9 @@ def _leaf_games(
     def add(part: slice, word: Tensor, bit: Tensor) -> None:
         nonlocal pieces
         if leaves.by_player:
-            cells = leaf_rows.numel() * fb.shape[1] * (part.stop - part.start)
-            if pieces is None and word.numel() * node.numel() >= CELL_PAIRS * cells:
+            cells = leaf_rows.numel() * fb.shape[1]
+            # the level's pairs, estimated as this part's pairs per entry times its entries, against its cells
+            if pieces is None and word.numel() * node.numel() >= CELL_PAIRS * cells * (part.stop - part.start):
                 pieces = _level_pieces(fb, leaf_rows, acc, weights[0].shape[1])
             _add_pieces(fx, fb, node[part], x[part], leaf[part], masks[part], word, bit, leaves, weights, acc, pieces)
             return
